@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Configure and build one carve configuration.
+#   scripts/build.sh release   -> build/release (Release, everything)
+#   scripts/build.sh asan      -> build/asan    (Debug + AddressSanitizer + UBSan, no benchmarks)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+config="${1:-release}"
+jobs="${CARVE_JOBS:-2}"
+case "$config" in
+  release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
+  asan)    args=(-DCMAKE_BUILD_TYPE=Debug -DCARVE_SANITIZE=ON -DCARVE_BUILD_BENCHMARKS=OFF) ;;
+  *) echo "build.sh: unknown configuration '$config' (release|asan)" >&2; exit 2 ;;
+esac
+cmake -G Ninja -S . -B "build/$config" "${args[@]}" ${CARVE_CMAKE_ARGS:-} >/dev/null
+cmake --build "build/$config" -j "$jobs"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs everything carve's build and tests need from Debian 12 packages.
+# Idempotent: installs only what is missing, so a second run costs a few seconds.
+# Run as root (or with sudo available).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build git pkg-config
+  llvm-22-dev libzstd-dev          # CPU JIT (LLVM ORC)
+  libtbb-dev                       # parallel executor
+  doctest-dev librapidcheck-dev    # tests
+  libbenchmark-dev libopenblas-dev # benchmarks (OpenBLAS is a baseline only)
+  libfmt-dev nlohmann-json3-dev libcli11-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

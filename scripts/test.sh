@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: set up (if needed), then build and run every test twice —
+# Release, and Debug under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Exits non-zero when any test fails. GPU tests report "skipped" without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="${CARVE_JOBS:-2}"
+bash scripts/setup.sh
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+for config in release asan; do
+  start=$(date +%s)
+  bash scripts/build.sh "$config"
+  (cd "build/$config" && ctest --output-on-failure -j "$jobs" --timeout 600)
+  echo "test.sh: $config suite done in $(( $(date +%s) - start )) s"
+done

@@ -1,0 +1,54 @@
+#include "cli/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include "cli/demo_command.h"
+#include "cli/plan_command.h"
+
+namespace carve::cli {
+
+int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"carve: compile a tensor graph once, plan its memory, run it many times"};
+  app.require_subcommand(1);
+
+  auto* demo = app.add_subcommand("demo", "build a small graph with the C++ API, verify, print, plan it");
+
+  PlanCommandOptions plan_options;
+  auto* plan = app.add_subcommand("plan", "plan the arena of a MiniMalloc .csv or a text-format graph");
+  plan->add_option("input", plan_options.input, "MiniMalloc CSV (id,lower,upper,size[,alignment]) or graph text")
+      ->required();
+  plan->add_option("--strategy", plan_options.strategy, "strategy name, or 'all'");
+  plan->add_option("--capacity", plan_options.capacity, "exact: is there a plan with arena <= BYTES?");
+  plan->add_option("--time-limit", plan_options.time_limit_seconds, "seconds for search strategies");
+  plan->add_option("--align", plan_options.align, "minimum alignment of every buffer (bytes)")
+      ->check(CLI::PositiveNumber);
+  plan->add_option("--order", plan_options.order, "execution order for graphs")
+      ->check(CLI::IsMember({"given", "memory"}));
+  plan->add_flag("--no-inplace", plan_options.no_inplace, "graphs: no in-place reuse of dying inputs");
+  plan->add_flag("--parallel-safe", plan_options.parallel_safe,
+                 "graphs: share bytes only between values ordered by the dependency graph");
+  plan->add_option("--json", plan_options.json_path, "write results as JSON");
+  plan->add_option("--csv", plan_options.csv_path, "write the best plan as MiniMalloc CSV (+offset)");
+  plan->add_option("--svg", plan_options.svg_path, "draw the best plan (time x offset)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, out, err) == 0 ? 0 : 2;
+  }
+  if (demo->parsed()) return run_demo_command(out, err);
+  if (plan->parsed()) return run_plan_command(plan_options, out, err);
+  return 2;
+}
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> storage;
+  storage.reserve(args.size() + 1);
+  storage.push_back("carve");
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : storage) argv.push_back(s.data());
+  return run(static_cast<int>(argv.size()), argv.data(), out, err);
+}
+
+}  // namespace carve::cli

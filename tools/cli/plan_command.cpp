@@ -1,0 +1,126 @@
+#include "cli/plan_command.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "carve/planner/csv.h"
+#include "carve/planner/strategy.h"
+#include "carve/planner/svg.h"
+#include "cli/plan_input.h"
+
+namespace carve::cli {
+namespace {
+
+struct Row {
+  planner::PlanResult result;
+  Status valid;  // from the validator
+};
+
+Status write_file(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary);
+  if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}' for writing", path));
+  file << text;
+  if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot write '{}'", path));
+  return Status();
+}
+
+std::vector<std::string> chosen_strategies(const std::string& name) {
+  if (name != "all") return {name};
+  return planner::strategy_names();
+}
+
+nlohmann::json to_json(const PlannedInput& input, int64_t lower_bound, const std::vector<Row>& rows) {
+  nlohmann::json j;
+  j["input"] = input.source;
+  j["lower_bound_bytes"] = lower_bound;
+  j["buffers"] = input.problem.buffers.size();
+  for (const auto& [key, value] : input.facts) j["input_facts"][key] = value;
+  j["results"] = nlohmann::json::array();
+  for (const auto& row : rows) {
+    const auto& r = row.result;
+    j["results"].push_back({{"strategy", r.strategy},
+                            {"arena_bytes", r.plan.arena_bytes},
+                            {"ratio_to_lower_bound",
+                             lower_bound > 0 ? double(r.plan.arena_bytes) / double(lower_bound) : 1.0},
+                            {"valid", row.valid.ok()},
+                            {"validation_error", row.valid.ok() ? "" : row.valid.message()},
+                            {"optimal", r.optimal},
+                            {"plan_seconds", r.plan_seconds}});
+  }
+  return j;
+}
+
+}  // namespace
+
+int run_plan_command(const PlanCommandOptions& options, std::ostream& out, std::ostream& err) {
+  auto input = load_plan_input(options);
+  if (!input.ok()) {
+    fmt::print(err, "carve plan: {}\n", input.status().to_string());
+    return 1;
+  }
+  const planner::Problem& problem = input->problem;
+  const int64_t lower_bound = planner::lower_bound_bytes(problem);
+  for (const auto& line : input->notes) fmt::print(out, "{}\n", line);
+  fmt::print(out, "{}: {} buffers, lower bound {} bytes\n", input->source, problem.buffers.size(), lower_bound);
+
+  planner::PlanOptions plan_options;
+  plan_options.capacity = options.capacity;
+  plan_options.time_limit_seconds = options.time_limit_seconds;
+
+  std::vector<Row> rows;
+  bool failed = false;
+  fmt::print(out, "{:<22} {:>14} {:>9} {:>8} {:>6} {:>11}\n", "strategy", "arena_bytes", "ratio_lb", "optimal",
+             "valid", "plan_s");
+  for (const auto& name : chosen_strategies(options.strategy)) {
+    auto strategy = planner::make_strategy(name);
+    if (!strategy.ok()) {
+      fmt::print(err, "carve plan: {}\n", strategy.status().to_string());
+      return 2;
+    }
+    auto result = (*strategy)->plan(problem, plan_options);
+    if (!result.ok()) {
+      fmt::print(out, "{:<22} {}\n", name, result.status().to_string());
+      failed = true;
+      continue;
+    }
+    Status valid = planner::validate_plan(problem, result->plan);
+    const double ratio = lower_bound > 0 ? double(result->plan.arena_bytes) / double(lower_bound) : 1.0;
+    fmt::print(out, "{:<22} {:>14} {:>9.4f} {:>8} {:>6} {:>11.6f}\n", result->strategy, result->plan.arena_bytes,
+               ratio, result->optimal ? "yes" : "no", valid.ok() ? "yes" : "NO", result->plan_seconds);
+    if (!valid.ok()) {
+      fmt::print(err, "carve plan: {} produced an invalid plan: {}\n", result->strategy, valid.message());
+      failed = true;
+    }
+    if (options.capacity && result->plan.arena_bytes > *options.capacity) failed = true;
+    rows.push_back({std::move(*result), valid});
+  }
+
+  // The smallest valid plan is the one written as CSV/SVG.
+  const Row* best = nullptr;
+  for (const auto& row : rows)
+    if (row.valid.ok() && (!best || row.result.plan.arena_bytes < best->result.plan.arena_bytes)) best = &row;
+
+  if (!options.json_path.empty()) {
+    Status s = write_file(options.json_path, to_json(*input, lower_bound, rows).dump(2) + "\n");
+    if (!s.ok()) { fmt::print(err, "carve plan: {}\n", s.to_string()); return 1; }
+  }
+  if ((!options.csv_path.empty() || !options.svg_path.empty()) && !best) {
+    fmt::print(err, "carve plan: no valid plan to write\n");
+    return 1;
+  }
+  if (!options.csv_path.empty()) {
+    Status s = planner::write_minimalloc_csv_file(options.csv_path, problem, best->result.plan);
+    if (!s.ok()) { fmt::print(err, "carve plan: {}\n", s.to_string()); return 1; }
+  }
+  if (!options.svg_path.empty()) {
+    Status s = write_file(options.svg_path, planner::plan_to_svg(problem, best->result.plan, lower_bound));
+    if (!s.ok()) { fmt::print(err, "carve plan: {}\n", s.to_string()); return 1; }
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace carve::cli
