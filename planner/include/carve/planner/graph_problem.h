@@ -1,0 +1,70 @@
+// From a graph and an execution order to a planner Problem: liveness with views folded
+// into their source and in-place reuse of dying inputs.
+//
+// Rules (TFLite/ggml):
+//  - View ops (reshape, flatten, squeeze, unsqueeze, identity, and slices whose result is
+//    one contiguous byte range) get no memory: they alias their source's buffer, at a
+//    byte offset for slices, and the source lives until the last use of every alias.
+//    A view that is itself a graph output is materialised (the caller owns that memory).
+//  - An elementwise op's output takes over an input's buffer in place when that input's
+//    buffer dies at this op, has the output's byte size and element count, starts at
+//    offset 0, and is not a graph input, output or constant (GraphPlanOptions::inplace).
+//  - Graph inputs, constants (weights), graph outputs and handle reads are not in the
+//    arena by default (caller memory / weights / handle region); plan_inputs and
+//    plan_outputs put inputs/outputs in the arena (inputs live from step 0, outputs to the end).
+// Steps: problem step = execution step + 1, so step 0 is "before the first node"; a value
+// produced at execution step s and last read at step t has interval [s+1, t+2).
+// Thread-safety: pure function of its arguments. Errors: kInvalidArgument for an order
+// that is not a topological order of the graph; kShapeError for byte-size overflow.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "carve/ir/graph.h"
+#include "carve/planner/problem.h"
+
+namespace carve::planner {
+
+struct GraphPlanOptions {
+  bool inplace = true;
+  bool plan_inputs = false;
+  bool plan_outputs = false;
+  int64_t alignment = 64;  // every arena buffer's offset alignment
+};
+
+enum class Placement : uint8_t {
+  arena,     // in problem.buffers[buffer] at byte_offset
+  input,     // caller-provided input memory (root value = the input)
+  output,    // caller-provided output memory
+  constant,  // weights region
+  handle,    // handle region (read_handle output)
+};
+
+struct ValuePlacement {
+  Placement placement = Placement::arena;
+  ir::ValueId root = ir::kNoValue;  // the value that owns the memory this one aliases (itself if none)
+  int32_t buffer = -1;              // index into problem.buffers when placement == arena
+  int64_t byte_offset = 0;          // offset inside the root's memory (slice views)
+  bool is_view = false;             // aliases its source via a view op
+  bool is_inplace = false;          // took over a dying input's buffer
+};
+
+struct GraphProblem {
+  Problem problem;                        // buffer ids are root value names
+  std::vector<ValuePlacement> values;     // indexed by ValueId
+  std::vector<ir::ValueId> buffer_root;   // problem.buffers[i] belongs to this root value
+  int64_t num_views = 0;
+  int64_t num_inplace = 0;
+};
+
+Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const ir::NodeId> order,
+                                         const GraphPlanOptions& options = {});
+
+// Byte offset of a slice result inside its source when that result is one contiguous
+// range of the source (every step 1; the axes before the first cut axis keep one index,
+// the axes after it are whole); nullopt otherwise.
+std::optional<int64_t> contiguous_slice_offset(const ir::Graph& graph, const ir::Node& slice);
+
+}  // namespace carve::planner

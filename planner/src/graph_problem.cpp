@@ -1,0 +1,164 @@
+#include "carve/planner/graph_problem.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "carve/ir/order.h"
+
+namespace carve::planner {
+namespace {
+
+using ir::ValueId;
+
+int64_t slice_start(int64_t dim, int64_t start) {
+  if (start < 0) start += dim;
+  return std::clamp<int64_t>(start, 0, dim);
+}
+
+bool root_is_protected(const ir::Graph& graph, ValueId root) {
+  const ir::Value& v = graph.value(root);
+  return v.kind != ir::ValueKind::intermediate || graph.is_output(root);
+}
+
+Status check_order(const ir::Graph& graph, std::span<const ir::NodeId> order) {
+  std::vector<bool> seen(static_cast<size_t>(graph.num_nodes()), false);
+  for (ir::NodeId id : order) {
+    if (!graph.has_node(id) || seen[static_cast<size_t>(id)])
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("execution order holds node #{} twice or out of range", id));
+    seen[static_cast<size_t>(id)] = true;
+  }
+  if (order.size() != seen.size())
+    return Status(ErrorCode::kInvalidArgument,
+                  fmt::format("execution order has {} nodes, graph has {}", order.size(), seen.size()));
+  return Status();
+}
+
+// Where a value's memory comes from when it is not an alias of another value.
+Placement own_placement(const ir::Graph& graph, const ir::Node* producer, ValueId v,
+                        const GraphPlanOptions& options) {
+  const ir::Value& value = graph.value(v);
+  if (value.kind == ir::ValueKind::constant) return Placement::constant;
+  if (value.kind == ir::ValueKind::input) return options.plan_inputs ? Placement::arena : Placement::input;
+  if (graph.is_output(v) && !options.plan_outputs) return Placement::output;
+  if (producer && producer->op == ir::OpKind::read_handle) return Placement::handle;
+  return Placement::arena;
+}
+
+}  // namespace
+
+std::optional<int64_t> contiguous_slice_offset(const ir::Graph& graph, const ir::Node& slice) {
+  const ir::Shape& in = graph.value(slice.inputs[0]).type.shape;
+  const ir::Shape& out = graph.value(slice.outputs[0]).type.shape;
+  const int rank = in.rank();
+  std::vector<int64_t> starts(static_cast<size_t>(rank), 0);
+  auto attr_ints = [&](const char* name) -> std::vector<int64_t> {
+    auto it = slice.attrs.find(name);
+    return it == slice.attrs.end() ? std::vector<int64_t>{} : it->second.as_ints();
+  };
+  std::vector<int64_t> raw_starts = attr_ints("starts"), axes = attr_ints("axes"), steps = attr_ints("steps");
+  for (size_t i = 0; i < raw_starts.size(); ++i) {
+    if (!steps.empty() && steps[i] != 1) return std::nullopt;
+    int64_t axis = axes.empty() ? static_cast<int64_t>(i) : axes[i];
+    if (axis < 0) axis += rank;
+    starts[static_cast<size_t>(axis)] = slice_start(in[static_cast<int>(axis)], raw_starts[i]);
+  }
+  // First axis whose extent changes; before it every output dim must be 1, after it whole.
+  int cut = 0;
+  while (cut < rank && out[cut] == in[cut]) ++cut;
+  if (cut == rank) return 0;  // the whole tensor
+  for (int d = 0; d < cut; ++d)
+    if (out[d] != 1) return std::nullopt;
+  for (int d = cut + 1; d < rank; ++d)
+    if (out[d] != in[d]) return std::nullopt;
+  int64_t offset = 0, stride = ir::dtype_size(graph.value(slice.inputs[0]).type.dtype);
+  for (int d = rank - 1; d >= 0; --d) {
+    offset += starts[static_cast<size_t>(d)] * stride;
+    stride *= in[d];
+  }
+  return offset;
+}
+
+Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const ir::NodeId> order,
+                                         const GraphPlanOptions& options) {
+  CARVE_RETURN_IF_ERROR(check_order(graph, order));
+  CARVE_ASSIGN_OR_RETURN(std::vector<ir::Lifetime> life, ir::lifetimes(graph, order));
+  const auto num_values = static_cast<size_t>(graph.num_values());
+  std::vector<int64_t> bytes(num_values, 0);
+  for (const ir::Value& v : graph.values) {
+    CARVE_ASSIGN_OR_RETURN(bytes[static_cast<size_t>(v.id)], v.type.byte_size());
+  }
+
+  GraphProblem out;
+  out.values.resize(num_values);
+  std::vector<int64_t> root_first(num_values), root_last(num_values);
+  auto make_root = [&](ValueId v, const ir::Node* producer) {
+    ValuePlacement& p = out.values[static_cast<size_t>(v)];
+    p = ValuePlacement{own_placement(graph, producer, v, options), v, -1, 0, false, false};
+    root_first[static_cast<size_t>(v)] = life[static_cast<size_t>(v)].first;
+    root_last[static_cast<size_t>(v)] = life[static_cast<size_t>(v)].last;
+  };
+  auto alias = [&](ValueId v, ValueId source, int64_t extra_offset) {
+    ValuePlacement p = out.values[static_cast<size_t>(source)];
+    p.byte_offset += extra_offset;
+    p.is_view = p.is_inplace = false;
+    out.values[static_cast<size_t>(v)] = p;
+    auto r = static_cast<size_t>(p.root);
+    root_last[r] = std::max(root_last[r], life[static_cast<size_t>(v)].last);
+  };
+
+  for (const ir::Value& v : graph.values)
+    if (v.kind != ir::ValueKind::intermediate) make_root(v.id, nullptr);
+
+  for (size_t step = 0; step < order.size(); ++step) {
+    const ir::Node& node = graph.node(order[step]);
+    for (ValueId v : node.outputs) {
+      const bool is_output = graph.is_output(v);
+      std::optional<int64_t> view_offset;
+      if (ir::is_view(node.op)) view_offset = 0;
+      if (node.op == ir::OpKind::slice) view_offset = contiguous_slice_offset(graph, node);
+      if (view_offset && !is_output) {
+        alias(v, node.inputs[0], *view_offset);
+        out.values[static_cast<size_t>(v)].is_view = true;
+        ++out.num_views;
+        continue;
+      }
+      bool placed = false;
+      if (options.inplace && ir::is_elementwise(node.op) && !is_output) {
+        for (ValueId in : node.inputs) {
+          const ValuePlacement& src = out.values[static_cast<size_t>(in)];
+          auto r = static_cast<size_t>(src.root);
+          if (src.placement != Placement::arena || src.byte_offset != 0 || root_is_protected(graph, src.root))
+            continue;
+          if (root_last[r] != static_cast<int64_t>(step) || bytes[r] != bytes[static_cast<size_t>(v)]) continue;
+          if (graph.value(in).type.shape != graph.value(v).type.shape) continue;
+          alias(v, in, 0);
+          out.values[static_cast<size_t>(v)].is_inplace = true;
+          ++out.num_inplace;
+          placed = true;
+          break;
+        }
+      }
+      if (!placed) make_root(v, &node);
+    }
+  }
+
+  // One planner buffer per arena root, over its members' combined lifetime.
+  const int64_t end_step = static_cast<int64_t>(order.size());
+  for (const ir::Value& v : graph.values) {
+    auto i = static_cast<size_t>(v.id);
+    if (out.values[i].root != v.id || out.values[i].placement != Placement::arena) continue;
+    int64_t first = root_first[i], last = root_last[i];
+    if (graph.is_output(v.id)) last = std::max<int64_t>(last, end_step - 1);
+    out.values[i].buffer = static_cast<int32_t>(out.problem.buffers.size());
+    out.problem.buffers.push_back(BufferRequest{v.name, bytes[i], options.alignment, first + 1, last + 2});
+    out.buffer_root.push_back(v.id);
+  }
+  for (auto& p : out.values)
+    if (p.placement == Placement::arena && p.root != ir::kNoValue)
+      p.buffer = out.values[static_cast<size_t>(p.root)].buffer;
+  return out;
+}
+
+}  // namespace carve::planner

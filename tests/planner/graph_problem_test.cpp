@@ -1,0 +1,161 @@
+// Liveness from graphs: views folded into sources, in-place reuse, what stays out of the arena.
+#include <doctest/doctest.h>
+
+#include "carve/ir/builder.h"
+#include "carve/ir/order.h"
+#include "carve/planner/graph_problem.h"
+#include "carve/planner/strategy.h"
+
+using namespace carve;
+using ir::DType;
+
+namespace {
+
+planner::GraphProblem plan_graph(const ir::Graph& g, planner::GraphPlanOptions options = {}) {
+  auto order = ir::execution_order(g);
+  REQUIRE(order.ok());
+  auto problem = planner::build_graph_problem(g, *order, options);
+  REQUIRE_MESSAGE(problem.ok(), problem.status().to_string());
+  return std::move(*problem);
+}
+
+const planner::ValuePlacement& placement(const planner::GraphProblem& p, const ir::Graph& g, const char* name) {
+  const ir::Value* v = g.find_value(name);
+  REQUIRE(v != nullptr);
+  return p.values[static_cast<size_t>(v->id)];
+}
+
+}  // namespace
+
+TEST_CASE("planner/graph/views alias their source and extend its lifetime") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {4, 8});
+  auto a = b.rename(b.exp(x), "a");                    // step 0
+  auto r = b.rename(b.reshape(a, {32}), "r");          // step 1: view of a
+  auto f = b.rename(b.flatten(b.unsqueeze(r, {0}), 1), "f");  // steps 2, 3: views of a
+  auto y = b.rename(b.tanh(x), "y");                   // step 4
+  auto z = b.rename(b.add(b.reshape(f, {4, 8}), y), "z");  // steps 5, 6
+  b.output(z);
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto p = plan_graph(*g, {.inplace = false});
+  CHECK(p.num_views == 4);
+  CHECK(placement(p, *g, "r").root == a);
+  CHECK(placement(p, *g, "r").is_view);
+  CHECK(placement(p, *g, "f").buffer == placement(p, *g, "a").buffer);
+  // Only a and y need arena memory; x is an input, z an output.
+  REQUIRE(p.problem.buffers.size() == 2);
+  const auto& a_buffer = p.problem.buffers[static_cast<size_t>(placement(p, *g, "a").buffer)];
+  CHECK(a_buffer.id == "a");
+  CHECK(a_buffer.size == 128);
+  CHECK(a_buffer.start == 1);  // produced at step 0
+  CHECK(a_buffer.end == 8);    // last alias read at step 6: [1, 8)
+  CHECK(placement(p, *g, "x").placement == planner::Placement::input);
+  CHECK(placement(p, *g, "z").placement == planner::Placement::output);
+}
+
+TEST_CASE("planner/graph/elementwise output reuses a dying input in place") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {16});
+  auto a = b.rename(b.exp(x), "a");
+  auto c = b.rename(b.relu(a), "c");       // a dies here: c takes a's bytes
+  auto d = b.rename(b.mul(c, c), "d");     // c dies here: d takes them too
+  auto e = b.rename(b.add(d, x), "e");
+  b.output(b.rename(b.sigmoid(e), "out"));
+  auto g = b.build();
+  REQUIRE(g.ok());
+
+  auto with = plan_graph(*g);
+  CHECK(with.num_inplace == 3);
+  CHECK(placement(with, *g, "c").root == a);
+  CHECK(placement(with, *g, "e").root == a);
+  CHECK(placement(with, *g, "c").is_inplace);
+  CHECK(with.problem.buffers.size() == 1);
+
+  auto without = plan_graph(*g, {.inplace = false});
+  CHECK(without.num_inplace == 0);
+  CHECK(without.problem.buffers.size() == 4);
+  CHECK(planner::lower_bound_bytes(with.problem) < planner::lower_bound_bytes(without.problem));
+}
+
+TEST_CASE("planner/graph/in place needs a dying same-size arena input") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {4, 4});
+  auto small = b.rename(b.exp(b.input("s", DType::f32, {4})), "small");
+  auto a = b.rename(b.exp(x), "a");
+  auto bcast = b.rename(b.add(a, small), "bcast");  // a dies, same size: in place on a
+  auto keep = b.rename(b.exp(bcast), "keep");       // bcast still read below: no in place
+  auto both = b.rename(b.add(keep, bcast), "both");
+  auto from_input = b.rename(b.neg(x), "from_input");  // x is a graph input: never reused
+  b.output(b.add(both, from_input));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto p = plan_graph(*g);
+  CHECK(placement(p, *g, "bcast").is_inplace);
+  CHECK(placement(p, *g, "bcast").root == a);
+  CHECK_FALSE(placement(p, *g, "keep").is_inplace);
+  CHECK(placement(p, *g, "both").is_inplace);  // keep dies at "both" and has its size
+  CHECK_FALSE(placement(p, *g, "from_input").is_inplace);
+  CHECK(placement(p, *g, "small").root == small);
+}
+
+TEST_CASE("planner/graph/contiguous slices are views at a byte offset") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {4, 3, 5});
+  auto a = b.rename(b.exp(x), "a");
+  auto rows = b.rename(b.slice(a, {1}, {3}, {0}), "rows");          // a[1:3]: contiguous
+  auto one = b.rename(b.slice(a, {2, 1}, {3, 2}, {0, 1}), "one");   // a[2, 1:2, :]: contiguous
+  auto cols = b.rename(b.slice(a, {1}, {3}, {2}), "cols");          // a[:, :, 1:3]: strided
+  b.output(b.add(b.reshape(rows, {30}), b.reshape(b.concat({b.reshape(one, {5}), b.reshape(cols, {24}), b.reshape(one, {1, 5})}, 0), {30})));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto p = plan_graph(*g);
+  CHECK(placement(p, *g, "rows").is_view);
+  CHECK(placement(p, *g, "rows").byte_offset == 1 * 15 * 4);
+  CHECK(placement(p, *g, "one").is_view);
+  CHECK(placement(p, *g, "one").byte_offset == (2 * 15 + 1 * 5) * 4);
+  CHECK_FALSE(placement(p, *g, "cols").is_view);
+}
+
+TEST_CASE("planner/graph/a view that is a graph output is materialised") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {2, 3});
+  auto a = b.rename(b.exp(x), "a");
+  b.output(b.rename(b.reshape(a, {6}), "flat"));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto p = plan_graph(*g);
+  CHECK(p.num_views == 0);
+  CHECK(placement(p, *g, "flat").placement == planner::Placement::output);
+  CHECK(placement(p, *g, "a").placement == planner::Placement::arena);
+}
+
+TEST_CASE("planner/graph/options plan inputs and outputs into the arena") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {8});
+  auto a = b.exp(x);
+  b.output(b.rename(b.relu(a), "y"));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto p = plan_graph(*g, {.inplace = false, .plan_inputs = true, .plan_outputs = true});
+  REQUIRE(p.problem.buffers.size() == 3);
+  CHECK(p.problem.buffers[0].id == "x");
+  CHECK(p.problem.buffers[0].start == 0);  // before the first step
+  const auto& y = p.problem.buffers[static_cast<size_t>(placement(p, *g, "y").buffer)];
+  CHECK(y.end == 3);                        // to the end of the 2-step run
+  for (const auto& buffer : p.problem.buffers) CHECK(buffer.alignment == 64);
+}
+
+TEST_CASE("planner/graph/bad execution orders are rejected") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {8});
+  b.output(b.relu(b.exp(x)));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  std::vector<ir::NodeId> duplicate{0, 0};
+  CHECK(planner::build_graph_problem(*g, duplicate).status().code() == ErrorCode::kInvalidArgument);
+  std::vector<ir::NodeId> short_order{0};
+  CHECK(planner::build_graph_problem(*g, short_order).status().code() == ErrorCode::kInvalidArgument);
+  std::vector<ir::NodeId> backwards{1, 0};
+  CHECK_FALSE(planner::build_graph_problem(*g, backwards).ok());
+}

@@ -1,0 +1,79 @@
+#include "cli/graph_input.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "carve/ir/order.h"
+#include "carve/ir/text.h"
+#include "carve/ir/verify.h"
+#include "carve/planner/graph_problem.h"
+#include "carve/planner/memory_order.h"
+#include "carve/planner/strategy.h"
+
+namespace carve::cli {
+namespace {
+
+// Arena of the reference heuristic for an order, to compare orders by what they buy.
+Result<int64_t> greedy_arena(const planner::Problem& problem) {
+  CARVE_ASSIGN_OR_RETURN(auto strategy, planner::make_strategy("greedy-size"));
+  CARVE_ASSIGN_OR_RETURN(planner::PlanResult result, strategy->plan(problem, {}));
+  return result.plan.arena_bytes;
+}
+
+}  // namespace
+
+Result<ir::Graph> read_graph_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}'", path));
+  std::stringstream text;
+  text << file.rdbuf();
+  auto graph = ir::parse(text.str());
+  if (!graph.ok()) return graph.status().with_context(path);
+  CARVE_RETURN_IF_ERROR(ir::verify(*graph).with_context(path));
+  return graph;
+}
+
+Status load_graph_plan_input(const PlanCommandOptions& options, PlannedInput& input) {
+  CARVE_ASSIGN_OR_RETURN(ir::Graph graph, read_graph_file(options.input));
+  planner::GraphPlanOptions graph_options;
+  graph_options.inplace = !options.no_inplace;
+
+  CARVE_ASSIGN_OR_RETURN(std::vector<ir::NodeId> given, ir::execution_order(graph));
+  CARVE_ASSIGN_OR_RETURN(planner::GraphProblem given_problem,
+                         planner::build_graph_problem(graph, given, graph_options));
+  std::vector<ir::NodeId> order = given;
+  planner::GraphProblem chosen = given_problem;
+
+  if (options.order == "memory") {
+    CARVE_ASSIGN_OR_RETURN(planner::MemoryOrder memory, planner::memory_aware_order(graph));
+    CARVE_ASSIGN_OR_RETURN(chosen, planner::build_graph_problem(graph, memory.order, graph_options));
+    CARVE_ASSIGN_OR_RETURN(int64_t given_model, planner::modelled_peak_bytes(graph, given));
+    CARVE_ASSIGN_OR_RETURN(int64_t given_arena, greedy_arena(given_problem.problem));
+    CARVE_ASSIGN_OR_RETURN(int64_t memory_arena, greedy_arena(chosen.problem));
+    const int64_t given_lb = planner::lower_bound_bytes(given_problem.problem);
+    const int64_t memory_lb = planner::lower_bound_bytes(chosen.problem);
+    input.notes.push_back(fmt::format("order given : peak {} bytes (lower bound), greedy-size arena {} bytes",
+                                      given_lb, given_arena));
+    input.notes.push_back(fmt::format("order memory: peak {} bytes (lower bound), greedy-size arena {} bytes ({})",
+                                      memory_lb, memory_arena, memory.exact ? "exact search" : "heuristic"));
+    input.facts["given_order_peak_bytes"] = given_lb;
+    input.facts["given_order_arena_bytes"] = given_arena;
+    input.facts["memory_order_peak_bytes"] = memory_lb;
+    input.facts["memory_order_arena_bytes"] = memory_arena;
+    input.facts["given_order_modelled_peak_bytes"] = given_model;
+    input.facts["memory_order_modelled_peak_bytes"] = memory.peak_bytes;
+    input.facts["memory_order_exact"] = memory.exact ? 1 : 0;
+    order = memory.order;
+  }
+  input.notes.push_back(fmt::format("graph '{}': {} nodes, {} values, {} views folded, {} in place{}", graph.name,
+                                    graph.num_nodes(), graph.num_values(), chosen.num_views, chosen.num_inplace,
+                                    options.no_inplace ? " (--no-inplace)" : ""));
+  input.facts["views"] = chosen.num_views;
+  input.facts["inplace"] = chosen.num_inplace;
+  input.problem = std::move(chosen.problem);
+  return Status();
+}
+
+}  // namespace carve::cli
