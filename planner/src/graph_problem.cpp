@@ -64,14 +64,12 @@ std::optional<int64_t> contiguous_slice_offset(const ir::Graph& graph, const ir:
     if (axis < 0) axis += rank;
     starts[static_cast<size_t>(axis)] = slice_start(in[static_cast<int>(axis)], raw_starts[i]);
   }
-  // First axis whose extent changes; before it every output dim must be 1, after it whole.
-  int cut = 0;
-  while (cut < rank && out[cut] == in[cut]) ++cut;
-  if (cut == rank) return 0;  // the whole tensor
+  // Last axis that is cut: the axes after it are whole, the axes before it keep one index.
+  int cut = rank - 1;
+  while (cut >= 0 && out[cut] == in[cut]) --cut;
+  if (cut < 0) return 0;  // the whole tensor
   for (int d = 0; d < cut; ++d)
     if (out[d] != 1) return std::nullopt;
-  for (int d = cut + 1; d < rank; ++d)
-    if (out[d] != in[d]) return std::nullopt;
   int64_t offset = 0, stride = ir::dtype_size(graph.value(slice.inputs[0]).type.dtype);
   for (int d = rank - 1; d >= 0; --d) {
     offset += starts[static_cast<size_t>(d)] * stride;

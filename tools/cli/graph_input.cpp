@@ -70,6 +70,13 @@ Status load_graph_plan_input(const PlanCommandOptions& options, PlannedInput& in
   input.notes.push_back(fmt::format("graph '{}': {} nodes, {} values, {} views folded, {} in place{}", graph.name,
                                     graph.num_nodes(), graph.num_values(), chosen.num_views, chosen.num_inplace,
                                     options.no_inplace ? " (--no-inplace)" : ""));
+  if (options.parallel_safe) {
+    CARVE_ASSIGN_OR_RETURN(input.unordered_pairs, planner::unordered_buffer_pairs(graph, chosen));
+    input.parallel_safe = true;
+    input.notes.push_back(fmt::format("{} buffer pairs have disjoint lifetimes but no dependency order",
+                                      input.unordered_pairs.size()));
+    input.facts["unordered_pairs"] = static_cast<int64_t>(input.unordered_pairs.size());
+  }
   input.facts["views"] = chosen.num_views;
   input.facts["inplace"] = chosen.num_inplace;
   input.problem = std::move(chosen.problem);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "carve/planner/parallel_safe.h"
 #include "carve/planner/problem.h"
 #include "cli/plan_command.h"
 
@@ -16,6 +17,9 @@ struct PlannedInput {
   planner::Problem problem;
   std::vector<std::string> notes;           // lines printed before the table
   std::map<std::string, int64_t> facts;     // extra figures for --json
+  // --parallel-safe: buffer pairs the graph leaves unordered (must not share bytes).
+  bool parallel_safe = false;
+  std::vector<planner::BufferPair> unordered_pairs;
 };
 
 Result<PlannedInput> load_plan_input(const PlanCommandOptions& options);

@@ -63,7 +63,7 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
                                          const GraphPlanOptions& options = {});
 
 // Byte offset of a slice result inside its source when that result is one contiguous
-// range of the source (every step 1; the axes before the first cut axis keep one index,
+// range of the source (every step 1; the axes before the last cut axis keep one index,
 // the axes after it are whole); nullopt otherwise.
 std::optional<int64_t> contiguous_slice_offset(const ir::Graph& graph, const ir::Node& slice);
 
