@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "carve/ir/graph.h"
@@ -38,6 +39,9 @@ struct KernelGroup {
   std::vector<ir::ValueId> internal_values;
   int64_t num_tiles = 1;               // independent tiles of the iteration space
   int64_t scratch_bytes = 0;           // temporary memory the kernel needs (planned up front)
+  // Operand index pairs that may share bytes (the plan put an output in place over an
+  // input, or two inputs are the same value). Every operand in no pair gets `noalias`.
+  std::vector<std::pair<int32_t, int32_t>> may_alias;
 };
 
 }  // namespace carve::jit
