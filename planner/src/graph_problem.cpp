@@ -113,6 +113,10 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
     const ir::Node& node = graph.node(order[step]);
     for (ValueId v : node.outputs) {
       const bool is_output = graph.is_output(v);
+      if (static_cast<size_t>(v) < options.unstored.size() && options.unstored[static_cast<size_t>(v)]) {
+        out.values[static_cast<size_t>(v)] = ValuePlacement{Placement::none, v, -1, 0, false, false};
+        continue;
+      }
       std::optional<int64_t> view_offset;
       if (ir::is_view(node.op)) view_offset = 0;
       if (node.op == ir::OpKind::slice) view_offset = contiguous_slice_offset(graph, node);

@@ -32,6 +32,9 @@ struct GraphPlanOptions {
   bool plan_inputs = false;
   bool plan_outputs = false;
   int64_t alignment = 64;  // every arena buffer's offset alignment
+  // Values that are never stored (kept in registers inside a fused kernel), by ValueId;
+  // empty = none. They get Placement::none and no memory.
+  std::vector<bool> unstored;
 };
 
 enum class Placement : uint8_t {
@@ -40,6 +43,7 @@ enum class Placement : uint8_t {
   output,    // caller-provided output memory
   constant,  // weights region
   handle,    // handle region (read_handle output)
+  none,      // never stored (GraphPlanOptions::unstored)
 };
 
 struct ValuePlacement {
