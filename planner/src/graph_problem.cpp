@@ -156,11 +156,29 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
     out.values[i].buffer = static_cast<int32_t>(out.problem.buffers.size());
     out.problem.buffers.push_back(BufferRequest{v.name, bytes[i], options.alignment, first + 1, last + 2});
     out.buffer_root.push_back(v.id);
+    out.scratch_nodes.emplace_back();
   }
   for (auto& p : out.values)
     if (p.placement == Placement::arena && p.root != ir::kNoValue)
       p.buffer = out.values[static_cast<size_t>(p.root)].buffer;
   return out;
+}
+
+Result<int32_t> add_scratch_buffer(GraphProblem& problem, std::string id, int64_t bytes, int64_t alignment,
+                                   std::span<const ir::NodeId> nodes, std::span<const ir::NodeId> order) {
+  int64_t first = -1, last = -1;
+  for (size_t step = 0; step < order.size(); ++step)
+    if (std::find(nodes.begin(), nodes.end(), order[step]) != nodes.end()) {
+      if (first < 0) first = static_cast<int64_t>(step);
+      last = static_cast<int64_t>(step);
+    }
+  if (first < 0 || nodes.empty())
+    return Status(ErrorCode::kInvalidArgument, fmt::format("scratch buffer '{}' belongs to no scheduled node", id));
+  const auto index = static_cast<int32_t>(problem.problem.buffers.size());
+  problem.problem.buffers.push_back(BufferRequest{std::move(id), bytes, alignment, first + 1, last + 2});
+  problem.buffer_root.push_back(ir::kNoValue);
+  problem.scratch_nodes.emplace_back(nodes.begin(), nodes.end());
+  return index;
 }
 
 }  // namespace carve::planner

@@ -82,8 +82,16 @@ Result<std::vector<BufferPair>> unordered_buffer_pairs(const ir::Graph& graph, c
     for (ir::ValueId v : node.inputs) touch(v);
     for (ir::ValueId v : node.outputs) touch(v);
   }
-  for (size_t b = 0; b < buffers; ++b)
-    first_writer[b] = graph.value(problem.buffer_root[b]).producer;
+  for (size_t b = 0; b < buffers; ++b) {
+    if (problem.buffer_root[b] != ir::kNoValue) {
+      first_writer[b] = graph.value(problem.buffer_root[b]).producer;
+      continue;
+    }
+    // Scratch: used only by its kernel's nodes; the first of them (in DAG order) writes it.
+    const auto& nodes = problem.scratch_nodes[b];
+    accesses[b] = nodes;
+    first_writer[b] = nodes.front();
+  }
   const auto reach = descendants(graph);
   auto before = [&](size_t a, size_t b) {  // every access of a happens-before b's first write
     const NodeId w = first_writer[b];

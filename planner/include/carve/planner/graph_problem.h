@@ -58,13 +58,19 @@ struct ValuePlacement {
 struct GraphProblem {
   Problem problem;                        // buffer ids are root value names
   std::vector<ValuePlacement> values;     // indexed by ValueId
-  std::vector<ir::ValueId> buffer_root;   // problem.buffers[i] belongs to this root value
+  std::vector<ir::ValueId> buffer_root;   // problem.buffers[i] belongs to this root value (kNoValue: scratch)
+  std::vector<std::vector<ir::NodeId>> scratch_nodes;  // per buffer: the nodes using a scratch buffer
   int64_t num_views = 0;
   int64_t num_inplace = 0;
 };
 
 Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const ir::NodeId> order,
                                          const GraphPlanOptions& options = {});
+
+// Adds a kernel's temporary buffer, live while `nodes` (consecutive in `order`) run.
+// Returns its index in problem.buffers. kInvalidArgument for nodes not in the order.
+Result<int32_t> add_scratch_buffer(GraphProblem& problem, std::string id, int64_t bytes, int64_t alignment,
+                                   std::span<const ir::NodeId> nodes, std::span<const ir::NodeId> order);
 
 // Byte offset of a slice result inside its source when that result is one contiguous
 // range of the source (every step 1; the axes before the last cut axis keep one index,

@@ -1,0 +1,51 @@
+// The `exact` strategy: a complete search for buffer offsets in the spirit of
+// MiniMalloc (Moffitt, ASPLOS 2023); implemented in planner/src/exact.cpp.
+//
+// With PlanOptions::capacity = C it decides whether a plan with arena <= C exists:
+// it returns one, kInfeasible when the search finished and proved none exists, or
+// kTimeout when time_limit_seconds passed first. Without a capacity it minimises the
+// arena (greedy upper bound, then feasibility probes between the lower bound and the
+// best plan so far) and always returns the best plan found; `optimal` is true iff the
+// arena equals the lower bound or the probes proved that nothing smaller fits.
+//
+// Search (see exact.cpp for details): canonical bottom-up placements in (offset, rank)
+// order, cross-section inference on every time section, dynamic decomposition at cut
+// points, symmetry breaking for identical buffers, and pruning of buffers that can no
+// longer be placed canonically. Stateless between calls; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "carve/planner/strategy.h"
+#include "carve/status.h"
+
+namespace carve::planner {
+
+// Knobs for experiments and tests; the defaults are what `exact` uses.
+struct ExactOptions {
+  bool section_inference = true;  // cross-section pruning with unallocated floors
+  bool decompose = true;          // split into independent subproblems at cut points
+  bool symmetry = true;           // identical buffers are placed in a fixed order
+  bool dominance = true;          // stop branching after a buffer nothing can go under
+  bool greedy_first = true;       // with a capacity, accept a greedy plan that fits
+  bool restarts = true;           // restart over several branching orders, growing limits
+  bool failure_cache = true;      // remember failed search states (by 128-bit hash)
+};
+
+// Counters from the last plan_exact call (optional out-parameter).
+struct ExactStats {
+  int64_t nodes = 0;          // search nodes over all probes
+  int probes = 0;             // feasibility searches run
+  int64_t greedy_arena = 0;   // best greedy upper bound
+  int64_t lower_bound = 0;    // max bytes live at one step
+};
+
+std::unique_ptr<Strategy> make_exact_strategy();
+
+// The same search with explicit knobs; `stats` may be null.
+Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options,
+                              const ExactOptions& exact_options = {},
+                              ExactStats* stats = nullptr);
+
+}  // namespace carve::planner

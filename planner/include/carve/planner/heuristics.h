@@ -1,0 +1,45 @@
+// Factories for carve's heuristic strategies (make_strategy(name) returns the same objects).
+//
+// Shared behaviour of every heuristic:
+//  - the problem is checked with check_problem (kInvalidArgument naming the buffer), and
+//    rejected with kInvalidArgument when sum(size + alignment - 1) overflows int64;
+//  - 0-byte buffers get offset 0 and take no space;
+//  - offsets honour each buffer's alignment (any value >= 1, not only powers of two);
+//  - arena_bytes = max(offset + size); optimal = (arena_bytes == lower_bound_bytes);
+//  - PlanOptions::time_limit_seconds is ignored (they run in O(n log n + overlaps));
+//  - PlanOptions::capacity: a heuristic cannot prove infeasibility, but a plan above the
+//    capacity is not an answer either, so they return kInfeasible with a message saying
+//    whether it is proven (capacity < lower bound) or only "the heuristic did not fit".
+#pragma once
+
+#include <memory>
+
+#include "carve/planner/strategy.h"
+
+namespace carve::planner {
+
+// Bump allocation in input order, no reuse. The baseline.
+std::unique_ptr<Strategy> make_naive_strategy();
+// TFLite arena rule: size descending (ties: earlier start, input order); best-fitting gap
+// among the placed buffers that overlap in time, else on top of the highest of them.
+std::unique_ptr<Strategy> make_greedy_size_strategy();
+// TFLite GPU "greedy by breadth", offset variant (rule documented in greedy_breadth.cpp).
+std::unique_ptr<Strategy> make_greedy_breadth_strategy();
+// XLA heap simulator (GlobalDecreasingSizeBestFitHeap): best fit where the free space
+// between the highest overlapping buffer and the current heap top also counts as a chunk;
+// runs a size-major and a duration-major order and keeps the smaller arena.
+std::unique_ptr<Strategy> make_greedy_xla_strategy();
+// ggml-alloc style online simulation in execution order: free list with best fit,
+// adjacent free blocks merged, the arena grows when no free block fits.
+std::unique_ptr<Strategy> make_online_strategy();
+// Runs naive, greedy-size, greedy-breadth, greedy-xla, online and (when the problem has at
+// most kBestExactMaxBuffers non-empty buffers and no heuristic reached the lower bound)
+// exact with the remaining time; keeps the smallest validated plan. PlanResult::strategy
+// is "best(<winner>)"; optimal is also set when exact proved the winner's size optimal.
+// time_limit_seconds bounds the whole run (exact gets what the heuristics left). With a
+// capacity: the smallest heuristic plan is returned if it fits; otherwise exact decides
+// (its kInfeasible / kTimeout are passed on; without exact, kInfeasible "not a proof").
+std::unique_ptr<Strategy> make_best_strategy();
+inline constexpr size_t kBestExactMaxBuffers = 2000;
+
+}  // namespace carve::planner

@@ -1,0 +1,92 @@
+// best: a portfolio. Runs every heuristic, validates each plan with the independent
+// validator, keeps the smallest (ties: the earlier in kPortfolio), and — when no heuristic
+// reached the lower bound and the problem is small enough — gives `exact` the remaining
+// time limit. PlanResult::strategy names the winner: "best(greedy-size)".
+#include <fmt/format.h>
+
+#include <array>
+#include <optional>
+#include <string>
+
+#include "carve/planner/exact.h"
+#include "carve/planner/heuristics.h"
+#include "plan_common.h"
+
+namespace carve::planner {
+
+namespace {
+
+constexpr std::array<std::unique_ptr<Strategy> (*)(), 5> kPortfolio = {
+    &make_greedy_size_strategy, &make_greedy_xla_strategy, &make_greedy_breadth_strategy,
+    &make_online_strategy,      &make_naive_strategy,
+};
+
+class BestStrategy final : public Strategy {
+ public:
+  std::string_view name() const override { return "best"; }
+
+  Result<PlanResult> plan(const Problem& problem, const PlanOptions& options) const override {
+    const detail::Clock::time_point t0 = detail::Clock::now();
+    CARVE_RETURN_IF_ERROR(check_plannable_here(problem));
+    const int64_t lb = lower_bound_bytes(problem);
+    if (options.capacity && *options.capacity < lb) {
+      return Status(ErrorCode::kInfeasible,
+                    fmt::format("best: capacity {} is below the lower bound {} (proven infeasible)",
+                                *options.capacity, lb));
+    }
+
+    std::optional<PlanResult> best;
+    auto consider = [&](PlanResult r) {
+      if (!validate_plan(problem, r.plan).ok()) return;  // a buggy strategy never wins
+      if (!best || r.plan.arena_bytes < best->plan.arena_bytes) {
+        best = std::move(r);
+      } else if (r.optimal && r.plan.arena_bytes == best->plan.arena_bytes) {
+        best->optimal = true;  // an exact proof that the incumbent's size is optimal
+      }
+    };
+    const PlanOptions heuristic_options;  // no capacity: we want the plan either way
+    for (auto make : kPortfolio) {
+      Result<PlanResult> r = make()->plan(problem, heuristic_options);
+      if (r.ok()) consider(std::move(r).value());
+    }
+    if (!best) return Status(ErrorCode::kInternal, "best: no heuristic produced a valid plan");
+
+    const bool fits = !options.capacity || best->plan.arena_bytes <= *options.capacity;
+    const double remaining = options.time_limit_seconds - detail::seconds_since(t0);
+    const size_t nonempty = detail::nonempty_indices(problem).size();
+    const bool try_exact = best->plan.arena_bytes > lb && nonempty <= kBestExactMaxBuffers &&
+                           remaining > 0 && !(options.capacity && fits);
+    if (try_exact) {
+      PlanOptions exact_options = options;
+      exact_options.time_limit_seconds = remaining;
+      Result<PlanResult> r = make_exact_strategy()->plan(problem, exact_options);
+      if (r.ok()) {
+        consider(std::move(r).value());
+      } else if (options.capacity) {
+        return r.status().with_context("best (heuristics exceeded the capacity; exact)");
+      }
+    }
+    if (options.capacity && best->plan.arena_bytes > *options.capacity) {
+      return Status(ErrorCode::kInfeasible,
+                    fmt::format("best: smallest arena found {} exceeds capacity {} (lower bound "
+                                "{}; not a proof of infeasibility)",
+                                best->plan.arena_bytes, *options.capacity, lb));
+    }
+    PlanResult out = std::move(*best);
+    out.strategy = fmt::format("best({})", out.strategy);
+    out.optimal = out.optimal || out.plan.arena_bytes == lb;
+    out.plan_seconds = detail::seconds_since(t0);
+    return out;
+  }
+
+ private:
+  static Status check_plannable_here(const Problem& problem) {
+    return detail::check_plannable(problem).with_context("best");
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_best_strategy() { return std::make_unique<BestStrategy>(); }
+
+}  // namespace carve::planner

@@ -1,0 +1,71 @@
+// Internal helpers shared by the heuristic strategies (not installed, not public API).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "carve/planner/problem.h"
+#include "carve/planner/strategy.h"
+
+namespace carve::planner::detail {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Smallest multiple of `a` (>= 1) that is >= x (x >= 0). Callers keep x + a within int64
+// (check_plannable guarantees it for every offset a heuristic can produce).
+inline int64_t align_up(int64_t x, int64_t a) {
+  const int64_t r = x % a;
+  return r == 0 ? x : x + (a - r);
+}
+
+// check_problem, plus: fewer than 2^31 buffers, and sum(size + alignment - 1) fits in
+// int64 so that no heuristic offset can overflow.
+Status check_plannable(const Problem& problem);
+
+int64_t arena_of(const Problem& problem, const std::vector<int64_t>& offsets);
+
+// Builds the PlanResult for a heuristic: arena, optimal flag, plan_seconds, and the
+// capacity rule documented in heuristics.h.
+Result<PlanResult> finish_heuristic(std::string_view name, const Problem& problem,
+                                    std::vector<int64_t> offsets, const PlanOptions& options,
+                                    Clock::time_point t0);
+
+enum class FitRule {
+  // TFLite SimpleMemoryArena: smallest gap between overlapping buffers that fits the
+  // buffer (after aligning), lowest offset on ties; if none, on top of the highest one.
+  kTflite,
+  // XLA GlobalDecreasingSizeBestFitHeap: like kTflite, but the free chunk between the
+  // highest overlapping buffer and the current heap top is a candidate too; if nothing
+  // fits, the top chunk is extended (heap grows).
+  kXla,
+};
+
+// Places the buffers listed in `order` (indices into problem.buffers; 0-byte buffers may be
+// listed or not) one by one at a best-fitting offset among the already placed buffers whose
+// intervals intersect. Unlisted buffers get offset 0 — list every non-empty buffer.
+// The overlapping placed buffers are found with a segment tree over start times plus an
+// ordered set of start points: O(log n + k) per buffer for k overlapping placed buffers,
+// never a scan of all placed buffers.
+std::vector<int64_t> place_best_fit(const Problem& problem, const std::vector<int32_t>& order,
+                                    FitRule rule);
+
+// Indices of the non-empty buffers.
+std::vector<int32_t> nonempty_indices(const Problem& problem);
+
+}  // namespace carve::planner::detail
+
+namespace carve::planner::detail {
+
+// A heuristic strategy made from a function Problem -> offsets: plan() checks the problem
+// (check_plannable), calls `fn`, and assembles the result with finish_heuristic.
+using OffsetsFn = std::vector<int64_t> (*)(const Problem&);
+std::unique_ptr<Strategy> make_offsets_strategy(std::string_view name, OffsetsFn fn);
+
+}  // namespace carve::planner::detail
