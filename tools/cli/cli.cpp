@@ -4,6 +4,7 @@
 
 #include "cli/demo_command.h"
 #include "cli/plan_command.h"
+#include "cli/run_command.h"
 
 namespace carve::cli {
 
@@ -31,6 +32,19 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   plan->add_option("--csv", plan_options.csv_path, "write the best plan as MiniMalloc CSV (+offset)");
   plan->add_option("--svg", plan_options.svg_path, "draw the best plan (time x offset)");
 
+  RunCommandOptions run_options;
+  auto* run = app.add_subcommand("run", "compile a text-format graph, run it, write its outputs as .npy");
+  run->add_option("graph", run_options.graph, "graph in the text format")->required();
+  run->add_option("--input", run_options.inputs, "NAME=FILE.npy (repeatable)");
+  run->add_option("--output-dir", run_options.output_dir, "write DIR/<output name>.npy");
+  run->add_option("--random-inputs", run_options.random_seed, "generate missing inputs from this seed");
+  run->add_option("--iters", run_options.iters, "run N times, print min/median latency")->check(CLI::PositiveNumber);
+  run->add_flag("--explain", run_options.explain, "print kernels, fused groups, the plan and JIT times");
+  run->add_option("--strategy", run_options.strategy, "arena planning strategy");
+  run->add_option("--order", run_options.order, "execution order")->check(CLI::IsMember({"given", "memory"}));
+  run->add_flag("--no-inplace", run_options.no_inplace, "no in-place reuse");
+  run->add_flag("--no-fuse", run_options.no_fuse, "one kernel per node");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -38,6 +52,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   if (demo->parsed()) return run_demo_command(out, err);
   if (plan->parsed()) return run_plan_command(plan_options, out, err);
+  if (run->parsed()) return run_run_command(run_options, out, err);
   return 2;
 }
 

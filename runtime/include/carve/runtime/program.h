@@ -1,0 +1,96 @@
+// The compiled form of a graph: kernels, one planned arena, and a list of launches with
+// the byte ranges each reads and writes. Built by Session::compile (session.h); exposed
+// for tests, tools and the scheduler. No LLVM or CUDA types here.
+//
+// Memory is addressed by region + slot, not by pointer, so a Program is independent of
+// the caller's buffers: inputs and outputs bind at run time, the arena, constants and
+// handles at compile time. Two MemoryRefs conflict iff same region and slot and their
+// byte ranges intersect; the regions/slots are distinct storages (one arena Storage per
+// program, one per constant, one per handle, one per caller input/output).
+// Thread-safety: immutable after compile.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "carve/ir/graph.h"
+#include "carve/jit/kernel.h"
+#include "carve/planner/graph_problem.h"
+#include "carve/planner/strategy.h"
+#include "carve/runtime/arena.h"
+#include "carve/runtime/handle.h"
+
+namespace carve::runtime {
+
+enum class Region : uint8_t { arena, input, output, constant, handle };
+std::string_view region_name(Region region);
+
+struct MemoryRef {
+  Region region = Region::arena;
+  int32_t slot = 0;     // input/output index, constant index, handle index; 0 for the arena
+  int64_t offset = 0;   // bytes from the start of the region's storage
+  int64_t bytes = 0;
+  // Arena only: the planned buffer (planner Problem index) these bytes belong to, -1 if
+  // unknown. Lets statistics tell hazards that come from arena reuse (two different
+  // buffers sharing bytes over time) from true data dependences.
+  int32_t buffer = -1;
+
+  bool overlaps(const MemoryRef& o) const {
+    return region == o.region && slot == o.slot && bytes > 0 && o.bytes > 0 && offset < o.offset + o.bytes &&
+           o.offset < offset + bytes;
+  }
+};
+
+enum class LaunchKind : uint8_t { kernel, copy };
+
+struct Launch {
+  std::string name;
+  LaunchKind kind = LaunchKind::kernel;
+  int32_t kernel = -1;            // index into Program::kernels (kind == kernel)
+  int64_t tile_begin = 0, tile_end = 1;
+  std::vector<MemoryRef> operands;  // Kernel ABI order; for a copy: {source, destination}
+  std::vector<MemoryRef> reads, writes;
+};
+
+struct ProgramKernel {
+  jit::KernelGroup group;
+  jit::KernelFn fn = nullptr;
+  bool from_cache = false;
+};
+
+struct PlanSummary {
+  std::string strategy;
+  int64_t arena_bytes = 0;
+  int64_t lower_bound_bytes = 0;
+  int64_t no_reuse_bytes = 0;  // sum of planned buffer sizes
+  int64_t buffers = 0, views = 0, inplace = 0;
+  int64_t unordered_pairs = 0;  // parallel_safe: pairs kept apart
+  double plan_seconds = 0;
+};
+
+struct Program {
+  ir::Graph graph;                       // owned copy; constants borrow its data
+  std::vector<ir::NodeId> order;
+  std::vector<ir::ValueId> inputs;       // graph inputs, in value-id order
+  std::vector<ir::ValueId> outputs;      // = graph.outputs
+  std::vector<ir::ValueId> constants;    // constant values, in value-id order
+  std::vector<std::optional<Buffer>> constant_buffers;  // index-parallel to constants (read-only); empty without data
+  std::vector<std::shared_ptr<BufferHandle>> handles;  // index-parallel to graph.handles
+  planner::GraphProblem problem;
+  planner::MemoryPlan plan;
+  PlanSummary plan_summary;
+  std::unique_ptr<Arena> arena;
+  std::vector<ProgramKernel> kernels;
+  std::vector<Launch> launches;          // in program (execution) order
+  double jit_seconds = 0;
+  int64_t kernels_from_cache = 0;
+
+  // Index of graph input/output `v` (-1 when it is not one).
+  int32_t input_index(ir::ValueId v) const;
+  int32_t output_index(ir::ValueId v) const;
+};
+
+}  // namespace carve::runtime

@@ -1,0 +1,285 @@
+#include "program_build.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "carve/ir/order.h"
+#include "carve/ir/verify.h"
+#include "carve/jit/fusion.h"
+#include "carve/planner/memory_order.h"
+#include "carve/planner/parallel_safe.h"
+
+namespace carve::runtime::detail {
+namespace {
+
+using planner::Placement;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+template <typename T>
+int32_t index_of(const std::vector<T>& items, const T& item) {
+  auto it = std::find(items.begin(), items.end(), item);
+  return it == items.end() ? -1 : static_cast<int32_t>(it - items.begin());
+}
+
+Result<int32_t> handle_index(const ir::Graph& graph, const ir::Node& node) {
+  auto attr = node.attrs.find("handle");
+  if (attr == node.attrs.end() || !attr->second.is_string())
+    return Status(ErrorCode::kInvalidArgument, fmt::format("{} names no handle", ir::describe_node(graph, node.id)));
+  for (size_t i = 0; i < graph.handles.size(); ++i)
+    if (graph.handles[i].name == attr->second.as_string()) return static_cast<int32_t>(i);
+  return Status(ErrorCode::kNotFound, fmt::format("{}: no handle '{}'", ir::describe_node(graph, node.id),
+                                                  attr->second.as_string()));
+}
+
+// Where value `v`'s bytes live.
+Result<MemoryRef> value_ref(const Program& p, ir::ValueId v) {
+  const ir::Graph& g = p.graph;
+  const planner::ValuePlacement& place = p.problem.values[static_cast<size_t>(v)];
+  CARVE_ASSIGN_OR_RETURN(int64_t bytes, g.value(v).type.byte_size());
+  MemoryRef ref{Region::arena, 0, place.byte_offset, bytes};
+  switch (place.placement) {
+    case Placement::arena:
+      ref.offset += p.plan.offsets[static_cast<size_t>(place.buffer)];
+      ref.buffer = place.buffer;
+      return ref;
+    case Placement::input:
+      ref.region = Region::input;
+      ref.slot = p.input_index(place.root);
+      return ref;
+    case Placement::output:
+      ref.region = Region::output;
+      ref.slot = p.output_index(place.root);
+      return ref;
+    case Placement::constant:
+      ref.region = Region::constant;
+      ref.slot = index_of(p.constants, place.root);
+      return ref;
+    case Placement::handle: {
+      ref.region = Region::handle;
+      CARVE_ASSIGN_OR_RETURN(ref.slot, handle_index(g, g.node(g.value(place.root).producer)));
+      return ref;
+    }
+    case Placement::none:
+      break;
+  }
+  return Status(ErrorCode::kInternal, fmt::format("{} is kept in registers but a kernel reads it from memory",
+                                                  ir::describe_value(g, v)));
+}
+
+// A group whose every output is an alias (a folded view, or a handle read used in
+// place) needs no kernel.
+bool group_is_alias_only(const Program& p, const jit::KernelGroup& group) {
+  if (group.nodes.size() != 1) return false;
+  const ir::Node& node = p.graph.node(group.nodes.front());
+  if (node.outputs.empty()) return false;
+  for (ir::ValueId v : node.outputs) {
+    const auto& place = p.problem.values[static_cast<size_t>(v)];
+    const bool handle_read = node.op == ir::OpKind::read_handle && place.placement == Placement::handle;
+    if (!place.is_view && !handle_read) return false;
+  }
+  return true;
+}
+
+// Kernel groups after reconciling fusion with the planner: folded views and in-place
+// handle reads are dropped, materialised views get a copy kernel; in execution order.
+Result<std::vector<jit::KernelGroup>> reconcile_groups(const Program& p, std::vector<jit::KernelGroup> groups) {
+  std::vector<bool> grouped(static_cast<size_t>(p.graph.num_nodes()), false);
+  std::vector<jit::KernelGroup> kept;
+  for (auto& group : groups) {
+    for (ir::NodeId n : group.nodes) grouped[static_cast<size_t>(n)] = true;
+    if (!group_is_alias_only(p, group)) kept.push_back(std::move(group));
+  }
+  for (ir::NodeId n : p.order) {
+    const ir::Node& node = p.graph.node(n);
+    if (grouped[static_cast<size_t>(n)] || node.outputs.empty()) continue;
+    if (p.problem.values[static_cast<size_t>(node.outputs[0])].is_view) continue;
+    CARVE_ASSIGN_OR_RETURN(jit::KernelGroup copy, jit::make_single_node_group(p.graph, n));
+    kept.push_back(std::move(copy));
+  }
+  std::vector<int64_t> step(static_cast<size_t>(p.graph.num_nodes()));
+  for (size_t i = 0; i < p.order.size(); ++i) step[static_cast<size_t>(p.order[i])] = static_cast<int64_t>(i);
+  std::stable_sort(kept.begin(), kept.end(), [&](const auto& a, const auto& b) {
+    return step[static_cast<size_t>(a.nodes.front())] < step[static_cast<size_t>(b.nodes.front())];
+  });
+  return kept;
+}
+
+Status bind_constants(Program& p) {
+  for (const ir::Value& v : p.graph.values) {
+    if (v.kind != ir::ValueKind::constant) continue;
+    p.constants.push_back(v.id);
+    if (!v.data) {
+      p.constant_buffers.emplace_back(std::nullopt);  // unused constants may lack data; used ones are checked when bound
+      continue;
+    }
+    std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(v.data->data()), v.data->size());
+    CARVE_ASSIGN_OR_RETURN(Buffer buffer, Buffer::borrow(bytes, v.type.dtype, v.type.shape));
+    p.constant_buffers.push_back(std::move(buffer));
+  }
+  return Status();
+}
+
+Status bind_handles(Program& p, const CompileOptions& options) {
+  for (const ir::Handle& declared : p.graph.handles) {
+    auto it = std::find_if(options.handles.begin(), options.handles.end(),
+                           [&](const auto& h) { return h && h->name() == declared.name; });
+    if (it == options.handles.end())
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("graph handle '{}' ({}) has no BufferHandle bound (CompileOptions::handles)",
+                                declared.name, declared.type.to_string()));
+    if ((*it)->type().dtype != declared.type.dtype)
+      return Status(ErrorCode::kTypeMismatch, fmt::format("handle '{}': graph declares {}, bound handle is {}",
+                                                          declared.name, declared.type.to_string(),
+                                                          (*it)->type().to_string()));
+    if ((*it)->type().shape != declared.type.shape)
+      return Status(ErrorCode::kShapeError, fmt::format("handle '{}': graph declares {}, bound handle is {}",
+                                                        declared.name, declared.type.to_string(),
+                                                        (*it)->type().to_string()));
+    p.handles.push_back(*it);
+  }
+  return Status();
+}
+
+Status plan_memory(Program& p, const CompileOptions& options, const std::vector<jit::KernelGroup>& groups) {
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& group : groups)
+    if (group.scratch_bytes > 0) {
+      CARVE_RETURN_IF_ERROR(planner::add_scratch_buffer(p.problem, group.name + ".scratch", group.scratch_bytes, 64,
+                                                        group.nodes, p.order)
+                                .status());
+    }
+  PlanSummary& s = p.plan_summary;
+  s.strategy = options.strategy;
+  s.lower_bound_bytes = planner::lower_bound_bytes(p.problem.problem);
+  s.buffers = static_cast<int64_t>(p.problem.problem.buffers.size());
+  s.views = p.problem.num_views;
+  s.inplace = p.problem.num_inplace;
+  for (const auto& b : p.problem.problem.buffers) s.no_reuse_bytes += b.size;
+  if (options.parallel_safe) {
+    CARVE_ASSIGN_OR_RETURN(auto pairs, planner::unordered_buffer_pairs(p.graph, p.problem));
+    CARVE_ASSIGN_OR_RETURN(p.plan, planner::plan_with_conflicts(p.problem.problem, pairs));
+    CARVE_RETURN_IF_ERROR(planner::validate_with_conflicts(p.problem.problem, p.plan, pairs));
+    s.strategy = "parallel-safe";
+    s.unordered_pairs = static_cast<int64_t>(pairs.size());
+  } else {
+    CARVE_ASSIGN_OR_RETURN(auto strategy, planner::make_strategy(options.strategy));
+    planner::PlanOptions plan_options;
+    plan_options.time_limit_seconds = options.plan_time_limit_seconds;
+    CARVE_ASSIGN_OR_RETURN(planner::PlanResult result, strategy->plan(p.problem.problem, plan_options));
+    CARVE_RETURN_IF_ERROR(planner::validate_plan(p.problem.problem, result.plan));
+    p.plan = std::move(result.plan);
+    s.strategy = result.strategy;
+  }
+  s.arena_bytes = p.plan.arena_bytes;
+  s.plan_seconds = seconds_since(start);
+  return Status();
+}
+
+// Operand references, aliasing pairs and the hazard sets of one kernel group.
+Result<Launch> bind_group(const Program& p, jit::KernelGroup& group) {
+  Launch launch;
+  launch.name = group.name;
+  for (const jit::KernelOperand& operand : group.operands) {
+    MemoryRef ref;
+    if (operand.role == jit::OperandRole::scratch) {
+      auto it = std::find_if(p.problem.problem.buffers.begin(), p.problem.problem.buffers.end(),
+                             [&](const auto& b) { return b.id == group.name + ".scratch"; });
+      const auto index = static_cast<size_t>(it - p.problem.problem.buffers.begin());
+      ref = MemoryRef{Region::arena, 0, p.plan.offsets[index], it->size, static_cast<int32_t>(index)};
+    } else if (operand.value == ir::kNoValue) {  // a state op's handle
+      const ir::Node& node = p.graph.node(group.nodes.front());
+      CARVE_ASSIGN_OR_RETURN(int32_t h, handle_index(p.graph, node));
+      ref = MemoryRef{Region::handle, h, 0, static_cast<int64_t>(p.handles[static_cast<size_t>(h)]->byte_size())};
+    } else {
+      CARVE_ASSIGN_OR_RETURN(ref, value_ref(p, operand.value));
+      if (ref.region == Region::constant && !p.constant_buffers[static_cast<size_t>(ref.slot)])
+        return Status(ErrorCode::kInvalidArgument,
+                      fmt::format("{} has no data (weights must be given to run the graph)",
+                                  ir::describe_value(p.graph, operand.value)));
+    }
+    launch.operands.push_back(ref);
+    if (operand.role != jit::OperandRole::output) launch.reads.push_back(ref);
+    if (operand.role != jit::OperandRole::input) launch.writes.push_back(ref);
+  }
+  group.may_alias.clear();
+  for (size_t i = 0; i < launch.operands.size(); ++i)
+    for (size_t j = i + 1; j < launch.operands.size(); ++j)
+      if (launch.operands[i].overlaps(launch.operands[j]))
+        group.may_alias.emplace_back(static_cast<int32_t>(i), static_cast<int32_t>(j));
+  launch.tile_begin = 0;
+  launch.tile_end = group.num_tiles;
+  return launch;
+}
+
+// Graph outputs no kernel writes: inputs, constants, handle reads and repeats.
+Status add_output_copies(Program& p) {
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const ir::ValueId v = p.outputs[i];
+    const auto& place = p.problem.values[static_cast<size_t>(v)];
+    const bool repeat = index_of(p.outputs, v) != static_cast<int32_t>(i);
+    if (place.placement == Placement::output && !repeat) continue;
+    CARVE_ASSIGN_OR_RETURN(MemoryRef source, value_ref(p, v));
+    if (repeat) source = MemoryRef{Region::output, index_of(p.outputs, v), 0, source.bytes};
+    MemoryRef destination{Region::output, static_cast<int32_t>(i), 0, source.bytes};
+    Launch copy{fmt::format("copy_output_{}", i), LaunchKind::copy, -1, 0, 1, {source, destination}, {source},
+                {destination}};
+    p.launches.push_back(std::move(copy));
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const CompileOptions& options,
+                                               jit::JitCompiler& jit) {
+  CARVE_RETURN_IF_ERROR(ir::verify(graph));
+  auto p = std::make_unique<Program>();
+  p->graph = graph;
+  if (options.order == "memory") {
+    CARVE_ASSIGN_OR_RETURN(planner::MemoryOrder memory, planner::memory_aware_order(p->graph));
+    p->order = std::move(memory.order);
+  } else if (options.order == "given") {
+    CARVE_ASSIGN_OR_RETURN(p->order, ir::execution_order(p->graph));
+  } else {
+    return Status(ErrorCode::kInvalidArgument, fmt::format("unknown order '{}' (given|memory)", options.order));
+  }
+  for (const ir::Value& v : p->graph.values)
+    if (v.kind == ir::ValueKind::input) p->inputs.push_back(v.id);
+  p->outputs = p->graph.outputs;
+  CARVE_RETURN_IF_ERROR(bind_constants(*p));
+  CARVE_RETURN_IF_ERROR(bind_handles(*p, options));
+
+  CARVE_ASSIGN_OR_RETURN(auto fused, jit::form_kernel_groups(p->graph, p->order, {.fuse = options.fuse}));
+  planner::GraphPlanOptions plan_options;
+  plan_options.inplace = options.inplace;
+  plan_options.unstored.assign(static_cast<size_t>(p->graph.num_values()), false);
+  for (const auto& group : fused)
+    for (ir::ValueId v : group.internal_values) plan_options.unstored[static_cast<size_t>(v)] = true;
+  CARVE_ASSIGN_OR_RETURN(p->problem, planner::build_graph_problem(p->graph, p->order, plan_options));
+  CARVE_ASSIGN_OR_RETURN(auto groups, reconcile_groups(*p, std::move(fused)));
+  CARVE_RETURN_IF_ERROR(plan_memory(*p, options, groups));
+  CARVE_ASSIGN_OR_RETURN(Arena arena, materialize(p->problem.problem, p->plan, cpu_allocator()));
+  p->arena = std::make_unique<Arena>(std::move(arena));
+
+  for (auto& group : groups) {
+    CARVE_ASSIGN_OR_RETURN(Launch launch, bind_group(*p, group));
+    launch.kernel = static_cast<int32_t>(p->launches.size());
+    p->launches.push_back(std::move(launch));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  CARVE_ASSIGN_OR_RETURN(auto compiled, jit.compile(p->graph, groups));
+  p->jit_seconds = seconds_since(start);
+  for (auto& kernel : compiled) {
+    p->kernels_from_cache += kernel.from_memory_cache || kernel.from_disk_cache;
+    p->kernels.push_back({std::move(kernel.group), kernel.fn, kernel.from_memory_cache || kernel.from_disk_cache});
+  }
+  CARVE_RETURN_IF_ERROR(add_output_copies(*p));
+  return p;
+}
+
+}  // namespace carve::runtime::detail

@@ -1,0 +1,194 @@
+#include "carve/runtime/session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "carve/jit/fusion.h"
+#include "carve/runtime/executor.h"
+#include "program_build.h"
+
+namespace carve::runtime {
+
+std::string_view region_name(Region region) {
+  switch (region) {
+    case Region::arena: return "arena";
+    case Region::input: return "input";
+    case Region::output: return "output";
+    case Region::constant: return "constant";
+    case Region::handle: return "handle";
+  }
+  return "?";
+}
+
+int32_t Program::input_index(ir::ValueId v) const {
+  auto it = std::find(inputs.begin(), inputs.end(), v);
+  return it == inputs.end() ? -1 : static_cast<int32_t>(it - inputs.begin());
+}
+
+int32_t Program::output_index(ir::ValueId v) const {
+  auto it = std::find(outputs.begin(), outputs.end(), v);
+  return it == outputs.end() ? -1 : static_cast<int32_t>(it - outputs.begin());
+}
+
+Result<std::unique_ptr<Session>> Session::create(const SessionOptions& options) {
+  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<jit::JitCompiler> jit, jit::JitCompiler::create(options.jit));
+  return std::unique_ptr<Session>(new Session(std::shared_ptr<jit::JitCompiler>(std::move(jit))));
+}
+
+Result<std::unique_ptr<CompiledProgram>> Session::compile(const ir::Graph& graph, const CompileOptions& options) {
+  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, detail::build_program(graph, options, *jit_));
+  return std::unique_ptr<CompiledProgram>(new CompiledProgram(jit_, std::move(program)));
+}
+
+namespace {
+
+Status check_buffer(const Buffer& buffer, const ir::TensorType& type, std::string_view what,
+                    const std::string& name) {
+  if (!buffer.is_allocated())
+    return Status(ErrorCode::kNotAllocated, fmt::format("{} '{}': buffer #{} has no memory", what, name,
+                                                        buffer.id().value));
+  if (!buffer.is_cpu_accessible())
+    return Status(ErrorCode::kNotCpuAccessible, fmt::format("{} '{}': buffer #{} is not in host memory", what, name,
+                                                            buffer.id().value));
+  if (buffer.dtype() != type.dtype)
+    return Status(ErrorCode::kTypeMismatch, fmt::format("{} '{}' is {}, got {}{}", what, name, type.to_string(),
+                                                        ir::dtype_name(buffer.dtype()), buffer.shape().to_string()));
+  if (buffer.shape() != type.shape)
+    return Status(ErrorCode::kShapeError, fmt::format("{} '{}' is {}, got {}{}", what, name, type.to_string(),
+                                                      ir::dtype_name(buffer.dtype()), buffer.shape().to_string()));
+  return Status();
+}
+
+bool same_bytes(const Buffer& a, const Buffer& b) {
+  if (a.storage_id() != b.storage_id() || a.size() == 0 || b.size() == 0) return false;
+  return a.offset() < b.offset() + b.size() && b.offset() < a.offset() + a.size();
+}
+
+}  // namespace
+
+Status CompiledProgram::check_run_args(std::span<const Buffer> inputs, std::span<Buffer> outputs) const {
+  const Program& p = *program_;
+  if (inputs.size() != p.inputs.size())
+    return Status(ErrorCode::kInvalidArgument,
+                  fmt::format("graph '{}' takes {} inputs, got {}", p.graph.name, p.inputs.size(), inputs.size()));
+  if (outputs.size() != p.outputs.size())
+    return Status(ErrorCode::kInvalidArgument,
+                  fmt::format("graph '{}' has {} outputs, got {}", p.graph.name, p.outputs.size(), outputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value& v = p.graph.value(p.inputs[i]);
+    CARVE_RETURN_IF_ERROR(check_buffer(inputs[i], v.type, "input", v.name));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const ir::Value& v = p.graph.value(p.outputs[i]);
+    CARVE_RETURN_IF_ERROR(check_buffer(outputs[i], v.type, "output", v.name));
+    if (!outputs[i].is_mutable())
+      return Status(ErrorCode::kReadOnly, fmt::format("output '{}': buffer #{} is read-only", v.name,
+                                                      outputs[i].id().value));
+    for (size_t j = 0; j < inputs.size(); ++j)
+      if (same_bytes(outputs[i], inputs[j]))
+        return Status(ErrorCode::kInvalidArgument, fmt::format("output '{}' overlaps input '{}'", v.name,
+                                                               p.graph.value(p.inputs[j]).name));
+    for (size_t j = 0; j < i; ++j)
+      if (same_bytes(outputs[i], outputs[j]))
+        return Status(ErrorCode::kInvalidArgument, fmt::format("output '{}' overlaps output '{}'", v.name,
+                                                               p.graph.value(p.outputs[j]).name));
+  }
+  return Status();
+}
+
+Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> outputs) {
+  std::lock_guard run_lock(run_mutex_);
+  CARVE_RETURN_IF_ERROR(check_run_args(inputs, outputs));
+  const Program& p = *program_;
+  // Handles shared with other programs: lock in address order so two programs never deadlock.
+  std::vector<BufferHandle*> handles;
+  for (const auto& h : p.handles) handles.push_back(h.get());
+  std::sort(handles.begin(), handles.end());
+  handles.erase(std::unique(handles.begin(), handles.end()), handles.end());
+  std::vector<std::unique_lock<std::mutex>> handle_locks;
+  for (BufferHandle* h : handles) handle_locks.emplace_back(h->run_mutex());
+
+  RegionBases bases;
+  bases.arena = p.arena->arena().unsafe_data();
+  for (const Buffer& b : inputs) bases.inputs.push_back(b.unsafe_data());
+  for (const Buffer& b : outputs) bases.outputs.push_back(b.unsafe_data());
+  for (const auto& b : p.constant_buffers) bases.constants.push_back(b ? b->unsafe_data() : nullptr);
+  for (const auto& h : p.handles) bases.handles.push_back(h->memory().unsafe_data());
+  execute_sequential(p, bases);
+  return Status();
+}
+
+Result<std::vector<Buffer>> CompiledProgram::run(std::span<const Buffer> inputs) {
+  std::vector<Buffer> outputs;
+  for (const ir::TensorType& type : output_types()) {
+    CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(cpu_allocator(), type.dtype, type.shape));
+    outputs.push_back(std::move(b));
+  }
+  CARVE_RETURN_IF_ERROR(run(inputs, outputs));
+  return outputs;
+}
+
+std::vector<std::string> CompiledProgram::input_names() const {
+  std::vector<std::string> names;
+  for (ir::ValueId v : program_->inputs) names.push_back(program_->graph.value(v).name);
+  return names;
+}
+
+std::vector<std::string> CompiledProgram::output_names() const {
+  std::vector<std::string> names;
+  for (ir::ValueId v : program_->outputs) names.push_back(program_->graph.value(v).name);
+  return names;
+}
+
+std::vector<ir::TensorType> CompiledProgram::input_types() const {
+  std::vector<ir::TensorType> types;
+  for (ir::ValueId v : program_->inputs) types.push_back(program_->graph.value(v).type);
+  return types;
+}
+
+std::vector<ir::TensorType> CompiledProgram::output_types() const {
+  std::vector<ir::TensorType> types;
+  for (ir::ValueId v : program_->outputs) types.push_back(program_->graph.value(v).type);
+  return types;
+}
+
+Result<std::shared_ptr<BufferHandle>> CompiledProgram::handle(std::string_view name) const {
+  std::string bound;
+  for (const auto& h : program_->handles) {
+    if (h->name() == name) return h;
+    bound += (bound.empty() ? "" : ", ") + h->name();
+  }
+  return Status(ErrorCode::kNotFound, fmt::format("no handle '{}' is bound (bound: {})", name,
+                                                  bound.empty() ? "none" : bound));
+}
+
+Result<Buffer> CompiledProgram::read_handle(std::string_view name) const {
+  CARVE_ASSIGN_OR_RETURN(auto h, handle(name));
+  return h->read();
+}
+
+Status CompiledProgram::write_handle(std::string_view name, const Buffer& value) {
+  CARVE_ASSIGN_OR_RETURN(auto h, handle(name));
+  return h->set(value);
+}
+
+std::string CompiledProgram::explain() const {
+  const Program& p = *program_;
+  const PlanSummary& s = p.plan_summary;
+  std::string text = fmt::format("graph '{}': {} nodes, {} kernels, {} launches\n", p.graph.name,
+                                 p.graph.num_nodes(), p.kernels.size(), p.launches.size());
+  text += "kernels (fused groups):\n";
+  for (const ProgramKernel& k : p.kernels) text += "  " + jit::describe_group(p.graph, k.group) + "\n";
+  text += fmt::format(
+      "arena plan: strategy {}, arena {} bytes, lower bound {} bytes ({:.4f}x), no reuse {} bytes; "
+      "{} buffers, {} views folded, {} in place; planned in {:.3f} ms\n",
+      s.strategy, s.arena_bytes, s.lower_bound_bytes,
+      s.lower_bound_bytes > 0 ? double(s.arena_bytes) / double(s.lower_bound_bytes) : 1.0, s.no_reuse_bytes,
+      s.buffers, s.views, s.inplace, s.plan_seconds * 1e3);
+  text += fmt::format("jit: {} kernels in {:.1f} ms, {} from cache\n", p.kernels.size(), p.jit_seconds * 1e3,
+                      p.kernels_from_cache);
+  return text;
+}
+
+}  // namespace carve::runtime
