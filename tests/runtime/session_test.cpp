@@ -1,0 +1,259 @@
+// Session end to end: JIT + plan + arena + executor against the reference interpreter.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "carve/ir/builder.h"
+#include "carve/jit/host_target.h"
+#include "carve/jit/reference.h"
+#include "carve/runtime/session.h"
+#include "test_support.h"
+
+using namespace carve;
+using ir::DType;
+
+namespace {
+
+std::vector<uint8_t> random_f32_bytes(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
+  for (int64_t i = 0; i < n; ++i) {
+    float v = dist(rng);
+    std::memcpy(bytes.data() + i * 4, &v, 4);
+  }
+  return bytes;
+}
+
+jit::HostTensor random_tensor(ir::Shape shape, uint32_t seed) {
+  jit::HostTensor t;
+  t.type = {DType::f32, shape};
+  t.bytes = random_f32_bytes(*t.type.shape.num_elements(), seed);
+  return t;
+}
+
+runtime::Buffer borrow(const jit::HostTensor& t) {
+  std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(t.bytes.data()), t.bytes.size());
+  return *runtime::Buffer::borrow(bytes, t.type.dtype, t.type.shape);
+}
+
+double max_rel_error(const runtime::Buffer& got, const jit::HostTensor& want) {
+  auto g = *got.span<float>();
+  auto w = want.as<float>();
+  REQUIRE(g.size() == w.size());
+  double max_diff = 0, max_ref = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(double(g[i]) - double(w[i])));
+    max_ref = std::max(max_ref, std::fabs(double(w[i])));
+  }
+  return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
+// x[4,16] -> layer_norm -> matmul+bias -> gelu -> matmul+bias -> +x -> reshape -> softmax
+ir::Graph mlp_block() {
+  ir::GraphBuilder b("mlp");
+  auto x = b.input("x", DType::f32, {4, 16});
+  auto c = [&](const char* name, ir::Shape shape, uint32_t seed) {
+    return b.constant(name, DType::f32, shape, random_f32_bytes(*shape.num_elements(), seed));
+  };
+  auto h = b.layer_norm(x, c("ln_s", {16}, 1), c("ln_b", {16}, 2));
+  auto up = b.gelu(b.add(b.matmul(h, c("w1", {16, 32}, 3)), c("b1", {32}, 4)));
+  auto down = b.add(b.matmul(up, c("w2", {32, 16}, 5)), c("b2", {16}, 6));
+  auto y = b.softmax(b.reshape(b.add(x, down), {2, 32}), -1);
+  b.output(b.rename(y, "y"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(*g);
+}
+
+std::unique_ptr<runtime::Session> session_or_skip() {
+  if (!jit::cpu_jit_available()) {
+    test::skip("carve was built without the LLVM CPU JIT (CARVE_WITH_LLVM=OFF)");
+    return nullptr;
+  }
+  auto s = runtime::Session::create();
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  return std::move(*s);
+}
+
+}  // namespace
+
+TEST_CASE("runtime/session/mlp block matches the reference interpreter") {
+  auto session = session_or_skip();
+  if (!session) return;
+  ir::Graph g = mlp_block();
+  jit::HostTensor x = random_tensor({4, 16}, 42);
+  auto want = jit::run_reference(g, std::vector<jit::HostTensor>{x});
+  REQUIRE(want.ok());
+  for (const char* strategy : {"naive", "greedy-size", "online"})
+    for (bool fuse : {true, false})
+      for (bool inplace : {true, false}) {
+        CAPTURE(strategy);
+        CAPTURE(fuse);
+        CAPTURE(inplace);
+        auto program = session->compile(g, {.strategy = strategy, .inplace = inplace, .fuse = fuse});
+        REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+        std::vector<runtime::Buffer> inputs{borrow(x)};
+        auto out = (*program)->run(inputs);
+        REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+        CHECK(max_rel_error(out->at(0), want->at(0)) < 1e-5);
+      }
+}
+
+TEST_CASE("runtime/session/caller outputs and repeated runs") {
+  auto session = session_or_skip();
+  if (!session) return;
+  ir::Graph g = mlp_block();
+  auto program = session->compile(g, {});
+  REQUIRE(program.ok());
+  std::vector<float> out_memory(64, -7.0f);
+  std::span<std::byte> out_bytes(reinterpret_cast<std::byte*>(out_memory.data()), out_memory.size() * 4);
+  std::vector<runtime::Buffer> outputs{*runtime::Buffer::borrow(out_bytes, DType::f32, {2, 32}, true)};
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    jit::HostTensor x = random_tensor({4, 16}, seed);
+    std::vector<runtime::Buffer> inputs{borrow(x)};
+    REQUIRE((*program)->run(inputs, outputs).ok());
+    auto want = jit::run_reference(g, std::vector<jit::HostTensor>{x});
+    CHECK(max_rel_error(outputs[0], want->at(0)) < 1e-5);
+  }
+}
+
+TEST_CASE("runtime/session/run argument errors name the input or output") {
+  auto session = session_or_skip();
+  if (!session) return;
+  auto program = session->compile(mlp_block(), {});
+  REQUIRE(program.ok());
+  jit::HostTensor x = random_tensor({4, 16}, 1);
+  jit::HostTensor wrong_shape = random_tensor({16, 4}, 1);
+  std::vector<runtime::Buffer> none;
+  CHECK((*program)->run(none).status().code() == ErrorCode::kInvalidArgument);
+  std::vector<runtime::Buffer> bad{borrow(wrong_shape)};
+  auto r = (*program)->run(bad);
+  CHECK(r.status().code() == ErrorCode::kShapeError);
+  CHECK(r.status().message().find("'x'") != std::string::npos);
+  std::vector<runtime::Buffer> inputs{borrow(x)};
+  std::vector<runtime::Buffer> read_only{borrow(random_tensor({2, 32}, 3))};
+  CHECK((*program)->run(inputs, read_only).code() == ErrorCode::kReadOnly);
+}
+
+TEST_CASE("runtime/session/outputs that are inputs views or repeats are copied") {
+  auto session = session_or_skip();
+  if (!session) return;
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {2, 3});
+  auto e = b.exp(x);
+  b.output(x);
+  b.output(b.rename(b.reshape(x, {6}), "flat"));
+  b.output(b.rename(e, "e"));
+  b.output(e);
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto program = session->compile(*g, {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  jit::HostTensor xt = random_tensor({2, 3}, 9);
+  std::vector<runtime::Buffer> inputs{borrow(xt)};
+  auto out = (*program)->run(inputs);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  auto want = jit::run_reference(*g, std::vector<jit::HostTensor>{xt});
+  REQUIRE(want.ok());
+  for (size_t i = 0; i < 4; ++i) CHECK(max_rel_error(out->at(i), want->at(i)) < 1e-6);
+}
+
+TEST_CASE("runtime/session/compile errors name what is missing") {
+  auto session = session_or_skip();
+  if (!session) return;
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {4});
+  b.output(b.add(x, b.constant("w", DType::f32, {4})));  // no data
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto p = session->compile(*g, {});
+  CHECK(p.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(p.status().message().find("'w'") != std::string::npos);
+
+  ir::GraphBuilder hb;
+  hb.handle("state", DType::f32, {4});
+  hb.output(hb.exp(hb.read_handle("state")));
+  auto hg = hb.build();
+  REQUIRE(hg.ok());
+  CHECK(session->compile(*hg, {}).status().code() == ErrorCode::kInvalidArgument);
+  auto wrong = runtime::BufferHandle::create("state", DType::f32, {5});
+  REQUIRE(wrong.ok());
+  CHECK(session->compile(*hg, {.handles = {*wrong}}).status().code() == ErrorCode::kShapeError);
+  CHECK(session->compile(*hg, {.strategy = "nope"}).status().code() != ErrorCode::kOk);
+}
+
+TEST_CASE("runtime/session/handles persist across runs and programs") {
+  auto session = session_or_skip();
+  if (!session) return;
+  // acc <- acc + x, and the new value is also returned.
+  ir::GraphBuilder b;
+  b.handle("acc", DType::f32, {8});
+  auto x = b.input("x", DType::f32, {8});
+  auto sum = b.add(b.read_handle("acc"), x);
+  b.write_handle("acc", sum);
+  b.output(b.rename(b.exp(sum), "e"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto acc = runtime::BufferHandle::create("acc", DType::f32, {8});
+  REQUIRE(acc.ok());
+  auto p1 = session->compile(*g, {.handles = {*acc}});
+  auto p2 = session->compile(*g, {.strategy = "naive", .handles = {*acc}});
+  REQUIRE_MESSAGE(p1.ok(), p1.status().to_string());
+  REQUIRE(p2.ok());
+  std::vector<float> ones(8, 1.0f);
+  std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(ones.data()), 32);
+  std::vector<runtime::Buffer> inputs{*runtime::Buffer::borrow(bytes, DType::f32, {8})};
+  REQUIRE((*p1)->run(inputs).ok());
+  REQUIRE((*p2)->run(inputs).ok());
+  auto out = (*p1)->run(inputs);
+  REQUIRE(out.ok());
+  auto value = (*p1)->read_handle("acc");
+  REQUIRE(value.ok());
+  for (float v : *value->span<float>()) CHECK(v == 3.0f);
+  CHECK(std::fabs(out->at(0).span<float>()->front() - std::exp(3.0f)) < 1e-5);
+  // Host access errors leave the handle unchanged.
+  std::vector<float> wrong(4, 9.0f);
+  std::span<const std::byte> wrong_bytes(reinterpret_cast<const std::byte*>(wrong.data()), 16);
+  CHECK_FALSE((*p1)->write_handle("acc", *runtime::Buffer::borrow(wrong_bytes, DType::f32, {4})).ok());
+  CHECK((*p1)->read_handle("nope").status().code() == ErrorCode::kNotFound);
+  CHECK((*acc)->read()->span<float>()->front() == 3.0f);
+  REQUIRE((*acc)->reset().ok());
+  CHECK((*acc)->read()->span<float>()->front() == 0.0f);
+}
+
+TEST_CASE("runtime/session/concurrent compiles and runs are safe") {
+  auto session = session_or_skip();
+  if (!session) return;
+  ir::Graph g = mlp_block();
+  jit::HostTensor x = random_tensor({4, 16}, 5);
+  auto want = jit::run_reference(g, std::vector<jit::HostTensor>{x});
+  REQUIRE(want.ok());
+  auto shared = session->compile(g, {});
+  REQUIRE(shared.ok());
+  std::vector<std::thread> threads;
+  std::vector<double> errors(4, 1.0);
+  for (size_t t = 0; t < errors.size(); ++t)
+    threads.emplace_back([&, t] {
+      // Half the threads compile their own program, half share one (runs serialise).
+      std::unique_ptr<runtime::CompiledProgram> own;
+      runtime::CompiledProgram* program = shared->get();
+      if (t % 2 == 0) {
+        auto compiled = session->compile(g, {.fuse = t == 0});
+        if (!compiled.ok()) return;
+        own = std::move(*compiled);
+        program = own.get();
+      }
+      std::vector<runtime::Buffer> inputs{borrow(x)};
+      for (int i = 0; i < 5; ++i) {
+        auto out = program->run(inputs);
+        if (!out.ok()) return;
+        errors[t] = std::min(errors[t], 0.0) + max_rel_error(out->at(0), want->at(0));
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (double e : errors) CHECK(e < 1e-5);
+}
