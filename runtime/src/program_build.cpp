@@ -216,15 +216,13 @@ Result<Launch> bind_group(const Program& p, jit::KernelGroup& group) {
   return launch;
 }
 
-// Graph outputs no kernel writes: inputs, constants, handle reads and repeats.
+// Graph outputs no kernel writes: inputs and constants (the verifier rejects an output
+// listed twice).
 Status add_output_copies(Program& p) {
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     const ir::ValueId v = p.outputs[i];
-    const auto& place = p.problem.values[static_cast<size_t>(v)];
-    const bool repeat = index_of(p.outputs, v) != static_cast<int32_t>(i);
-    if (place.placement == Placement::output && !repeat) continue;
+    if (p.problem.values[static_cast<size_t>(v)].placement == Placement::output) continue;
     CARVE_ASSIGN_OR_RETURN(MemoryRef source, value_ref(p, v));
-    if (repeat) source = MemoryRef{Region::output, index_of(p.outputs, v), 0, source.bytes};
     MemoryRef destination{Region::output, static_cast<int32_t>(i), 0, source.bytes};
     Launch copy{fmt::format("copy_output_{}", i), LaunchKind::copy, -1, 0, 1, {source, destination}, {source},
                 {destination}};

@@ -139,7 +139,7 @@ TEST_CASE("runtime/session/run argument errors name the input or output") {
   CHECK((*program)->run(inputs, read_only).code() == ErrorCode::kReadOnly);
 }
 
-TEST_CASE("runtime/session/outputs that are inputs views or repeats are copied") {
+TEST_CASE("runtime/session/outputs that are inputs or views of inputs are copied") {
   auto session = session_or_skip();
   if (!session) return;
   ir::GraphBuilder b;
@@ -148,7 +148,6 @@ TEST_CASE("runtime/session/outputs that are inputs views or repeats are copied")
   b.output(x);
   b.output(b.rename(b.reshape(x, {6}), "flat"));
   b.output(b.rename(e, "e"));
-  b.output(e);
   auto g = b.build();
   REQUIRE(g.ok());
   auto program = session->compile(*g, {});
@@ -159,7 +158,7 @@ TEST_CASE("runtime/session/outputs that are inputs views or repeats are copied")
   REQUIRE_MESSAGE(out.ok(), out.status().to_string());
   auto want = jit::run_reference(*g, std::vector<jit::HostTensor>{xt});
   REQUIRE(want.ok());
-  for (size_t i = 0; i < 4; ++i) CHECK(max_rel_error(out->at(i), want->at(i)) < 1e-6);
+  for (size_t i = 0; i < 3; ++i) CHECK(max_rel_error(out->at(i), want->at(i)) < 1e-6);
 }
 
 TEST_CASE("runtime/session/compile errors name what is missing") {
