@@ -1,0 +1,99 @@
+// `carve run` end to end, in process: inputs from .npy, outputs to .npy, errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "carve/ir/text.h"
+#include "carve/jit/host_target.h"
+#include "carve/jit/reference.h"
+#include "carve/runtime/npy.h"
+#include "cli/cli.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using namespace carve;
+
+namespace {
+
+fs::path temp_dir() {
+  fs::path dir = fs::temp_directory_path() / ("carve_run_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+const char* kGraph = R"(graph small {
+  input x: f32[3,5]
+  input y: f32[5]
+  a = add(x, y) -> s: f32[3,5]
+  t = tanh(s) -> t: f32[3,5]
+  r = reduce_sum(t) {axes=[1], keepdims=0} -> r: f32[3]
+  output t, r
+}
+)";
+
+int carve_cli(const std::vector<std::string>& args, std::string* out_text = nullptr, std::string* err_text = nullptr) {
+  std::ostringstream out, err;
+  int code = cli::run(args, out, err);
+  if (out_text) *out_text = out.str();
+  if (err_text) *err_text = err.str();
+  return code;
+}
+
+}  // namespace
+
+TEST_CASE("tools/run/npy inputs give the reference outputs") {
+  if (!jit::cpu_jit_available()) {
+    test::skip("carve was built without the LLVM CPU JIT (CARVE_WITH_LLVM=OFF)");
+    return;
+  }
+  const fs::path dir = temp_dir();
+  std::ofstream(dir / "small.carve") << kGraph;
+  auto x = jit::HostTensor::from<float>({3, 5}, {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f, 0.7f, -0.8f, 0.9f, 1.0f,
+                                                 -1.1f, 1.2f, 1.3f, -1.4f, 1.5f});
+  auto y = jit::HostTensor::from<float>({5}, {0.5f, 0.25f, -0.125f, 1.0f, -2.0f});
+  for (auto [name, tensor] : {std::pair{"x", &x}, std::pair{"y", &y}}) {
+    std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(tensor->bytes.data()), tensor->bytes.size());
+    auto buffer = runtime::Buffer::borrow(bytes, tensor->type.dtype, tensor->type.shape);
+    REQUIRE(runtime::write_npy((dir / (std::string(name) + ".npy")).string(), *buffer).ok());
+  }
+  std::string out, err;
+  int code = carve_cli({"run", (dir / "small.carve").string(), "--input", "x=" + (dir / "x.npy").string(), "--input",
+                        "y=" + (dir / "y.npy").string(), "--output-dir", (dir / "out").string(), "--iters", "3",
+                        "--explain"},
+                       &out, &err);
+  INFO(out, err);
+  REQUIRE(code == 0);
+  CHECK(out.find("kernels (fused groups)") != std::string::npos);
+  CHECK(out.find("min") != std::string::npos);
+  auto want = jit::run_reference(*ir::parse(kGraph), std::vector<jit::HostTensor>{x, y});
+  REQUIRE(want.ok());
+  for (size_t i = 0; i < 2; ++i) {
+    auto got = runtime::read_npy((dir / "out" / (i == 0 ? "t.npy" : "r.npy")).string());
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    auto g = *got->span<float>();
+    auto w = want->at(i).as<float>();
+    REQUIRE(g.size() == w.size());
+    for (size_t k = 0; k < w.size(); ++k) CHECK(std::fabs(g[k] - w[k]) <= 1e-6f * std::max(1.0f, std::fabs(w[k])));
+  }
+}
+
+TEST_CASE("tools/run/missing and unknown inputs are clear errors") {
+  const fs::path dir = temp_dir();
+  std::ofstream(dir / "small.carve") << kGraph;
+  std::string err;
+  CHECK(carve_cli({"run", (dir / "small.carve").string()}, nullptr, &err) == 1);
+  if (jit::cpu_jit_available()) {
+    CHECK(err.find("input 'x'") != std::string::npos);
+    CHECK(carve_cli({"run", (dir / "small.carve").string(), "--input", "nope=a.npy"}, nullptr, &err) == 1);
+    CHECK(err.find("nope") != std::string::npos);
+    CHECK(carve_cli({"run", (dir / "small.carve").string(), "--input", "x=" + (dir / "missing.npy").string(),
+                     "--random-inputs", "1"},
+                    nullptr, &err) == 1);
+    CHECK(err.find("missing.npy") != std::string::npos);
+  }
+  CHECK(carve_cli({"run", (dir / "absent.carve").string()}, nullptr, &err) == 1);
+  CHECK(err.find("absent.carve") != std::string::npos);
+}
