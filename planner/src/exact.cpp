@@ -15,19 +15,28 @@
 //
 // Inference / pruning at every node (all sound for the canonical sequence):
 //  * an item whose lowest possible offset plus its size exceeds the capacity: prune;
-//  * a blocked item with no unplaced conflicting item can never be placed: prune;
-//  * cross-section inference: in every section s, the unplaced items covering s stack
-//    above L(s) = min over those items of their lowest possible offset (the
-//    "unallocated floor", which also accounts for the monotone offset order); if
-//    L(s) + sum of their sizes > capacity, prune;
+//  * a blocked item with no unplaced conflicting item can never be placed: prune; a
+//    blocked item's lowest offset is the lowest top any unplaced neighbour can reach;
+//  * cross-section inference: in every section s the unplaced items covering it stack
+//    without overlap, each at or above its own lowest offset eff, so for every such b:
+//    eff(b) + (bytes of items in s with eff >= eff(b)) <= capacity (with b the lowest
+//    this is the "unallocated floor" bound, which also folds in the offset order);
+//  * subset-sum positions: in a section with little slack, an item's bottom must sit at
+//    L(s) + (a subset sum of the unplaced sizes there) + (at most the slack); an open
+//    item whose candidate is no such position is not branched on;
 //  * dynamic decomposition: when the unplaced items split at a time no unplaced item
-//    spans, the parts share nothing (placed items only act through candidates), so each
-//    part is solved on its own and a failing part fails the node without re-searching
-//    the others; parts are tried tightest first;
-//  * symmetry: identical items (same interval, size, alignment) are placed in rank order;
-//    equal offsets are placed in rank order (the tie-break above);
-//  * branching order: lowest candidate first, then a static preference (items in the
-//    fullest sections first, then larger, then longer-lived).
+//    spans, the parts share nothing (placed items act only through candidates), so each
+//    part is solved on its own, tightest first, and a failing part fails the node
+//    without re-searching the others;
+//  * dominance: once a "free" item is tried (every unplaced neighbour must end up at or
+//    above its top), later branches are skipped (a sum-of-offsets-minimal plan places
+//    it first); identical items (interval, size, alignment) go in rank order, and equal
+//    offsets in rank order (the tie-break above);
+//  * failed states are remembered by a 128-bit hash of (unplaced items and their
+//    candidates, last offset, last rank);
+//  * restarts: search times are heavy-tailed in the branching order, so feasibility
+//    runs cycle through several static preference orders (and jittered variants) with
+//    geometrically growing node limits; a run that ends within its limit is a proof.
 // The search recurses at most 2 * items deep (one placement or one split per level);
 // large problems run on a thread with a big enough stack.
 #include "carve/planner/exact.h"
@@ -40,8 +49,6 @@
 #include <cstdint>
 #include <functional>
 #include <unordered_set>
-#include <cstdlib>
-#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <span>
@@ -83,6 +90,7 @@ struct Prepared {
   int num_sections = 0;
   std::vector<int64_t> section_total;
   int64_t lower_bound = 0;
+  int64_t gran = 1;  // gcd of sizes and alignments: every canonical offset is a multiple
   // Conflict graph (CSR); empty when it would be too large.
   std::vector<size_t> adj_begin;
   std::vector<int> adj;
@@ -128,6 +136,12 @@ Prepared prepare(const Problem& problem) {
     diff[p.s0[i]] += b.size;
     diff[p.s1[i]] -= b.size;
   }
+  p.gran = 0;
+  for (int i = 0; i < n; ++i) {
+    p.gran = std::gcd(p.gran, p.size[i]);
+    if (p.align[i] > 1) p.gran = std::gcd(p.gran, p.align[i]);
+  }
+  if (p.gran <= 0) p.gran = 1;
   p.section_total.assign(p.num_sections, 0);
   int64_t run = 0;
   for (int s = 0; s < p.num_sections; ++s) {
@@ -182,7 +196,7 @@ Prepared prepare(const Problem& problem) {
 
 // Static preference orders tried in turn by the restarts; keys compared descending:
 // T = fullest section the item lives in, S = size, W = lifetime width, A = S * W.
-constexpr const char* kOrderings[] = {"TWA", "TAW", "WAT", "TSW", "ATW", "SWT"};
+constexpr const char* kOrderings[] = {"TWA", "TAW", "LSTW", "ALS", "TLS", "WAT", "TSW", "SWT"};
 constexpr int kNumOrderings = sizeof(kOrderings) / sizeof(kOrderings[0]);
 
 // Sets rank / by_rank / sym_prev for ordering `which`; a nonzero seed jitters ties and
@@ -197,6 +211,8 @@ void apply_ordering(Prepared& p, int which, uint64_t seed) {
       case 'T': return p.peak[a];
       case 'S': return p.size[a];
       case 'W': return p.s1[a] - p.s0[a];
+      case 'L': return -p.s0[a];
+      case 'R': return p.s1[a];
       default: return p.size[a] * (p.s1[a] - p.s0[a]);
     }
   };
@@ -372,6 +388,7 @@ class Search {
     lfloor_.assign(p.num_sections + 1, 0);
     usum_.assign(p.num_sections + 1, 0);
     paint_.assign(p.num_sections + 1, 0);
+    tight_.assign(p.num_sections + 1, 0);
     slack_.assign(p.num_sections + 1, 0);
     for (int i = 0; i < n; ++i) flip(i, 0);
   }
@@ -465,6 +482,43 @@ class Search {
     for (size_t k = p_.adj_begin[b]; k < p_.adj_begin[b + 1]; ++k) {
       const int d = p_.adj[k];
       if (!placed_[d] && eff_[d] < top) return false;
+    }
+    return true;
+  }
+
+  // bits |= bits << shift, over words_ words (bits past the capacity fall off).
+  void shift_or(uint64_t* w, int shift) {
+    if (shift <= 0) return;
+    const int ws = shift / 64, bs = shift % 64;
+    for (int i = words_ - 1; i >= ws; --i) {
+      uint64_t v = w[i - ws] << bs;
+      if (bs != 0 && i - ws - 1 >= 0) v |= w[i - ws - 1] >> (64 - bs);
+      w[i] |= v;
+    }
+  }
+  // Any bit set in [a, b] (clamped)?
+  bool any_bit(const uint64_t* w, int64_t a, int64_t b) const {
+    a = std::max<int64_t>(a, 0);
+    b = std::min<int64_t>(b, static_cast<int64_t>(words_) * 64 - 1);
+    for (int64_t i = a; i <= b;) {
+      const int64_t word = i / 64, bit = i % 64;
+      uint64_t v = w[word] >> bit;
+      const int64_t span = std::min<int64_t>(64 - bit, b - i + 1);
+      if (span < 64) v &= (uint64_t{1} << span) - 1;
+      if (v != 0) return true;
+      i += span;
+    }
+    return false;
+  }
+  bool position_ok(int b) const {
+    const int64_t g = p_.gran;
+    const int64_t at = cand_[b];
+    for (int s = p_.s0[b]; s < p_.s1[b]; ++s) {
+      if (!tight_[s]) continue;
+      const int64_t rel = (at - lfloor_[s]);
+      if (rel < 0) return false;
+      const uint64_t* w = &pos_[static_cast<size_t>(s) * words_];
+      if (!any_bit(w, (rel - slack_[s] + g - 1) / g, rel / g)) return false;
     }
     return true;
   }
@@ -605,6 +659,34 @@ class Search {
       }
     }
 
+    // Subset-sum positions: in a section s with little slack, the bottom of any unplaced
+    // item b lies at L(s) + (sizes of some unplaced items of s) + (at most slack(s)).
+    // An open item whose candidate offset is no such position in one of its sections
+    // cannot be placed there now, so it is not branched on.
+    use_positions_ = false;
+    if (opt_.section_inference && opt_.subset_sum && cap_ / p_.gran <= kMaxPositionUnits) {
+      use_positions_ = true;
+      const int64_t g = p_.gran;
+      const int units = static_cast<int>(cap_ / g);
+      words_ = units / 64 + 1;
+      if (pos_.size() < static_cast<size_t>(p_.num_sections) * words_) {
+        pos_.resize(static_cast<size_t>(p_.num_sections) * words_);
+      }
+      for (int s = lo; s < hi; ++s) {
+        tight_[s] = slack_[s] != kInf && slack_[s] * 8 <= cap_;
+        if (!tight_[s]) continue;
+        uint64_t* w = &pos_[static_cast<size_t>(s) * words_];
+        std::fill(w, w + words_, 0);
+        w[0] = 1;
+      }
+      for (int b : comp) {
+        const int shift = static_cast<int>(p_.size[b] / g);
+        for (int s = p_.s0[b]; s < p_.s1[b]; ++s) {
+          if (tight_[s]) shift_or(&pos_[static_cast<size_t>(s) * words_], shift);
+        }
+      }
+    }
+
     // Dynamic decomposition at cut points of the unplaced items.
     if (opt_.decompose) {
       parts_.clear();
@@ -655,7 +737,7 @@ class Search {
     for (int b : sc.order) {
       if (!open_[b]) continue;  // blocked
       if (opt_.symmetry && p_.sym_prev[b] >= 0 && !placed_[p_.sym_prev[b]]) continue;
-      if (getenv("MINONLY") && !sc.branch.empty() && eff_[b] != eff_[sc.branch[0]]) break;
+      if (use_positions_ && !position_ok(b)) continue;
       sc.branch.push_back(b);
       if (opt_.dominance && is_free(b)) break;
     }
@@ -685,6 +767,11 @@ class Search {
   std::vector<Scratch> scratch_;
   std::vector<int64_t> lfloor_, usum_, slack_;
   std::vector<int> paint_;
+  static constexpr int64_t kMaxPositionUnits = 8192;
+  bool use_positions_ = false;
+  int words_ = 0;
+  std::vector<uint64_t> pos_;
+  std::vector<char> tight_;
   std::vector<std::pair<size_t, size_t>> parts_;
   const int64_t node_limit_;
   FailCache* const cache_;
@@ -743,9 +830,7 @@ Outcome search_capacity(Prepared& p, const ExactOptions& opt, int64_t capacity,
       for (int o = 0; o < orderings; ++o) {
         // Odd rounds jitter the order (with a throw-away cache); even rounds reuse the
         // plain orders and their failures from earlier rounds.
-        uint64_t seed = round % 2 == 1 ? mix64(round * 131 + o) : 0;
-        if (getenv("EXORD")) { seed = getenv("EXSEED") ? atoi(getenv("EXSEED")) : 0; apply_ordering(p, atoi(getenv("EXORD")), seed); limit = INT64_MAX; }
-        else
+        const uint64_t seed = round % 2 == 1 ? mix64(round * 131 + o) : 0;
         apply_ordering(p, o, seed);
         FailCache scratch_cache;
         FailCache* use = !opt.failure_cache ? nullptr : seed == 0 ? &cache : &scratch_cache;
@@ -833,6 +918,7 @@ Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options
                       "exact: proved no plan fits in capacity " + std::to_string(cap) +
                           " (lower bound " + std::to_string(p.lower_bound) + ")");
       case Outcome::kTimeout:
+      case Outcome::kNodeLimit:
         break;
     }
     return Status(ErrorCode::kTimeout, "exact: no plan within capacity " +

@@ -27,6 +27,7 @@ struct ExactOptions {
   bool section_inference = true;  // cross-section pruning with unallocated floors
   bool decompose = true;          // split into independent subproblems at cut points
   bool symmetry = true;           // identical buffers are placed in a fixed order
+  bool subset_sum = true;         // candidate offsets must be reachable stack positions
   bool dominance = true;          // stop branching after a buffer nothing can go under
   bool greedy_first = true;       // with a capacity, accept a greedy plan that fits
   bool restarts = true;           // restart over several branching orders, growing limits
