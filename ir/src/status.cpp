@@ -6,24 +6,42 @@ namespace carve {
 
 std::string_view error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "Ok";
-    case ErrorCode::kInvalidArgument: return "InvalidArgument";
-    case ErrorCode::kParseError: return "ParseError";
-    case ErrorCode::kVerifyError: return "VerifyError";
-    case ErrorCode::kShapeError: return "ShapeError";
-    case ErrorCode::kTypeMismatch: return "TypeMismatch";
-    case ErrorCode::kOutOfBounds: return "OutOfBounds";
-    case ErrorCode::kNotAllocated: return "NotAllocated";
-    case ErrorCode::kNotCpuAccessible: return "NotCpuAccessible";
-    case ErrorCode::kReadOnly: return "ReadOnly";
-    case ErrorCode::kOutOfMemory: return "OutOfMemory";
-    case ErrorCode::kIoError: return "IoError";
-    case ErrorCode::kNotFound: return "NotFound";
-    case ErrorCode::kUnsupported: return "Unsupported";
-    case ErrorCode::kInfeasible: return "Infeasible";
-    case ErrorCode::kTimeout: return "Timeout";
-    case ErrorCode::kUnavailable: return "Unavailable";
-    case ErrorCode::kInternal: return "Internal";
+    case ErrorCode::kOk:
+      return "Ok";
+    case ErrorCode::kInvalidArgument:
+      return "InvalidArgument";
+    case ErrorCode::kParseError:
+      return "ParseError";
+    case ErrorCode::kVerifyError:
+      return "VerifyError";
+    case ErrorCode::kShapeError:
+      return "ShapeError";
+    case ErrorCode::kTypeMismatch:
+      return "TypeMismatch";
+    case ErrorCode::kOutOfBounds:
+      return "OutOfBounds";
+    case ErrorCode::kNotAllocated:
+      return "NotAllocated";
+    case ErrorCode::kNotCpuAccessible:
+      return "NotCpuAccessible";
+    case ErrorCode::kReadOnly:
+      return "ReadOnly";
+    case ErrorCode::kOutOfMemory:
+      return "OutOfMemory";
+    case ErrorCode::kIoError:
+      return "IoError";
+    case ErrorCode::kNotFound:
+      return "NotFound";
+    case ErrorCode::kUnsupported:
+      return "Unsupported";
+    case ErrorCode::kInfeasible:
+      return "Infeasible";
+    case ErrorCode::kTimeout:
+      return "Timeout";
+    case ErrorCode::kUnavailable:
+      return "Unavailable";
+    case ErrorCode::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

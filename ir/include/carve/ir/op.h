@@ -1,0 +1,105 @@
+// The op set and its registry: name <-> enum, arity, attribute names and traits.
+//
+// Ownership/lifetime: the registry is a static table; returned spans and string_views
+// point into it and live for the whole program.
+// Thread-safety: read-only after static initialisation; safe from any thread.
+// Errors: op_from_name returns kNotFound for an unknown name. An OpKind cast from an
+// out-of-range integer is "unknown": is_valid_op() is false and op_name() gives "?".
+//
+// Downstream code (planner, runtime, jit) keys its rules off these traits, e.g. the
+// planner lets an elementwise op write into its input's buffer and folds views into
+// their source's buffer; sinks (is_sink) have effects and are never dead code.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string_view>
+
+#include "carve/status.h"
+
+namespace carve::ir {
+
+// Text names equal the enumerator names (e.g. "reduce_sum", "write_handle_at").
+enum class OpKind : uint16_t {
+  // unary elementwise
+  neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, gelu, erf, silu,
+  hard_sigmoid,  // attrs alpha (float, 0.2), beta (float, 0.5)
+  clip,          // attrs min (float, -inf), max (float, +inf); min <= max
+  // binary elementwise, numpy broadcasting, both operands the same dtype
+  add, sub, mul, div, pow, max, min,
+  // comparisons: like binary, output bool
+  equal, not_equal, less, less_equal, greater, greater_equal,
+  where,  // (cond: bool, x, y), all three broadcast
+  cast,   // attr to (string dtype name)
+  // reductions: attrs axes (int list; absent or empty = all axes), keepdims (int 0/1, 1)
+  reduce_sum, reduce_mean, reduce_max,
+  softmax,     // attr axis (int, -1)
+  layer_norm,  // (x, scale[, bias]) over x.shape[axis:]; attrs axis (-1), epsilon (1e-5)
+  matmul,      // numpy matmul: batched, batch dims broadcast, 1-D promotion rules
+  gemm,        // (a, b[, c]) 2-D; attrs trans_a, trans_b (0), alpha, beta (1.0)
+  conv2d,      // (x NCHW, w OIHW[, bias O]); attrs groups (1), strides [2] (1,1),
+               // pads [top,left,bottom,right] (0), dilations [2] (1,1)
+  max_pool,    // NCHW; attrs kernel [2] (required), strides [2] (1,1), pads [4] (0), ceil_mode (0)
+  avg_pool,    // as max_pool plus count_include_pad (0)
+  global_avg_pool,  // [N,C,spatial...] -> [N,C,1...]
+  batch_norm,  // inference form (x, scale, bias, mean, var), per channel dim 1; attr epsilon
+  concat,      // attr axis (required)
+  split,       // attrs axis (0), sizes (required): one output per size
+  slice,       // attrs starts, ends (required), axes (default 0..n-1), steps (default 1)
+  transpose,   // attr perm (default: reversed axes)
+  pad,         // attrs pads [begin..., end...] (>= 0, required), value (float, 0)
+  gather,      // (data, indices: i32/i64); attr axis (0)
+  // views: the output aliases the input's memory
+  reshape,    // attr shape: -1 = inferred (at most one), 0 = copy the input dim
+  flatten,    // attr axis (1), in [-rank, rank]
+  squeeze,    // attr axes (absent or empty: every dim of size 1)
+  unsqueeze,  // attr axes (required; positions in the output)
+  identity,
+  // state ops on graph handles (see Graph::handles)
+  read_handle,      // attr handle; no inputs; output = the handle's type
+  write_handle,     // attr handle; input written whole; no outputs (a sink)
+  write_handle_at,  // attrs handle, axis; (value, pos: i64 scalar); writes at pos along axis
+};
+
+inline constexpr int kNumOps = static_cast<int>(OpKind::write_handle_at) + 1;
+// max_inputs / max_outputs of a variadic op.
+inline constexpr int kVariadic = std::numeric_limits<int>::max();
+
+struct OpTraits {
+  OpKind kind;
+  std::string_view name;
+  int min_inputs;
+  int max_inputs;   // kVariadic for concat
+  int min_outputs;
+  int max_outputs;  // kVariadic for split
+  bool view;         // output aliases input 0 (no new memory)
+  bool elementwise;  // unary, binary, comparison, where, cast (out[i] depends on in[i] only;
+                     // in-place reuse still needs equal byte sizes: broadcasting and
+                     // cast/comparisons can change them)
+  bool state;        // reads or writes a handle
+  bool sink;         // has an effect and no data outputs; must not be removed
+  std::span<const std::string_view> attrs;  // every attribute the op accepts
+};
+
+bool is_valid_op(OpKind op);
+// Precondition: is_valid_op(op).
+const OpTraits& op_traits(OpKind op);
+// "?" for an invalid op.
+std::string_view op_name(OpKind op);
+// kNotFound naming the text when no op has that name.
+Result<OpKind> op_from_name(std::string_view name);
+std::span<const OpKind> all_ops();
+
+// All false for an invalid op.
+bool is_view(OpKind op);
+bool is_elementwise(OpKind op);
+bool is_state(OpKind op);
+bool is_sink(OpKind op);
+bool is_unary_elementwise(OpKind op);   // neg..clip
+bool is_binary_elementwise(OpKind op);  // add..min and the comparisons
+bool is_comparison(OpKind op);          // equal..greater_equal (bool output)
+bool is_reduction(OpKind op);           // reduce_sum, reduce_mean, reduce_max
+bool accepts_attr(OpKind op, std::string_view attr_name);
+
+}  // namespace carve::ir

@@ -1,0 +1,103 @@
+// The CPU JIT: compiles KernelGroups (fusion.h) to native functions with LLVM ORC.
+//
+//   auto jit = jit::JitCompiler::create({});            // kUnavailable without LLVM
+//   auto order = ir::execution_order(graph);
+//   auto groups = jit::form_kernel_groups(graph, *order);
+//   auto kernels = (*jit)->compile(graph, *groups);       // one CompiledKernel per group
+//   kernels->at(0).fn(operand_addresses, 0, kernels->at(0).group.num_tiles);
+//
+// Per group the engine builds an LLVM module with one Kernel-ABI function (kernel.h),
+// emits the group's body (elementwise chains, layout copies, compute ops with fused
+// epilogues), verifies it, optimises it with the new pass manager at opt_level for the
+// host CPU (target-cpu/target-features from host_target(), so loops vectorise) and
+// generates machine code with ORC LLJIT.
+//
+// Kernel cache: the key is a SHA-256 over the generated (pre-optimisation) IR text, the
+// target triple, CPU name, feature string, LLVM version, opt level and an engine version
+// tag -- never a group name (two groups with identical code share one kernel). Hits in
+// the in-memory cache (key -> function address, kept alive by the JitCompiler) skip
+// everything after IR generation; hits in the on-disk cache (`<cache_dir>/<key>.o`,
+// written atomically) skip optimisation and machine-code generation, so a second process
+// with the same cache_dir does no codegen for kernels it has seen.
+//
+// Ownership/lifetime: kernel function pointers stay valid while their JitCompiler lives.
+// Thread-safety: compile(), compile_group(), emit_ir() and stats() may be called
+// concurrently from any number of threads (each compile runs on the calling thread with
+// its own TargetMachine; concurrent requests for one key compile it once).
+// Errors: kUnavailable in a build without LLVM (CARVE_WITH_LLVM=OFF); kUnsupported for an
+// op/dtype combination no emitter handles; kInvalidArgument for a malformed group;
+// kInternal when the emitted IR fails verification (with the verifier's message) or LLVM
+// fails; kIoError is never returned for cache files -- an unreadable or unwritable cache
+// falls back to compiling.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "carve/ir/graph.h"
+#include "carve/jit/kernel.h"
+#include "carve/status.h"
+
+namespace carve::jit {
+
+struct JitOptions {
+  int opt_level = 3;  // 0..3 (0: no IR optimisation; 2/3: default O2/O3 pipelines)
+  // On-disk object cache folder (created if missing). Empty: the CARVE_CACHE_DIR
+  // environment variable, else no disk cache.
+  std::string cache_dir;
+  bool disk_cache = true;  // false: never read or write a disk cache, whatever is set
+};
+
+struct CompiledKernel {
+  KernelGroup group;
+  KernelFn fn = nullptr;
+  bool from_memory_cache = false;  // this JitCompiler had compiled identical IR before
+  bool from_disk_cache = false;    // the object came from cache_dir (no codegen)
+  std::string key;                 // hex SHA-256 cache key
+};
+
+struct JitStats {
+  int64_t kernels_requested = 0;  // compile_group calls (compile counts each group)
+  int64_t modules_emitted = 0;    // IR modules generated (every request emits IR to key it)
+  int64_t codegen_count = 0;      // modules optimised and compiled to machine code
+  int64_t memory_hits = 0;        // served from the in-memory cache
+  int64_t disk_hits = 0;          // objects loaded from the disk cache
+  int64_t disk_writes = 0;        // objects written to the disk cache
+  double emit_seconds = 0;        // IR generation + verification + keying
+  double codegen_seconds = 0;     // optimisation + machine-code generation
+  double link_seconds = 0;        // ORC materialisation/linking excluding codegen
+};
+
+class JitCompiler {
+ public:
+  static Result<std::unique_ptr<JitCompiler>> create(const JitOptions& options = {});
+  ~JitCompiler();
+  JitCompiler(const JitCompiler&) = delete;
+  JitCompiler& operator=(const JitCompiler&) = delete;
+
+  // One CompiledKernel per group, in order; the first error stops the batch.
+  Result<std::vector<CompiledKernel>> compile(const ir::Graph& graph,
+                                              std::span<const KernelGroup> groups);
+  Result<CompiledKernel> compile_group(const ir::Graph& graph, const KernelGroup& group);
+
+  // The group's LLVM IR as text (before optimisation, or after when `optimized`), for
+  // `carve ... --explain` and debugging. Does not touch the caches or the JIT.
+  Result<std::string> emit_ir(const ir::Graph& graph, const KernelGroup& group,
+                              bool optimized = false);
+
+  JitStats stats() const;
+  const JitOptions& options() const;
+  // The disk cache folder in use; empty when there is none.
+  const std::string& cache_dir() const;
+
+  struct Impl;
+
+ private:
+  explicit JitCompiler(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace carve::jit

@@ -1,0 +1,280 @@
+// Kernel grouping (see fusion.h). No LLVM here: this file is built in every configuration.
+#include "carve/jit/fusion.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+
+#include "carve/ir/op.h"
+#include "carve/jit/tiles.h"
+
+namespace carve::jit {
+namespace {
+
+bool is_compute_anchor(ir::OpKind op) {
+  return op == ir::OpKind::matmul || op == ir::OpKind::gemm || op == ir::OpKind::conv2d;
+}
+
+bool is_layout_like(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::concat:
+    case ir::OpKind::split:
+    case ir::OpKind::slice:
+    case ir::OpKind::transpose:
+    case ir::OpKind::pad:
+    case ir::OpKind::gather:
+    case ir::OpKind::read_handle:
+    case ir::OpKind::write_handle:
+    case ir::OpKind::write_handle_at:
+      return true;
+    default:
+      return ir::is_view(op);
+  }
+}
+
+int64_t numel(const ir::Graph& g, ir::ValueId v) {
+  if (!g.has_value(v)) return 0;
+  auto n = g.value(v).type.shape.num_elements();
+  return n.ok() ? *n : 0;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return b <= 0 ? a : (a + b - 1) / b; }
+
+std::array<std::atomic<TileRule>, ir::kNumOps>& tile_rules() {
+  static std::array<std::atomic<TileRule>, ir::kNumOps> rules{};
+  return rules;
+}
+
+class Grouper {
+ public:
+  Grouper(const ir::Graph& g, const FusionOptions& opt)
+      : g_(g), opt_(opt), users_(ir::compute_users(g)) {}
+
+  // Operands, internal values, name and tiles for a group whose nodes are set.
+  KernelGroup finish(std::vector<ir::NodeId> nodes) const {
+    KernelGroup group;
+    group.nodes = std::move(nodes);
+    std::vector<ir::ValueId> produced;
+    for (ir::NodeId id : group.nodes) {
+      for (ir::ValueId v : g_.node(id).outputs) produced.push_back(v);
+    }
+    auto inside = [&](ir::ValueId v) {
+      return std::find(produced.begin(), produced.end(), v) != produced.end();
+    };
+    auto add_operand = [&](OperandRole role, ir::ValueId v) {
+      for (const auto& op : group.operands) {
+        if (op.value == v && op.role == role && v != ir::kNoValue) return;
+      }
+      group.operands.push_back(KernelOperand{role, v});
+    };
+    const ir::Node& anchor = g_.node(group.nodes.front());
+    if (anchor.op == ir::OpKind::read_handle) add_operand(OperandRole::input, ir::kNoValue);
+    for (ir::NodeId id : group.nodes) {
+      for (ir::ValueId v : g_.node(id).inputs) {
+        if (!inside(v)) add_operand(OperandRole::input, v);
+      }
+    }
+    // A produced value is internal when only group nodes read it and it is not an output.
+    for (size_t i = 0; i < group.nodes.size(); ++i) {
+      for (ir::ValueId v : g_.node(group.nodes[i]).outputs) {
+        bool internal = i + 1 < group.nodes.size() && !g_.is_output(v);
+        if (internal && g_.has_value(v)) {
+          for (ir::NodeId u : users_[static_cast<size_t>(v)]) {
+            if (std::find(group.nodes.begin(), group.nodes.end(), u) == group.nodes.end()) {
+              internal = false;
+            }
+          }
+        }
+        if (internal) {
+          group.internal_values.push_back(v);
+        } else {
+          add_operand(OperandRole::output, v);
+        }
+      }
+    }
+    if (anchor.op == ir::OpKind::write_handle || anchor.op == ir::OpKind::write_handle_at) {
+      add_operand(OperandRole::output, ir::kNoValue);
+    }
+    // Name: "<op>_<id>" or "fused_<op>_<op>..._<anchor id>".
+    if (group.nodes.size() == 1) {
+      group.name = fmt::format("{}_{}", ir::op_name(anchor.op), anchor.id);
+    } else {
+      group.name = "fused";
+      for (ir::NodeId id : group.nodes) group.name += fmt::format("_{}", ir::op_name(g_.node(id).op));
+      group.name += fmt::format("_{}", anchor.id);
+    }
+    group.num_tiles = tiles_for(g_, group, opt_);
+    group.scratch_bytes = compute_op_scratch_bytes(g_, anchor);
+    if (group.scratch_bytes > 0) group.operands.push_back(KernelOperand{OperandRole::scratch, ir::kNoValue});
+    return group;
+  }
+
+  // The single consumer of node `id`'s only output, when it may be fused after it.
+  ir::NodeId fusable_consumer(ir::NodeId id, ir::NodeId next_in_order) const {
+    const ir::Node& n = g_.node(id);
+    if (n.outputs.size() != 1) return ir::kNoNode;
+    ir::ValueId v = n.outputs[0];
+    if (!g_.has_value(v) || g_.is_output(v)) return ir::kNoNode;
+    const auto& users = users_[static_cast<size_t>(v)];
+    if (users.size() != 1 || users[0] != next_in_order) return ir::kNoNode;
+    if (!ir::is_elementwise(g_.node(users[0]).op)) return ir::kNoNode;
+    return users[0];
+  }
+
+  const ir::Graph& g_;
+  const FusionOptions& opt_;
+  std::vector<std::vector<ir::NodeId>> users_;
+};
+
+Status check_node(const ir::Graph& g, ir::NodeId id) {
+  const ir::Node& n = g.node(id);
+  for (ir::ValueId v : n.inputs) {
+    if (!g.has_value(v)) {
+      return Status(ErrorCode::kVerifyError,
+                    fmt::format("{}: input id {} is not a value of the graph", ir::describe_node(g, id), v));
+    }
+  }
+  for (ir::ValueId v : n.outputs) {
+    if (!g.has_value(v)) {
+      return Status(ErrorCode::kVerifyError,
+                    fmt::format("{}: output id {} is not a value of the graph", ir::describe_node(g, id), v));
+    }
+  }
+  if (!ir::is_valid_op(n.op)) {
+    return Status(ErrorCode::kVerifyError, fmt::format("{}: unknown op", ir::describe_node(g, id)));
+  }
+  return Status();
+}
+
+}  // namespace
+
+void set_tile_rule(ir::OpKind op, TileRule rule) {
+  if (!ir::is_valid_op(op)) return;
+  tile_rules()[static_cast<size_t>(op)].store(rule);
+}
+
+int64_t tiles_for(const ir::Graph& graph, const KernelGroup& group, const FusionOptions& options) {
+  if (group.nodes.empty() || !graph.has_node(group.nodes.front())) return 1;
+  const ir::Node& anchor = graph.node(group.nodes.front());
+  if (!ir::is_valid_op(anchor.op)) return 1;
+  if (TileRule rule = tile_rules()[static_cast<size_t>(anchor.op)].load()) {
+    return std::max<int64_t>(1, rule(graph, group));
+  }
+  int64_t per_tile = std::max<int64_t>(1, options.elements_per_tile);
+  if (ir::is_elementwise(anchor.op) || is_layout_like(anchor.op)) {
+    int64_t total = 0;
+    if (anchor.op == ir::OpKind::concat || anchor.op == ir::OpKind::write_handle ||
+        anchor.op == ir::OpKind::write_handle_at) {
+      // copies iterate over the input elements
+      if (!anchor.inputs.empty()) {
+        if (anchor.op == ir::OpKind::concat) {
+          for (ir::ValueId v : anchor.inputs) total += numel(graph, v);
+        } else {
+          total = numel(graph, anchor.inputs[0]);
+        }
+      }
+    } else {
+      // elementwise: the last node's output; split: all outputs; others: output 0.
+      const ir::Node& last = graph.node(group.nodes.back());
+      for (ir::ValueId v : last.outputs) total += numel(graph, v);
+    }
+    return std::max<int64_t>(1, ceil_div(total, per_tile));
+  }
+  return compute_op_tiles(graph, anchor);
+}
+
+Result<KernelGroup> make_single_node_group(const ir::Graph& graph, ir::NodeId node,
+                                           const FusionOptions& options) {
+  if (!graph.has_node(node)) {
+    return Status(ErrorCode::kInvalidArgument, fmt::format("node id {} is not in the graph", node));
+  }
+  CARVE_RETURN_IF_ERROR(check_node(graph, node));
+  Grouper grouper(graph, options);
+  return grouper.finish({node});
+}
+
+Result<std::vector<KernelGroup>> form_kernel_groups(const ir::Graph& graph,
+                                                    std::span<const ir::NodeId> order,
+                                                    const FusionOptions& options) {
+  if (order.size() != static_cast<size_t>(graph.num_nodes())) {
+    return Status(ErrorCode::kInvalidArgument,
+                  fmt::format("order has {} nodes, the graph {}", order.size(), graph.num_nodes()));
+  }
+  std::vector<bool> seen(static_cast<size_t>(graph.num_nodes()), false);
+  for (ir::NodeId id : order) {
+    if (!graph.has_node(id)) {
+      return Status(ErrorCode::kInvalidArgument, fmt::format("order names node id {}, which the graph lacks", id));
+    }
+    if (seen[static_cast<size_t>(id)]) {
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("order lists {} twice", ir::describe_node(graph, id)));
+    }
+    seen[static_cast<size_t>(id)] = true;
+    CARVE_RETURN_IF_ERROR(check_node(graph, id));
+  }
+
+  Grouper grouper(graph, options);
+  std::vector<KernelGroup> groups;
+  std::vector<bool> assigned(static_cast<size_t>(graph.num_nodes()), false);
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    ir::NodeId id = order[pos];
+    if (assigned[static_cast<size_t>(id)]) continue;
+    const ir::Node& node = graph.node(id);
+    if (ir::is_view(node.op)) continue;
+    std::vector<ir::NodeId> nodes{id};
+    assigned[static_cast<size_t>(id)] = true;
+    bool chain = ir::is_elementwise(node.op);
+    bool epilogue = is_compute_anchor(node.op);
+    if (options.fuse && (chain || epilogue) && node.outputs.size() == 1) {
+      const ir::TensorType& anchor_type = graph.value(node.outputs[0]).type;
+      size_t p = pos;
+      while (p + 1 < order.size()) {
+        ir::NodeId next = order[p + 1];
+        ir::NodeId consumer = grouper.fusable_consumer(nodes.back(), next);
+        if (consumer == ir::kNoNode || assigned[static_cast<size_t>(consumer)]) break;
+        const ir::Node& c = graph.node(consumer);
+        if (c.outputs.size() != 1) break;
+        if (epilogue && graph.value(c.outputs[0]).type.shape != anchor_type.shape) break;
+        nodes.push_back(consumer);
+        assigned[static_cast<size_t>(consumer)] = true;
+        ++p;
+      }
+    }
+    groups.push_back(grouper.finish(std::move(nodes)));
+  }
+  return groups;
+}
+
+std::string describe_group(const ir::Graph& graph, const KernelGroup& group) {
+  std::string s = group.name + ":";
+  for (size_t i = 0; i < group.nodes.size(); ++i) {
+    ir::NodeId id = group.nodes[i];
+    s += i == 0 ? " " : " -> ";
+    s += graph.has_node(id) ? graph.node(id).name : fmt::format("#{}", id);
+  }
+  auto list = [&](OperandRole role, std::string_view label) {
+    std::string part;
+    for (const auto& op : group.operands) {
+      if (op.role != role) continue;
+      part += part.empty() ? fmt::format(" | {} ", label) : ", ";
+      if (op.value == ir::kNoValue) {
+        part += role == OperandRole::scratch ? "scratch" : "handle";
+      } else if (graph.has_value(op.value)) {
+        const ir::Value& v = graph.value(op.value);
+        part += v.name + ":" + v.type.to_string();
+      } else {
+        part += fmt::format("#{}", op.value);
+      }
+    }
+    return part;
+  };
+  s += list(OperandRole::input, "in");
+  s += list(OperandRole::output, "out");
+  if (group.scratch_bytes > 0) s += fmt::format(" | scratch {} B", group.scratch_bytes);
+  s += fmt::format(" | tiles {}", group.num_tiles);
+  return s;
+}
+
+}  // namespace carve::jit

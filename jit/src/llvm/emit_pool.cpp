@@ -1,0 +1,132 @@
+// max_pool / avg_pool (NCHW, pads, strides, ceil_mode, count_include_pad).
+//
+// One tile unit per (image, channel) plane. Per output row the window's valid input rows
+// are clipped once; interior output columns (whole window inside the row) are computed
+// W at a time with vector loads (stride_w > 1: a contiguous run de-interleaved by a
+// shuffle), border columns scalar with the window clipped to [0, W). Max propagates NaN
+// (the reference's max: ties keep the earlier value); avg divides by the clipped window size (count_include_pad = 0) or by
+// the window clipped to the padded extent (count_include_pad = 1), as the reference does.
+#include <llvm/IR/Intrinsics.h>
+
+#include "emit_util.h"
+
+namespace carve::jit::detail {
+namespace {
+
+using llvm::Type;
+using llvm::Value;
+using namespace util;
+
+std::vector<int64_t> ints(const ir::Node& n, const char* name, std::vector<int64_t> d) {
+  auto it = n.attrs.find(name);
+  return it != n.attrs.end() && it->second.is_ints() ? it->second.as_ints() : d;
+}
+
+}  // namespace
+
+Status emit_pool(EmitContext& ec, const ir::Node& node) {
+  auto& b = ec.b;
+  const ir::Graph& g = ec.graph;
+  const ir::TensorType& xt = g.value(node.inputs[0]).type;
+  const ir::TensorType& yt = g.value(node.outputs[0]).type;
+  const ir::DType dtype = xt.dtype;
+  const bool is_max = node.op == ir::OpKind::max_pool;
+  auto kernel = ints(node, "kernel", {1, 1});
+  auto strides = ints(node, "strides", {1, 1});
+  auto pads = ints(node, "pads", {0, 0, 0, 0});
+  bool include_pad = false;
+  if (auto it = node.attrs.find("count_include_pad"); it != node.attrs.end() && it->second.is_int())
+    include_pad = it->second.as_int() != 0;
+  const int64_t H = xt.shape[2], Wd = xt.shape[3], OH = yt.shape[2], OW = yt.shape[3];
+  const int64_t KH = kernel[0], KW = kernel[1], SH = strides[0], SW = strides[1];
+  const int64_t PT = pads[0], PL = pads[1], PB = pads[2], PR = pads[3];
+  Value* X = operand_ptr(ec, node.inputs[0]);
+  Value* Y = operand_ptr(ec, node.outputs[0]);
+  Type* ct = compute_type(ec, dtype);
+  const bool fp = is_fp(dtype);
+  const int lanes = dtype == ir::DType::f64 ? std::max(2, ec.vector_width_f32 / 2) : ec.vector_width_f32;
+
+  auto combine = [&](Value* acc, Value* v) -> Value* {
+    if (!is_max) return add(ec, acc, v);
+    return max(ec, dtype, acc, v);
+  };
+  auto init = [&](Type* t) { return is_max ? lowest(ec, dtype, t) : zero(t); };
+
+  // Interior columns for vectors: window fully inside [0, Wd).
+  int64_t ow_a = std::min(OW, (PL + SW - 1) / SW);
+  int64_t num = Wd - KW + PL;  // last valid window start + pl
+  int64_t ow_b = num < 0 ? 0 : std::min(OW, num / SW + 1);
+  const bool vec_ok = fp && ow_b - ow_a >= lanes;
+  const int64_t vec_end = vec_ok ? ow_a + (ow_b - ow_a) / lanes * lanes : ow_a;
+  const int64_t span = static_cast<int64_t>(lanes - 1) * SW + 1;
+  std::vector<int> deint;
+  for (int l = 0; l < lanes; ++l) deint.push_back(l * static_cast<int>(SW));
+  Type* VC = vec_type(ct, lanes);
+
+  const tiling::UnitTiles ut = tiling::unit_tiles_for(g, node);
+  for_units(ec, ut.units, [&](Value*, Value* plane) {
+    Value* xbase = b.CreateMul(plane, i64c(ec, H * Wd));
+    Value* ybase = b.CreateMul(plane, i64c(ec, OH * OW));
+    for_range(ec, i64c(ec, 0), i64c(ec, OH), 1, [&](Value* oh) {
+      Value* y0 = b.CreateSub(b.CreateMul(oh, i64c(ec, SH)), i64c(ec, PT));
+      Value* y1 = b.CreateAdd(y0, i64c(ec, KH));
+      Value* h_lo = max_i64(ec, y0, i64c(ec, 0));
+      Value* h_hi = min_i64(ec, y1, i64c(ec, H));
+      Value* rows = max_i64(ec, b.CreateSub(h_hi, h_lo), i64c(ec, 0));
+      Value* prow = b.CreateSub(min_i64(ec, y1, i64c(ec, H + PB)), y0);
+      Value* yrow = b.CreateAdd(ybase, b.CreateMul(oh, i64c(ec, OW)));
+      auto finish = [&](Value* acc, Value* count) {
+        if (is_max) return acc;
+        Value* cf = b.CreateSIToFP(count, acc->getType()->getScalarType());
+        if (acc->getType()->isVectorTy()) cf = splat(ec, lanes, cf);
+        return b.CreateFDiv(acc, cf);
+      };
+      if (vec_ok) {
+        for_range(ec, i64c(ec, ow_a), i64c(ec, vec_end), lanes, [&](Value* ow) {
+          Value* x0 = b.CreateSub(b.CreateMul(ow, i64c(ec, SW)), i64c(ec, PL));
+          auto acc = for_range_carry(ec, h_lo, h_hi, 1, {init(VC)},
+                                     [&](Value* ih, const std::vector<Value*>& a) {
+            Value* row = b.CreateAdd(xbase, b.CreateAdd(b.CreateMul(ih, i64c(ec, Wd)), x0));
+            Value* v = a[0];
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              Type* rt = vec_type(storage_type(ec, dtype), static_cast<int>(span));
+              Value* xv = load_vec(ec, rt, elem_ptr(ec, dtype, X, b.CreateAdd(row, i64c(ec, kw))));
+              if (SW != 1) xv = b.CreateShuffleVector(xv, deint);
+              v = combine(v, to_compute(ec, dtype, xv));
+            }
+            return std::vector<Value*>{v};
+          }, "ih");
+          // Interior: the window is inside the row, so count = rows * KW.
+          Value* count = include_pad ? b.CreateMul(prow, i64c(ec, KW)) : b.CreateMul(rows, i64c(ec, KW));
+          Value* r = finish(acc[0], count);
+          store_vec(ec, to_storage(ec, dtype, r), elem_ptr(ec, dtype, Y, b.CreateAdd(yrow, ow)));
+        }, "ow");
+      }
+      auto scalar_cols = [&](int64_t from, int64_t to) {
+        if (from >= to) return;
+        for_range(ec, i64c(ec, from), i64c(ec, to), 1, [&](Value* ow) {
+          Value* x0 = b.CreateSub(b.CreateMul(ow, i64c(ec, SW)), i64c(ec, PL));
+          Value* x1 = b.CreateAdd(x0, i64c(ec, KW));
+          Value* w_lo = max_i64(ec, x0, i64c(ec, 0));
+          Value* w_hi = min_i64(ec, x1, i64c(ec, Wd));
+          auto acc = for_range_carry(ec, h_lo, h_hi, 1, {init(ct)},
+                                     [&](Value* ih, const std::vector<Value*>& a) {
+            Value* row = b.CreateAdd(xbase, b.CreateMul(ih, i64c(ec, Wd)));
+            return for_range_carry(ec, w_lo, w_hi, 1, {a[0]}, [&](Value* iw, const std::vector<Value*>& a2) {
+              return std::vector<Value*>{combine(a2[0], load_elem(ec, dtype, X, b.CreateAdd(row, iw)))};
+            }, "iw");
+          }, "ih");
+          Value* cols = max_i64(ec, b.CreateSub(w_hi, w_lo), i64c(ec, 0));
+          Value* pcol = b.CreateSub(min_i64(ec, x1, i64c(ec, Wd + PR)), x0);
+          Value* count = include_pad ? b.CreateMul(prow, pcol) : b.CreateMul(rows, cols);
+          store_elem(ec, dtype, Y, b.CreateAdd(yrow, ow), finish(acc[0], count));
+        }, "bw");
+      };
+      scalar_cols(0, ow_a);
+      scalar_cols(vec_end, OW);
+    }, "oh");
+  });
+  return Status();
+}
+
+}  // namespace carve::jit::detail

@@ -1,0 +1,368 @@
+// Reductions and normalisations: reduce_sum/mean/max, softmax, layer_norm,
+// global_avg_pool, batch_norm. Arithmetic runs in the compute type (f16/bf16 in float,
+// f32, f64; reduce_sum/max also on integers, wrapping).
+//
+//  - reduce_*: the input dims are merged into alternating kept/reduced runs
+//    (tiling::ReduceShape). If the innermost run is reduced, each output element reduces
+//    a contiguous run with W-lane vector accumulators (+ scalar tail), outer reduced runs
+//    as strided loops; otherwise each output row (innermost kept run) is computed W
+//    outputs at a time, looping over every reduced run with vector loads.
+//  - softmax: rows (inner == 1) in three vectorised passes (max, sum of exp, exp/sum);
+//    with inner > 1, W neighbouring columns at once. exp is a polynomial (util::exp).
+//  - layer_norm: per row, vectorised mean and (biased) variance, then the affine map.
+//  - batch_norm / global_avg_pool: per (image, channel) plane, vectorised.
+#include <llvm/IR/Intrinsics.h>
+
+#include "emit_util.h"
+
+namespace carve::jit::detail {
+namespace {
+
+using llvm::Type;
+using llvm::Value;
+using namespace util;
+
+int lanes_for(EmitContext& ec, ir::DType dtype) {
+  if (dtype == ir::DType::f64 || dtype == ir::DType::i64) return std::max(2, ec.vector_width_f32 / 2);
+  return ec.vector_width_f32;
+}
+
+Value* load_n(EmitContext& ec, ir::DType dtype, Value* base, Value* idx, int lanes) {
+  if (lanes == 0) return load_elem(ec, dtype, base, idx);
+  Type* vt = vec_type(storage_type(ec, dtype), lanes);
+  return to_compute(ec, dtype, load_vec(ec, vt, elem_ptr(ec, dtype, base, idx)));
+}
+
+void store_n(EmitContext& ec, ir::DType dtype, Value* base, Value* idx, Value* v) {
+  if (v->getType()->isVectorTy()) {
+    store_vec(ec, to_storage(ec, dtype, v), elem_ptr(ec, dtype, base, idx));
+  } else {
+    store_elem(ec, dtype, base, idx, v);
+  }
+}
+
+Value* fmax_nan(EmitContext& ec, Value* a, Value* b) {
+  return util::max(ec, ir::DType::f32, a, b);
+}
+
+// Horizontal combine of a vector.
+Value* horizontal(EmitContext& ec, Value* v, const std::function<Value*(Value*, Value*)>& f) {
+  auto* vt = llvm::cast<llvm::FixedVectorType>(v->getType());
+  unsigned n = vt->getNumElements();
+  while (n > 1) {
+    unsigned h = n / 2;
+    std::vector<int> lo, hi;
+    for (unsigned i = 0; i < h; ++i) {
+      lo.push_back(static_cast<int>(i));
+      hi.push_back(static_cast<int>(i + h));
+    }
+    v = f(ec.b.CreateShuffleVector(v, lo), ec.b.CreateShuffleVector(v, hi));
+    n = h;
+  }
+  return ec.b.CreateExtractElement(v, static_cast<uint64_t>(0));
+}
+
+Value* splat_like(EmitContext& ec, Value* scalar, int lanes) {
+  return lanes == 0 ? scalar : splat(ec, lanes, scalar);
+}
+
+// Folds f over elements [0, n) of a contiguous run at base (vector body + scalar tail).
+// Returns the scalar result; `vinit`/`sinit` are the identities.
+Value* fold_run(EmitContext& ec, ir::DType dtype, Value* base, Value* start, int64_t n, int lanes,
+                Type* ct, Value* identity,
+                const std::function<Value*(Value* acc, Value* x)>& f,
+                const std::function<Value*(Value*, Value*)>& merge) {
+  auto& b = ec.b;
+  int64_t nv = n / lanes * lanes;
+  Value* s = identity;
+  if (nv > 0) {
+    auto acc = for_range_carry(ec, i64c(ec, 0), i64c(ec, nv), lanes, {splat(ec, lanes, identity)},
+                               [&](Value* j, const std::vector<Value*>& a) {
+      return std::vector<Value*>{f(a[0], load_n(ec, dtype, base, b.CreateAdd(start, j), lanes))};
+    }, "fv");
+    s = horizontal(ec, acc[0], merge);
+  }
+  (void)ct;
+  if (nv < n) {
+    auto acc = for_range_carry(ec, i64c(ec, nv), i64c(ec, n), 1, {s}, [&](Value* j, const std::vector<Value*>& a) {
+      return std::vector<Value*>{f(a[0], load_n(ec, dtype, base, b.CreateAdd(start, j), 0))};
+    }, "fs");
+    s = acc[0];
+  }
+  return s;
+}
+
+// Applies g to each element of a contiguous run (vector body + scalar tail): dst[j] = g(x[j], j).
+void map_run(EmitContext& ec, int64_t n, int lanes,
+             const std::function<void(Value* j, int lanes)>& g) {
+  int64_t nv = n / lanes * lanes;
+  if (nv > 0) for_range(ec, i64c(ec, 0), i64c(ec, nv), lanes, [&](Value* j) { g(j, lanes); }, "mv");
+  if (nv < n) for_range(ec, i64c(ec, nv), i64c(ec, n), 1, [&](Value* j) { g(j, 0); }, "ms");
+}
+
+Status emit_reduce(EmitContext& ec, const ir::Node& node) {
+  auto& b = ec.b;
+  const ir::Graph& g = ec.graph;
+  const ir::DType dtype = g.value(node.inputs[0]).type.dtype;
+  const ir::OpKind op = node.op;
+  const tiling::ReduceShape rs = tiling::reduce_shape(g, node);
+  Value* X = operand_ptr(ec, node.inputs[0]);
+  Value* Y = operand_ptr(ec, node.outputs[0]);
+  Type* ct = compute_type(ec, dtype);
+  const bool fp = is_fp(dtype);
+  const int lanes = lanes_for(ec, dtype);
+  const bool is_max = op == ir::OpKind::reduce_max;
+  auto f = [&](Value* acc, Value* x) -> Value* {
+    if (!is_max) return add(ec, acc, x);
+    return fp ? fmax_nan(ec, acc, x) : max(ec, dtype, acc, x);
+  };
+  Value* identity = is_max ? lowest(ec, dtype, ct) : zero(ct);
+  auto finish = [&](Value* v) -> Value* {
+    if (op != ir::OpKind::reduce_mean) return v;
+    return b.CreateFDiv(v, fpc(v->getType(), static_cast<double>(rs.reduced_elements)));
+  };
+  // Strides of the merged dims.
+  const size_t nd = rs.dims.size();
+  std::vector<int64_t> stride(nd, 1);
+  for (size_t i = nd - 1; i-- > 0;) stride[i] = stride[i + 1] * rs.dims[i + 1];
+  std::vector<size_t> kept, red;
+  for (size_t i = 0; i < nd; ++i) (rs.reduced[i] ? red : kept).push_back(i);
+
+  // Offset of output index `o` over the kept dims listed in `dims_idx`.
+  auto kept_offset = [&](Value* o, const std::vector<size_t>& dims_idx) {
+    Value* off = i64c(ec, 0);
+    Value* rem = o;
+    for (size_t q = dims_idx.size(); q-- > 0;) {
+      size_t d = dims_idx[q];
+      Value* coord = b.CreateURem(rem, i64c(ec, rs.dims[d]));
+      rem = b.CreateUDiv(rem, i64c(ec, rs.dims[d]));
+      off = b.CreateAdd(off, b.CreateMul(coord, i64c(ec, stride[d])));
+    }
+    return off;
+  };
+  // Nested loops over reduced dims red[from..], carrying `acc`; leaf(offset, acc).
+  std::function<Value*(size_t, Value*, Value*, const std::function<Value*(Value*, Value*)>&)> nest =
+      [&](size_t from, Value* off, Value* acc, const std::function<Value*(Value*, Value*)>& leaf) -> Value* {
+    if (from == red.size()) return leaf(off, acc);
+    size_t d = red[from];
+    auto r = for_range_carry(ec, i64c(ec, 0), i64c(ec, rs.dims[d]), 1, {acc},
+                             [&](Value* i, const std::vector<Value*>& a) {
+      return std::vector<Value*>{nest(from + 1, b.CreateAdd(off, b.CreateMul(i, i64c(ec, stride[d]))), a[0], leaf)};
+    }, "rd");
+    return r[0];
+  };
+
+  if (rs.inner_reduced) {
+    // Outer reduced runs are looped; the innermost (contiguous) one is folded.
+    size_t inner = red.back();
+    std::vector<size_t> outer_red(red.begin(), red.end() - 1);
+    const int64_t n = rs.dims[inner];
+    for_units(ec, rs.units, [&](Value*, Value* o) {
+      Value* base = kept_offset(o, kept);
+      Value* acc = identity;
+      std::vector<size_t> saved = red;
+      red = outer_red;
+      acc = nest(0, base, acc, [&](Value* off, Value* a) {
+        Value* s = fold_run(ec, dtype, X, off, n, lanes, ct, identity, f, f);
+        return f(a, s);
+      });
+      red = saved;
+      store_elem(ec, dtype, Y, o, finish(acc));
+    });
+  } else {
+    const int64_t L = rs.dims.back();
+    std::vector<size_t> outer_kept(kept.begin(), kept.end() - 1);
+    Type* vt = vec_type(ct, lanes);
+    for_units(ec, rs.units, [&](Value*, Value* r) {
+      Value* base = kept_offset(r, outer_kept);
+      Value* ybase = b.CreateMul(r, i64c(ec, L));
+      map_run(ec, L, lanes, [&](Value* j, int ln) {
+        Value* init = ln == 0 ? identity : splat(ec, ln, identity);
+        (void)vt;
+        Value* acc = nest(0, b.CreateAdd(base, j), init, [&](Value* off, Value* a) {
+          return f(a, load_n(ec, dtype, X, off, ln));
+        });
+        store_n(ec, dtype, Y, b.CreateAdd(ybase, j), finish(acc));
+      });
+    });
+  }
+  return Status();
+}
+
+Status emit_softmax(EmitContext& ec, const ir::Node& node) {
+  auto& b = ec.b;
+  const ir::Graph& g = ec.graph;
+  const ir::DType dtype = g.value(node.inputs[0]).type.dtype;
+  const tiling::AxisShape s = tiling::axis_shape(g, node);
+  Value* X = operand_ptr(ec, node.inputs[0]);
+  Value* Y = operand_ptr(ec, node.outputs[0]);
+  Type* ct = compute_type(ec, dtype);
+  const int lanes = lanes_for(ec, dtype);
+  Value* ninf = lowest(ec, dtype, ct);
+  auto fmax = [&](Value* a, Value* x) { return fmax_nan(ec, a, x); };
+  auto fadd = [&](Value* a, Value* x) { return b.CreateFAdd(a, x); };
+  const tiling::UnitTiles ut = tiling::unit_tiles_for(g, node);
+  if (s.inner == 1) {
+    for_units(ec, ut.units, [&](Value*, Value* o) {
+      Value* base = b.CreateMul(o, i64c(ec, s.len));
+      Value* m = fold_run(ec, dtype, X, base, s.len, lanes, ct, ninf, fmax, fmax);
+      Value* sum = fold_run(ec, dtype, X, base, s.len, lanes, ct, zero(ct),
+                            [&](Value* a, Value* x) {
+                              int ln = x->getType()->isVectorTy() ? lanes : 0;
+                              return b.CreateFAdd(a, util::exp(ec, b.CreateFSub(x, splat_like(ec, m, ln))));
+                            }, fadd);
+      map_run(ec, s.len, lanes, [&](Value* j, int ln) {
+        Value* idx = b.CreateAdd(base, j);
+        Value* x = load_n(ec, dtype, X, idx, ln);
+        Value* e = util::exp(ec, b.CreateFSub(x, splat_like(ec, m, ln)));
+        store_n(ec, dtype, Y, idx, b.CreateFDiv(e, splat_like(ec, sum, ln)));
+      });
+    });
+    return Status();
+  }
+  for_units(ec, ut.units, [&](Value*, Value* o) {
+    Value* base = b.CreateMul(o, i64c(ec, s.len * s.inner));
+    map_run(ec, s.inner, lanes, [&](Value* j, int ln) {
+      Value* col = b.CreateAdd(base, j);
+      auto at = [&](Value* k) { return b.CreateAdd(col, b.CreateMul(k, i64c(ec, s.inner))); };
+      Value* m = for_range_carry(ec, i64c(ec, 0), i64c(ec, s.len), 1, {splat_like(ec, ninf, ln)},
+                                 [&](Value* k, const std::vector<Value*>& a) {
+        return std::vector<Value*>{fmax_nan(ec, a[0], load_n(ec, dtype, X, at(k), ln))};
+      }, "sm")[0];
+      Value* sum = for_range_carry(ec, i64c(ec, 0), i64c(ec, s.len), 1, {splat_like(ec, zero(ct), ln)},
+                                   [&](Value* k, const std::vector<Value*>& a) {
+        return std::vector<Value*>{b.CreateFAdd(a[0], util::exp(ec, b.CreateFSub(load_n(ec, dtype, X, at(k), ln), m)))};
+      }, "ss")[0];
+      for_range(ec, i64c(ec, 0), i64c(ec, s.len), 1, [&](Value* k) {
+        Value* e = util::exp(ec, b.CreateFSub(load_n(ec, dtype, X, at(k), ln), m));
+        store_n(ec, dtype, Y, at(k), b.CreateFDiv(e, sum));
+      }, "sw");
+    });
+  });
+  return Status();
+}
+
+double attr_float(const ir::Node& n, const char* name, double d) {
+  auto it = n.attrs.find(name);
+  if (it == n.attrs.end()) return d;
+  if (it->second.is_float()) return it->second.as_float();
+  if (it->second.is_int()) return static_cast<double>(it->second.as_int());
+  return d;
+}
+
+Value* sqrt_v(EmitContext& ec, Value* v) {
+  return ec.b.CreateIntrinsic(llvm::Intrinsic::sqrt, {v->getType()}, {v});
+}
+
+Status emit_layer_norm(EmitContext& ec, const ir::Node& node) {
+  auto& b = ec.b;
+  const ir::Graph& g = ec.graph;
+  const ir::DType dtype = g.value(node.inputs[0]).type.dtype;
+  const tiling::AxisShape s = tiling::axis_shape(g, node);
+  Value* X = operand_ptr(ec, node.inputs[0]);
+  Value* S = operand_ptr(ec, node.inputs[1]);
+  Value* Bv = node.inputs.size() > 2 ? operand_ptr(ec, node.inputs[2]) : nullptr;
+  Value* Y = operand_ptr(ec, node.outputs[0]);
+  Type* ct = compute_type(ec, dtype);
+  const int lanes = lanes_for(ec, dtype);
+  const double eps = attr_float(node, "epsilon", 1e-5);
+  const int64_t D = s.len;
+  auto fadd = [&](Value* a, Value* x) { return b.CreateFAdd(a, x); };
+  const tiling::UnitTiles ut = tiling::unit_tiles_for(g, node);
+  for_units(ec, ut.units, [&](Value*, Value* o) {
+    Value* base = b.CreateMul(o, i64c(ec, D));
+    Value* sum = fold_run(ec, dtype, X, base, D, lanes, ct, zero(ct), fadd, fadd);
+    Value* mean = b.CreateFDiv(sum, fpc(ct, static_cast<double>(D)));
+    Value* sq = fold_run(ec, dtype, X, base, D, lanes, ct, zero(ct), [&](Value* a, Value* x) {
+      int ln = x->getType()->isVectorTy() ? lanes : 0;
+      Value* d = b.CreateFSub(x, splat_like(ec, mean, ln));
+      return mul_add(ec, d, d, a);
+    }, fadd);
+    Value* var = b.CreateFDiv(sq, fpc(ct, static_cast<double>(D)));
+    Value* inv = b.CreateFDiv(fpc(ct, 1.0), sqrt_v(ec, b.CreateFAdd(var, fpc(ct, eps))));
+    map_run(ec, D, lanes, [&](Value* j, int ln) {
+      Value* idx = b.CreateAdd(base, j);
+      Value* x = load_n(ec, dtype, X, idx, ln);
+      Value* y = b.CreateFMul(b.CreateFSub(x, splat_like(ec, mean, ln)), splat_like(ec, inv, ln));
+      y = b.CreateFMul(y, load_n(ec, dtype, S, j, ln));
+      if (Bv) y = b.CreateFAdd(y, load_n(ec, dtype, Bv, j, ln));
+      store_n(ec, dtype, Y, idx, y);
+    });
+  });
+  return Status();
+}
+
+Status emit_batch_norm(EmitContext& ec, const ir::Node& node) {
+  auto& b = ec.b;
+  const ir::Graph& g = ec.graph;
+  const ir::TensorType& xt = g.value(node.inputs[0]).type;
+  const ir::DType dtype = xt.dtype;
+  int64_t C = xt.shape[1], spatial = 1;
+  for (int i = 2; i < xt.shape.rank(); ++i) spatial *= xt.shape[i];
+  Value* X = operand_ptr(ec, node.inputs[0]);
+  Value* P[4];
+  for (size_t i = 0; i < 4; ++i) P[i] = operand_ptr(ec, node.inputs[i + 1]);
+  Value* Y = operand_ptr(ec, node.outputs[0]);
+  Type* ct = compute_type(ec, dtype);
+  const int lanes = lanes_for(ec, dtype);
+  const double eps = attr_float(node, "epsilon", 1e-5);
+  const tiling::UnitTiles ut = tiling::unit_tiles_for(g, node);
+  for_units(ec, ut.units, [&](Value*, Value* plane) {
+    Value* c = b.CreateURem(plane, i64c(ec, C));
+    Value* scale = load_elem(ec, dtype, P[0], c);
+    Value* bias = load_elem(ec, dtype, P[1], c);
+    Value* mean = load_elem(ec, dtype, P[2], c);
+    Value* var = load_elem(ec, dtype, P[3], c);
+    Value* inv = b.CreateFDiv(fpc(ct, 1.0), sqrt_v(ec, b.CreateFAdd(var, fpc(ct, eps))));
+    Value* base = b.CreateMul(plane, i64c(ec, spatial));
+    map_run(ec, spatial, lanes, [&](Value* j, int ln) {
+      Value* idx = b.CreateAdd(base, j);
+      Value* x = load_n(ec, dtype, X, idx, ln);
+      Value* y = b.CreateFMul(b.CreateFSub(x, splat_like(ec, mean, ln)), splat_like(ec, inv, ln));
+      y = b.CreateFAdd(b.CreateFMul(y, splat_like(ec, scale, ln)), splat_like(ec, bias, ln));
+      store_n(ec, dtype, Y, idx, y);
+    });
+  });
+  return Status();
+}
+
+Status emit_global_avg_pool(EmitContext& ec, const ir::Node& node) {
+  auto& b = ec.b;
+  const ir::Graph& g = ec.graph;
+  const ir::TensorType& xt = g.value(node.inputs[0]).type;
+  const ir::DType dtype = xt.dtype;
+  int64_t spatial = 1;
+  for (int i = 2; i < xt.shape.rank(); ++i) spatial *= xt.shape[i];
+  Value* X = operand_ptr(ec, node.inputs[0]);
+  Value* Y = operand_ptr(ec, node.outputs[0]);
+  Type* ct = compute_type(ec, dtype);
+  const int lanes = lanes_for(ec, dtype);
+  auto fadd = [&](Value* a, Value* x) { return b.CreateFAdd(a, x); };
+  const tiling::UnitTiles ut = tiling::unit_tiles_for(g, node);
+  for_units(ec, ut.units, [&](Value*, Value* plane) {
+    Value* sum = fold_run(ec, dtype, X, b.CreateMul(plane, i64c(ec, spatial)), spatial, lanes, ct,
+                          zero(ct), fadd, fadd);
+    store_elem(ec, dtype, Y, plane, b.CreateFDiv(sum, fpc(ct, static_cast<double>(spatial))));
+  });
+  return Status();
+}
+
+}  // namespace
+
+Status emit_reduction(EmitContext& ec, const ir::Node& node) {
+  switch (node.op) {
+    case ir::OpKind::reduce_sum:
+    case ir::OpKind::reduce_mean:
+    case ir::OpKind::reduce_max:
+      return emit_reduce(ec, node);
+    case ir::OpKind::softmax: return emit_softmax(ec, node);
+    case ir::OpKind::layer_norm: return emit_layer_norm(ec, node);
+    case ir::OpKind::batch_norm: return emit_batch_norm(ec, node);
+    case ir::OpKind::global_avg_pool: return emit_global_avg_pool(ec, node);
+    default: break;
+  }
+  return Status(ErrorCode::kUnsupported,
+                ir::describe_node(ec.graph, node.id) + ": not a reduction-family op");
+}
+
+}  // namespace carve::jit::detail

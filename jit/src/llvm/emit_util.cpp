@@ -1,0 +1,392 @@
+#include "emit_util.h"
+
+#include "ew_helpers.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace carve::jit::detail::util {
+
+using llvm::Type;
+using llvm::Value;
+
+Type* storage_type(EmitContext& ec, ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::f32: return Type::getFloatTy(ec.ctx);
+    case ir::DType::f16:
+    case ir::DType::bf16: return Type::getInt16Ty(ec.ctx);  // bit patterns (ew_helpers.h)
+    case ir::DType::f64: return Type::getDoubleTy(ec.ctx);
+    case ir::DType::i32: return Type::getInt32Ty(ec.ctx);
+    case ir::DType::i64: return Type::getInt64Ty(ec.ctx);
+    case ir::DType::i8:
+    case ir::DType::u8:
+    case ir::DType::boolean: return Type::getInt8Ty(ec.ctx);
+  }
+  return Type::getInt8Ty(ec.ctx);
+}
+
+Type* compute_type(EmitContext& ec, ir::DType dtype) {
+  if (dtype == ir::DType::f16 || dtype == ir::DType::bf16) return Type::getFloatTy(ec.ctx);
+  return storage_type(ec, dtype);
+}
+
+bool is_fp(ir::DType dtype) { return ir::is_float(dtype); }
+bool is_signed_int(ir::DType dtype) {
+  return dtype == ir::DType::i8 || dtype == ir::DType::i32 || dtype == ir::DType::i64;
+}
+
+Value* i64c(EmitContext& ec, int64_t v) { return ec.b.getInt64(static_cast<uint64_t>(v)); }
+Value* fpc(Type* t, double v) { return llvm::ConstantFP::get(t, v); }
+
+Value* elem_ptr(EmitContext& ec, ir::DType dtype, Value* base, Value* index) {
+  return ec.b.CreateGEP(storage_type(ec, dtype), base, index);
+}
+
+static Type* with_lanes_of(Type* scalar, Value* like) {
+  if (auto* vt = llvm::dyn_cast<llvm::VectorType>(like->getType()))
+    return llvm::VectorType::get(scalar, vt->getElementCount());
+  return scalar;
+}
+
+Value* to_compute(EmitContext& ec, ir::DType dtype, Value* v) {
+  if (dtype == ir::DType::f16 || dtype == ir::DType::bf16) return ew::from_storage(ec.b, dtype, v);
+  return v;
+}
+
+Value* to_storage(EmitContext& ec, ir::DType dtype, Value* v) {
+  if (dtype == ir::DType::f16 || dtype == ir::DType::bf16) return ew::to_storage(ec.b, dtype, v);
+  return v;
+}
+
+Value* load_elem(EmitContext& ec, ir::DType dtype, Value* base, Value* index) {
+  Type* st = storage_type(ec, dtype);
+  Value* v = ec.b.CreateAlignedLoad(st, elem_ptr(ec, dtype, base, index),
+                                    llvm::Align(static_cast<uint64_t>(ir::dtype_size(dtype))));
+  return to_compute(ec, dtype, v);
+}
+
+void store_elem(EmitContext& ec, ir::DType dtype, Value* base, Value* index, Value* v) {
+  ec.b.CreateAlignedStore(to_storage(ec, dtype, v), elem_ptr(ec, dtype, base, index),
+                          llvm::Align(static_cast<uint64_t>(ir::dtype_size(dtype))));
+}
+
+static bool is_float_value(Value* v) { return v->getType()->getScalarType()->isFloatingPointTy(); }
+
+Value* add(EmitContext& ec, Value* a, Value* b) {
+  return is_float_value(a) ? ec.b.CreateFAdd(a, b) : ec.b.CreateAdd(a, b);
+}
+Value* mul(EmitContext& ec, Value* a, Value* b) {
+  return is_float_value(a) ? ec.b.CreateFMul(a, b) : ec.b.CreateMul(a, b);
+}
+Value* mul_add(EmitContext& ec, Value* a, Value* b, Value* c) {
+  if (is_float_value(a))
+    return ec.b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {a->getType()}, {a, b, c});
+  return ec.b.CreateAdd(ec.b.CreateMul(a, b), c);
+}
+
+Value* max(EmitContext& ec, ir::DType dtype, Value* a, Value* b) {
+  Value* lt;
+  if (is_float_value(a)) {
+    // b > a ? b : a (ties keep a, like the reference), NaN if either is NaN.
+    Value* r = ec.b.CreateSelect(ec.b.CreateFCmpOGT(b, a), b, a);
+    return ec.b.CreateSelect(ec.b.CreateFCmpUNO(a, b), ec.b.CreateFAdd(a, b), r);
+  } else if (is_signed_int(dtype)) {
+    lt = ec.b.CreateICmpSLT(a, b);
+  } else {
+    lt = ec.b.CreateICmpULT(a, b);
+  }
+  return ec.b.CreateSelect(lt, b, a);
+}
+
+Value* zero(Type* t) { return llvm::Constant::getNullValue(t); }
+
+Value* lowest(EmitContext& ec, ir::DType dtype, Type* t) {
+  (void)ec;
+  Type* s = t->getScalarType();
+  llvm::Constant* c;
+  if (s->isFloatingPointTy()) {
+    c = llvm::ConstantFP::getInfinity(s, /*Negative=*/true);
+  } else if (is_signed_int(dtype)) {
+    c = llvm::ConstantInt::get(s, llvm::APInt::getSignedMinValue(s->getIntegerBitWidth()));
+  } else {
+    c = llvm::ConstantInt::get(s, 0);
+  }
+  if (auto* vt = llvm::dyn_cast<llvm::VectorType>(t))
+    return llvm::ConstantVector::getSplat(vt->getElementCount(), c);
+  return c;
+}
+
+Value* splat(EmitContext& ec, int lanes, Value* scalar) {
+  return ec.b.CreateVectorSplat(static_cast<unsigned>(lanes), scalar);
+}
+
+llvm::VectorType* vec_type(Type* elem, int lanes) {
+  return llvm::FixedVectorType::get(elem, static_cast<unsigned>(lanes));
+}
+
+Value* load_vec(EmitContext& ec, Type* vt, Value* ptr) {
+  return ec.b.CreateAlignedLoad(vt, ptr, llvm::Align(vt->getScalarSizeInBits() / 8));
+}
+
+void store_vec(EmitContext& ec, Value* v, Value* ptr) {
+  ec.b.CreateAlignedStore(v, ptr, llvm::Align(v->getType()->getScalarSizeInBits() / 8));
+}
+
+// Lane counts are powers of two.
+static Value* reduce_tree(EmitContext& ec, Value* v, bool is_max) {
+  auto* vt = llvm::cast<llvm::FixedVectorType>(v->getType());
+  unsigned n = vt->getNumElements();
+  while (n > 1) {
+    unsigned h = n / 2;
+    std::vector<int> lo, hi;
+    for (unsigned i = 0; i < h; ++i) {
+      lo.push_back(static_cast<int>(i));
+      hi.push_back(static_cast<int>(i + h));
+    }
+    Value* a = ec.b.CreateShuffleVector(v, lo);
+    Value* b = ec.b.CreateShuffleVector(v, hi);
+    if (is_max) {
+      v = ec.b.CreateSelect(ec.b.CreateFCmpOLT(a, b), b, a);
+    } else {
+      v = ec.b.CreateFAdd(a, b);
+    }
+    n = h;
+  }
+  return ec.b.CreateExtractElement(v, static_cast<uint64_t>(0));
+}
+
+Value* hsum(EmitContext& ec, Value* v) { return reduce_tree(ec, v, false); }
+Value* hmax(EmitContext& ec, Value* v) { return reduce_tree(ec, v, true); }
+
+Value* exp(EmitContext& ec, Value* x) {
+  auto& b = ec.b;
+  Type* t = x->getType();
+  Type* s = t->getScalarType();
+  bool dbl = s->isDoubleTy();
+  Type* it = with_lanes_of(dbl ? Type::getInt64Ty(ec.ctx) : Type::getInt32Ty(ec.ctx), x);
+  auto c = [&](double v) { return fpc(t, v); };
+  double hi = dbl ? 709.0 : 88.3762626647949;
+  double lo = dbl ? -708.0 : -87.3365447504;
+  Value* xc = b.CreateSelect(b.CreateFCmpOGT(x, c(hi)), c(hi), x);
+  xc = b.CreateSelect(b.CreateFCmpOLT(xc, c(lo)), c(lo), xc);
+  Value* n = b.CreateIntrinsic(llvm::Intrinsic::roundeven, {t}, {b.CreateFMul(xc, c(M_LOG2E))});
+  // r = x - n*ln2 in two parts (Cody-Waite).
+  double ln2_hi = dbl ? 6.93147180369123816490e-01 : 0.693359375;
+  double ln2_lo = dbl ? 1.90821492927058770002e-10 : -2.12194440e-4;
+  Value* r = mul_add(ec, n, c(-ln2_hi), xc);
+  r = mul_add(ec, n, c(-ln2_lo), r);
+  Value* p;
+  if (!dbl) {
+    p = c(1.9875691500e-4);
+    for (double k : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+                     5.0000001201e-1})
+      p = mul_add(ec, p, r, c(k));
+    p = mul_add(ec, p, b.CreateFMul(r, r), b.CreateFAdd(r, c(1.0)));
+  } else {
+    // Taylor series to r^13/13!; |r| <= ln2/2 keeps the error below 1e-17.
+    double coef = 1.0;
+    std::vector<double> cs;
+    for (int k = 0; k <= 13; ++k) {
+      cs.push_back(1.0 / coef);
+      coef *= (k + 1);
+    }
+    p = c(cs[13]);
+    for (int k = 12; k >= 0; --k) p = mul_add(ec, p, r, c(cs[static_cast<size_t>(k)]));
+  }
+  // 2^n through the exponent bits.
+  Value* ni = b.CreateFPToSI(n, it);
+  int mant = dbl ? 52 : 23;
+  int64_t bias = dbl ? 1023 : 127;
+  // n can reach bias+1 at the top of the range (x near hi): split the scale in two.
+  Value* half_bits = b.CreateShl(
+      b.CreateAdd(b.CreateAShr(ni, llvm::ConstantInt::get(it, 1)),
+                  llvm::ConstantInt::get(it, static_cast<uint64_t>(bias))),
+      llvm::ConstantInt::get(it, static_cast<uint64_t>(mant)));
+  Value* s1 = b.CreateBitCast(half_bits, t);
+  Value* rest = b.CreateSub(ni, b.CreateAShr(ni, llvm::ConstantInt::get(it, 1)));
+  Value* s2 = b.CreateBitCast(
+      b.CreateShl(b.CreateAdd(rest, llvm::ConstantInt::get(it, static_cast<uint64_t>(bias))),
+                  llvm::ConstantInt::get(it, static_cast<uint64_t>(mant))),
+      t);
+  Value* y = b.CreateFMul(b.CreateFMul(p, s1), s2);
+  // Saturate outside the range, keep NaN.
+  y = b.CreateSelect(b.CreateFCmpOGT(x, c(hi)), llvm::ConstantFP::getInfinity(t), y);
+  y = b.CreateSelect(b.CreateFCmpOLT(x, c(lo)), c(0.0), y);
+  y = b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+  return y;
+}
+
+Value* min_i64(EmitContext& ec, Value* a, Value* b) {
+  return ec.b.CreateSelect(ec.b.CreateICmpSLT(a, b), a, b);
+}
+Value* max_i64(EmitContext& ec, Value* a, Value* b) {
+  return ec.b.CreateSelect(ec.b.CreateICmpSGT(a, b), a, b);
+}
+
+std::vector<Value*> for_range_carry(
+    EmitContext& ec, Value* begin, Value* end, int64_t step, std::vector<Value*> init,
+    const std::function<std::vector<Value*>(Value*, const std::vector<Value*>&)>& body,
+    const char* name) {
+  auto& b = ec.b;
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ec.ctx, std::string(name) + ".head", ec.fn);
+  auto* bodyb = llvm::BasicBlock::Create(ec.ctx, std::string(name) + ".body", ec.fn);
+  auto* exit = llvm::BasicBlock::Create(ec.ctx, std::string(name) + ".exit", ec.fn);
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode* iv = b.CreatePHI(b.getInt64Ty(), 2, name);
+  iv->addIncoming(begin, pre);
+  std::vector<llvm::PHINode*> phis;
+  std::vector<Value*> carried;
+  for (Value* v : init) {
+    llvm::PHINode* p = b.CreatePHI(v->getType(), 2);
+    p->addIncoming(v, pre);
+    phis.push_back(p);
+    carried.push_back(p);
+  }
+  b.CreateCondBr(b.CreateICmpSLT(iv, end), bodyb, exit);
+  b.SetInsertPoint(bodyb);
+  std::vector<Value*> next = body(iv, carried);
+  Value* inc = b.CreateAdd(iv, i64c(ec, step), "", /*HasNUW=*/false, /*HasNSW=*/true);
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  b.CreateBr(header);
+  iv->addIncoming(inc, latch);
+  for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(next[i], latch);
+  b.SetInsertPoint(exit);
+  return carried;
+}
+
+void for_range(EmitContext& ec, Value* begin, Value* end, int64_t step,
+               const std::function<void(Value*)>& body, const char* name) {
+  for_range_carry(
+      ec, begin, end, step, {},
+      [&](Value* iv, const std::vector<Value*>&) {
+        body(iv);
+        return std::vector<Value*>{};
+      },
+      name);
+}
+
+void if_then(EmitContext& ec, Value* cond, const std::function<void()>& then_body) {
+  auto* thenb = llvm::BasicBlock::Create(ec.ctx, "then", ec.fn);
+  auto* join = llvm::BasicBlock::Create(ec.ctx, "join", ec.fn);
+  ec.b.CreateCondBr(cond, thenb, join);
+  ec.b.SetInsertPoint(thenb);
+  then_body();
+  ec.b.CreateBr(join);
+  ec.b.SetInsertPoint(join);
+}
+
+void if_then_else(EmitContext& ec, Value* cond, const std::function<void()>& then_body,
+                  const std::function<void()>& else_body) {
+  auto* thenb = llvm::BasicBlock::Create(ec.ctx, "then", ec.fn);
+  auto* elseb = llvm::BasicBlock::Create(ec.ctx, "else", ec.fn);
+  auto* join = llvm::BasicBlock::Create(ec.ctx, "join", ec.fn);
+  ec.b.CreateCondBr(cond, thenb, elseb);
+  ec.b.SetInsertPoint(thenb);
+  then_body();
+  ec.b.CreateBr(join);
+  ec.b.SetInsertPoint(elseb);
+  else_body();
+  ec.b.CreateBr(join);
+  ec.b.SetInsertPoint(join);
+}
+
+Value* entry_alloca(EmitContext& ec, Type* t, int64_t count, const char* name) {
+  llvm::IRBuilder<> eb(&ec.fn->getEntryBlock(), ec.fn->getEntryBlock().begin());
+  auto* a = eb.CreateAlloca(t, eb.getInt64(static_cast<uint64_t>(count)), name);
+  a->setAlignment(llvm::Align(64));
+  return a;
+}
+
+TileRange tile_range(EmitContext& ec, int64_t num_tiles) {
+  return {max_i64(ec, ec.tile_begin, i64c(ec, 0)), min_i64(ec, ec.tile_end, i64c(ec, num_tiles))};
+}
+
+StoreTarget store_target(EmitContext& ec, const ir::Node& node, const Epilogue& epilogue) {
+  ir::ValueId v = node.outputs[0];
+  if (epilogue) v = ec.graph.node(ec.group.nodes.back()).outputs[0];
+  return {operand_ptr(ec, v), ec.graph.value(v).type.dtype};
+}
+
+void store_result(EmitContext& ec, const StoreTarget& target, ir::DType anchor_dtype,
+                  const Epilogue& epilogue, Value* v, Value* linear) {
+  Value* out;
+  if (epilogue) {
+    // The epilogue (make_epilogue) takes and returns elementwise compute types (f16/bf16
+    // as float, a bool result already widened to i8).
+    if (anchor_dtype == ir::DType::f16 || anchor_dtype == ir::DType::bf16)
+      v = ew::round_to(ec.b, anchor_dtype, v);
+    out = epilogue(ec, v, linear);
+    if (out->getType()->getScalarType()->isIntegerTy(1)) {
+      out = ec.b.CreateZExt(out, with_lanes_of(ec.b.getInt8Ty(), out));
+    } else if (target.dtype != ir::DType::boolean) {
+      out = to_storage(ec, target.dtype, out);
+    }
+  } else {
+    out = to_storage(ec, anchor_dtype, v);
+  }
+  ec.b.CreateAlignedStore(out, elem_ptr(ec, target.dtype, target.ptr, linear),
+                          llvm::Align(static_cast<uint64_t>(ir::dtype_size(target.dtype))));
+}
+
+Status check_tiles(EmitContext& ec, const ir::Node& node, int64_t expected) {
+  if (ec.group.num_tiles != expected) {
+    return Status(ErrorCode::kInternal,
+                  fmt::format("{}: kernel group '{}' has num_tiles {} but the emitter tiles it "
+                              "into {} (use carve::jit::compute_op_tiles)",
+                              ir::describe_node(ec.graph, node.id), ec.group.name,
+                              ec.group.num_tiles, expected));
+  }
+  return Status();
+}
+
+}  // namespace carve::jit::detail::util
+
+namespace carve::jit::detail::util {
+
+int64_t units_per_kernel_tile(EmitContext& ec, int64_t units) {
+  int64_t t = std::max<int64_t>(1, ec.group.num_tiles);
+  return std::max<int64_t>(1, (units + t - 1) / t);
+}
+
+void for_units(EmitContext& ec, int64_t units,
+               const std::function<void(Value* tile, Value* unit)>& body) {
+  if (units <= 0) return;
+  int64_t chunk = units_per_kernel_tile(ec, units);
+  TileRange tr = tile_range(ec, std::max<int64_t>(1, ec.group.num_tiles));
+  for_range(ec, tr.begin, tr.end, 1, [&](Value* t) {
+    Value* ub = ec.b.CreateMul(t, i64c(ec, chunk));
+    Value* ue = min_i64(ec, ec.b.CreateAdd(ub, i64c(ec, chunk)), i64c(ec, units));
+    for_range(ec, ub, ue, 1, [&](Value* u) { body(t, u); }, "u");
+  }, "t");
+}
+
+bool output_may_alias(EmitContext& ec, ir::ValueId v) {
+  for (size_t i = 0; i < ec.group.operands.size(); ++i) {
+    const KernelOperand& op = ec.group.operands[i];
+    if (op.value != v || op.role != OperandRole::output) continue;
+    for (const auto& [a, b] : ec.group.may_alias) {
+      if (a == static_cast<int32_t>(i) || b == static_cast<int32_t>(i)) return true;
+    }
+  }
+  return false;
+}
+
+void copy_run(EmitContext& ec, Type* t, Value* dst, Value* src, Value* n) {
+  int lanes = std::max(1, ec.vector_width_f32 * 32 / static_cast<int>(t->getPrimitiveSizeInBits()));
+  Type* vt = vec_type(t, lanes);
+  auto& b = ec.b;
+  Value* nv = b.CreateMul(b.CreateSDiv(n, i64c(ec, lanes)), i64c(ec, lanes));
+  for_range(ec, i64c(ec, 0), nv, lanes, [&](Value* j) {
+    store_vec(ec, load_vec(ec, vt, b.CreateGEP(t, src, j)), b.CreateGEP(t, dst, j));
+  }, "cv");
+  for_range(ec, nv, n, 1, [&](Value* j) {
+    b.CreateStore(b.CreateLoad(t, b.CreateGEP(t, src, j)), b.CreateGEP(t, dst, j));
+  }, "cs");
+}
+
+}  // namespace carve::jit::detail::util

@@ -1,0 +1,548 @@
+// The JIT engine: per-group LLVM modules, verification, new-PM optimisation for the host
+// CPU, ORC LLJIT code generation, and the in-memory + on-disk kernel caches (see jit.h).
+//
+// Module shape: an internal always-inline body `carve_body(ptr op0, ..., i64 tb, i64 te)`
+// whose pointer parameters carry noalias (unless the group lists the operand in
+// may_alias), natural element alignment and dereferenceable(byte size); and the exported
+// Kernel-ABI wrapper that loads operands[i] and calls the body. After inlining, the
+// noalias facts become scoped alias metadata, so loops vectorise without runtime checks.
+//
+// Compilation path for one group (compile_group):
+//   emit IR -> verify -> key = SHA-256(IR text, triple, cpu, features, LLVM version,
+//   opt level, engine tag) -> memory cache? -> add the module to LLJIT under the symbol
+//   "carve_k_<key>" -> lookup triggers CarveCompiler (on this thread): disk object? else
+//   optimise (O2/O3 PassBuilder pipeline with the TargetMachine) + codegen + write
+//   `<key>.o` atomically (temp file + rename).
+#include <llvm/ExecutionEngine/ObjectCache.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/SelfExecutorProcessControl.h>
+#include <llvm/ExecutionEngine/Orc/TaskDispatch.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/Attributes.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SHA256.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include "carve/jit/host_target.h"
+#include "carve/jit/jit.h"
+#include "emit.h"
+
+namespace carve::jit {
+
+namespace {
+
+// Bump when generated code changes in a way the IR text does not show (e.g. pipeline).
+constexpr const char* kEngineTag = "carve-jit-engine-1";
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string err_text(llvm::Error err) { return llvm::toString(std::move(err)); }
+
+void atomic_add(std::atomic<double>& a, double v) {
+  double cur = a.load();
+  while (!a.compare_exchange_weak(cur, cur + v)) {
+  }
+}
+
+// `<dir>/<module identifier>.o`; the identifier is the cache key (hex).
+class DiskObjectCache final : public llvm::ObjectCache {
+ public:
+  explicit DiskObjectCache(std::string dir) : dir_(std::move(dir)) {}
+
+  std::string path_for(const std::string& key) const { return dir_ + "/" + key + ".o"; }
+
+  std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module* m) override {
+    std::string path = path_for(m->getModuleIdentifier());
+    auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!buf) return nullptr;
+    if ((*buf)->getBufferSize() == 0) return nullptr;
+    return std::move(*buf);
+  }
+
+  void notifyObjectCompiled(const llvm::Module* m, llvm::MemoryBufferRef obj) override {
+    std::string path = path_for(m->getModuleIdentifier());
+    std::ostringstream tid;
+    tid << std::this_thread::get_id();
+    std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), tid.str());
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      if (!out) return;  // an unwritable cache is not an error
+      out.write(obj.getBufferStart(), static_cast<std::streamsize>(obj.getBufferSize()));
+      if (!out) {
+        out.close();
+        std::error_code ec;
+        std::filesystem::remove(tmp, ec);
+        return;
+      }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+    writes.fetch_add(1);
+  }
+
+  std::atomic<int64_t> writes{0};
+
+ private:
+  std::string dir_;
+};
+
+int vector_width_f32(const std::string& features) {
+  if (features.find("+avx512f") != std::string::npos) return 16;
+  if (features.find("+avx") != std::string::npos) return 8;
+  return 4;
+}
+
+void optimize_module(llvm::Module& m, llvm::TargetMachine& tm, int level) {
+  if (level <= 0) return;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  pto.LoopUnrolling = true;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel ol = level == 1 ? llvm::OptimizationLevel::O1
+                               : level == 2 ? llvm::OptimizationLevel::O2
+                                            : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(ol);
+  mpm.run(m, mam);
+}
+
+std::string hex(const std::array<uint8_t, 32>& digest) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (uint8_t b : digest) {
+    s += digits[b >> 4];
+    s += digits[b & 15];
+  }
+  return s;
+}
+
+}  // namespace
+
+struct JitCompiler::Impl {
+  JitOptions options;
+  std::string cache_dir;
+  HostTarget host;
+  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;
+  llvm::DataLayout data_layout{""};
+  std::unique_ptr<DiskObjectCache> disk;
+  std::unique_ptr<llvm::orc::LLJIT> lljit;
+
+  struct Entry {
+    uint64_t address = 0;
+    bool from_disk = false;
+  };
+  std::mutex mu;
+  std::unordered_map<std::string, std::shared_future<Result<Entry>>> kernels;
+  // key -> served from disk (set by the compile function during materialisation)
+  std::mutex origin_mu;
+  std::unordered_map<std::string, bool> origin;
+
+  std::atomic<int64_t> requested{0}, emitted{0}, codegen{0}, memory_hits{0}, disk_hits{0};
+  std::atomic<double> emit_s{0}, codegen_s{0}, link_s{0};
+
+  // Builds the module for a group (function named `carve_kernel`, identifier "carve").
+  Result<std::unique_ptr<llvm::Module>> build(llvm::LLVMContext& ctx, const ir::Graph& graph,
+                                              const KernelGroup& group);
+  Result<CompiledKernel> compile(const ir::Graph& graph, const KernelGroup& group);
+};
+
+namespace {
+
+// The IR compiler ORC calls while materialising a kernel module: disk cache, else
+// optimise + codegen with a TargetMachine of its own (so concurrent compiles are safe).
+class CarveCompiler final : public llvm::orc::IRCompileLayer::IRCompiler {
+ public:
+  CarveCompiler(llvm::orc::JITTargetMachineBuilder jtmb, JitCompiler::Impl& impl)
+      : IRCompiler(llvm::orc::irManglingOptionsFromTargetOptions(jtmb.getOptions())),
+        jtmb_(std::move(jtmb)),
+        impl_(impl) {}
+
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
+    const std::string key = m.getModuleIdentifier();
+    if (impl_.disk) {
+      if (auto obj = impl_.disk->getObject(&m)) {
+        impl_.disk_hits.fetch_add(1);
+        std::lock_guard<std::mutex> lock(impl_.origin_mu);
+        impl_.origin[key] = true;
+        return obj;
+      }
+    }
+    auto t0 = Clock::now();
+    auto tm = jtmb_.createTargetMachine();
+    if (!tm) return tm.takeError();
+    optimize_module(m, **tm, impl_.options.opt_level);
+    llvm::orc::SimpleCompiler compiler(**tm);
+    auto obj = compiler(m);
+    if (!obj) return obj.takeError();
+    impl_.codegen.fetch_add(1);
+    atomic_add(impl_.codegen_s, seconds_since(t0));
+    if (impl_.disk) impl_.disk->notifyObjectCompiled(&m, (*obj)->getMemBufferRef());
+    {
+      std::lock_guard<std::mutex> lock(impl_.origin_mu);
+      impl_.origin[key] = false;
+    }
+    return obj;
+  }
+
+ private:
+  llvm::orc::JITTargetMachineBuilder jtmb_;
+  JitCompiler::Impl& impl_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<llvm::Module>> JitCompiler::Impl::build(llvm::LLVMContext& ctx, const ir::Graph& graph,
+                                                               const KernelGroup& group) {
+  // Validate the operands so the emitters can trust them.
+  for (size_t i = 0; i < group.operands.size(); ++i) {
+    const KernelOperand& op = group.operands[i];
+    if (op.value != ir::kNoValue && !graph.has_value(op.value)) {
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("group '{}': operand #{} names value id {}, which the graph lacks", group.name, i, op.value));
+    }
+  }
+  for (auto [a, b] : group.may_alias) {
+    if (a < 0 || b < 0 || static_cast<size_t>(a) >= group.operands.size() ||
+        static_cast<size_t>(b) >= group.operands.size()) {
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("group '{}': may_alias pair ({}, {}) is outside the operands", group.name, a, b));
+    }
+  }
+  if (group.num_tiles < 1) {
+    return Status(ErrorCode::kInvalidArgument, fmt::format("group '{}': num_tiles {} < 1", group.name, group.num_tiles));
+  }
+
+  auto module = std::make_unique<llvm::Module>("carve", ctx);
+  module->setTargetTriple(llvm::Triple(host.triple));
+  module->setDataLayout(data_layout);
+
+  llvm::Type* ptr = llvm::PointerType::getUnqual(ctx);
+  llvm::Type* i64 = llvm::Type::getInt64Ty(ctx);
+  llvm::Type* void_ty = llvm::Type::getVoidTy(ctx);
+  const size_t n = group.operands.size();
+
+  auto set_target_attrs = [&](llvm::Function* f) {
+    f->addFnAttr("target-cpu", host.cpu);
+    f->addFnAttr("target-features", host.features);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    f->addFnAttr(llvm::Attribute::NoFree);
+    f->addFnAttr(llvm::Attribute::NoSync);
+    f->addFnAttr(llvm::Attribute::WillReturn);
+  };
+
+  std::vector<llvm::Type*> params(n, ptr);
+  params.push_back(i64);
+  params.push_back(i64);
+  auto* body_ty = llvm::FunctionType::get(void_ty, params, false);
+  auto* body = llvm::Function::Create(body_ty, llvm::Function::InternalLinkage, "carve_body", module.get());
+  set_target_attrs(body);
+  body->addFnAttr(llvm::Attribute::AlwaysInline);
+  std::vector<bool> aliased(n, false);
+  for (auto [a, b] : group.may_alias) {
+    aliased[static_cast<size_t>(a)] = true;
+    aliased[static_cast<size_t>(b)] = true;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const KernelOperand& op = group.operands[i];
+    unsigned idx = static_cast<unsigned>(i);
+    if (!aliased[i]) body->addParamAttr(idx, llvm::Attribute::NoAlias);
+    int64_t bytes = 0;
+    int64_t align = 1;
+    if (op.role == OperandRole::scratch) {
+      bytes = group.scratch_bytes;
+      align = 16;
+    } else if (op.value != ir::kNoValue) {
+      const ir::TensorType& t = graph.value(op.value).type;
+      auto bs = t.byte_size();
+      bytes = bs.ok() ? *bs : 0;
+      align = ir::dtype_size(t.dtype);
+    }
+    if (align > 1) body->addParamAttr(idx, llvm::Attribute::getWithAlignment(ctx, llvm::Align(static_cast<uint64_t>(align))));
+    if (bytes > 0) body->addDereferenceableParamAttr(idx, static_cast<uint64_t>(bytes));
+    if (op.role == OperandRole::input) body->addParamAttr(idx, llvm::Attribute::ReadOnly);
+    body->getArg(idx)->setName(fmt::format("op{}", i));
+  }
+  body->getArg(static_cast<unsigned>(n))->setName("tile_begin");
+  body->getArg(static_cast<unsigned>(n + 1))->setName("tile_end");
+
+  llvm::IRBuilder<> b(ctx);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", body));
+  detail::EmitContext ec{ctx, *module, b, body, graph, group, {}, body->getArg(static_cast<unsigned>(n)),
+                         body->getArg(static_cast<unsigned>(n + 1)), vector_width_f32(host.features)};
+  for (size_t i = 0; i < n; ++i) ec.operand_ptrs.push_back(body->getArg(static_cast<unsigned>(i)));
+  CARVE_RETURN_IF_ERROR(detail::emit_group(ec));
+  b.CreateRetVoid();
+
+  // The Kernel-ABI wrapper.
+  auto* abi_ty = llvm::FunctionType::get(void_ty, {ptr, i64, i64}, false);
+  auto* kernel = llvm::Function::Create(abi_ty, llvm::Function::ExternalLinkage, "carve_kernel", module.get());
+  set_target_attrs(kernel);
+  kernel->addParamAttr(0, llvm::Attribute::NoAlias);
+  kernel->addParamAttr(0, llvm::Attribute::ReadOnly);
+  if (n > 0) kernel->addDereferenceableParamAttr(0, n * 8);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", kernel));
+  std::vector<llvm::Value*> args;
+  for (size_t i = 0; i < n; ++i) {
+    llvm::Value* slot = b.CreateConstInBoundsGEP1_64(ptr, kernel->getArg(0), i);
+    args.push_back(b.CreateAlignedLoad(ptr, slot, llvm::Align(8), fmt::format("op{}", i)));
+  }
+  args.push_back(kernel->getArg(1));
+  args.push_back(kernel->getArg(2));
+  b.CreateCall(body, args);
+  b.CreateRetVoid();
+
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(*module, &os)) {
+    os.flush();
+    return Status(ErrorCode::kInternal,
+                  fmt::format("group '{}': generated IR does not verify: {}", group.name, problems));
+  }
+  return module;
+}
+
+Result<CompiledKernel> JitCompiler::Impl::compile(const ir::Graph& graph, const KernelGroup& group) {
+  requested.fetch_add(1);
+  auto t0 = Clock::now();
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, build(*ctx, graph, group));
+  emitted.fetch_add(1);
+  std::string text;
+  {
+    llvm::raw_string_ostream os(text);
+    module->print(os, nullptr);
+  }
+  llvm::SHA256 sha;
+  sha.update(text);
+  for (const std::string* part : {&host.triple, &host.cpu, &host.features, &host.llvm_version}) {
+    sha.update(llvm::StringRef("\0", 1));
+    sha.update(*part);
+  }
+  sha.update(fmt::format("|O{}|{}", options.opt_level, kEngineTag));
+  const std::string key = hex(sha.final());
+  atomic_add(emit_s, seconds_since(t0));
+
+  CompiledKernel out;
+  out.group = group;
+  out.key = key;
+
+  std::promise<Result<Entry>> promise;
+  std::shared_future<Result<Entry>> future;
+  bool owner = false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = kernels.find(key);
+    if (it != kernels.end()) {
+      future = it->second;
+    } else {
+      future = promise.get_future().share();
+      kernels.emplace(key, future);
+      owner = true;
+    }
+  }
+  if (!owner) {
+    Result<Entry> entry = future.get();
+    if (!entry.ok()) return entry.status();
+    memory_hits.fetch_add(1);
+    out.fn = reinterpret_cast<KernelFn>(entry->address);
+    out.from_memory_cache = true;
+    return out;
+  }
+
+  // A failed key stays failed: its symbol may already be in the JIT, so a retry could not
+  // add the module again.
+  auto fail = [&](Status s) -> Status {
+    promise.set_value(s);
+    return s;
+  };
+
+  const std::string symbol = "carve_k_" + key;
+  module->getFunction("carve_kernel")->setName(symbol);
+  module->setModuleIdentifier(key);
+  auto t1 = Clock::now();
+  double codegen_before = codegen_s.load();
+  if (llvm::Error err = lljit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx)))) {
+    return fail(Status(ErrorCode::kInternal, fmt::format("group '{}': adding the module to the JIT failed: {}", group.name, err_text(std::move(err)))));
+  }
+  auto sym = lljit->lookup(symbol);
+  if (!sym) {
+    return fail(Status(ErrorCode::kInternal, fmt::format("group '{}': JIT compilation failed: {}", group.name, err_text(sym.takeError()))));
+  }
+  double link = seconds_since(t1) - (codegen_s.load() - codegen_before);
+  atomic_add(link_s, link > 0 ? link : 0);
+  Entry entry;
+  entry.address = sym->getValue();
+  {
+    std::lock_guard<std::mutex> lock(origin_mu);
+    auto it = origin.find(key);
+    entry.from_disk = it != origin.end() && it->second;
+  }
+  promise.set_value(entry);
+  out.fn = sym->toPtr<KernelFn>();
+  out.from_disk_cache = entry.from_disk;
+  return out;
+}
+
+JitCompiler::JitCompiler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+JitCompiler::~JitCompiler() = default;
+
+Result<std::unique_ptr<JitCompiler>> JitCompiler::create(const JitOptions& options) {
+  static std::once_flag init_once;
+  static bool init_ok = false;
+  std::call_once(init_once, [] {
+    init_ok = !llvm::InitializeNativeTarget() && !llvm::InitializeNativeTargetAsmPrinter() &&
+              !llvm::InitializeNativeTargetAsmParser();
+  });
+  if (!init_ok) return Status(ErrorCode::kUnavailable, "LLVM has no native target for this host");
+  if (options.opt_level < 0 || options.opt_level > 3) {
+    return Status(ErrorCode::kInvalidArgument, fmt::format("opt_level {} is not in 0..3", options.opt_level));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  CARVE_ASSIGN_OR_RETURN(impl->host, host_target());
+
+  if (options.disk_cache) {
+    std::string dir = options.cache_dir;
+    if (dir.empty()) {
+      if (const char* env = std::getenv("CARVE_CACHE_DIR")) dir = env;
+    }
+    if (!dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (!ec && std::filesystem::is_directory(dir, ec)) {
+        impl->cache_dir = dir;
+        impl->disk = std::make_unique<DiskObjectCache>(dir);
+      }
+    }
+  }
+
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) return Status(ErrorCode::kUnavailable, "LLVM cannot target this host: " + err_text(jtmb.takeError()));
+  jtmb->setCPU(impl->host.cpu);
+  {
+    llvm::SubtargetFeatures features;
+    llvm::SmallVector<llvm::StringRef, 64> parts;
+    llvm::StringRef(impl->host.features).split(parts, ',', -1, false);
+    for (llvm::StringRef p : parts) features.AddFeature(p);
+    jtmb->getFeatures() = features;
+  }
+  jtmb->setCodeGenOptLevel(options.opt_level >= 3   ? llvm::CodeGenOptLevel::Aggressive
+                           : options.opt_level == 0 ? llvm::CodeGenOptLevel::None
+                                                    : llvm::CodeGenOptLevel::Default);
+  auto dl = jtmb->getDefaultDataLayoutForTarget();
+  if (!dl) return Status(ErrorCode::kUnavailable, "no data layout for the host: " + err_text(dl.takeError()));
+  impl->data_layout = *dl;
+  impl->jtmb = *jtmb;
+
+  Impl* raw = impl.get();
+  // In-place task dispatch: every compile runs on the thread that asked for it, so
+  // concurrent compile() calls compile concurrently and nothing runs in the background.
+  auto epc = llvm::orc::SelfExecutorProcessControl::Create(nullptr, std::make_unique<llvm::orc::InPlaceTaskDispatcher>());
+  if (!epc) return Status(ErrorCode::kInternal, "creating the ORC process control failed: " + err_text(epc.takeError()));
+  auto lljit = llvm::orc::LLJITBuilder()
+                   .setJITTargetMachineBuilder(*jtmb)
+                   .setExecutorProcessControl(std::move(*epc))
+                   .setSupportConcurrentCompilation(true)
+                   .setCompileFunctionCreator(
+                       [raw](llvm::orc::JITTargetMachineBuilder jtmb)
+                           -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                         return std::make_unique<CarveCompiler>(std::move(jtmb), *raw);
+                       })
+                   .create();
+  if (!lljit) return Status(ErrorCode::kInternal, "creating the LLJIT failed: " + err_text(lljit.takeError()));
+  impl->lljit = std::move(*lljit);
+  // libm (erf, exp, tanh, pow, ...) and libc (memcpy) from this process.
+  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      impl->lljit->getDataLayout().getGlobalPrefix());
+  if (!gen) return Status(ErrorCode::kInternal, "process symbol search failed: " + err_text(gen.takeError()));
+  impl->lljit->getMainJITDylib().addGenerator(std::move(*gen));
+  return std::unique_ptr<JitCompiler>(new JitCompiler(std::move(impl)));
+}
+
+Result<std::vector<CompiledKernel>> JitCompiler::compile(const ir::Graph& graph, std::span<const KernelGroup> groups) {
+  std::vector<CompiledKernel> out;
+  out.reserve(groups.size());
+  for (const KernelGroup& g : groups) {
+    CARVE_ASSIGN_OR_RETURN(CompiledKernel k, impl_->compile(graph, g));
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+Result<CompiledKernel> JitCompiler::compile_group(const ir::Graph& graph, const KernelGroup& group) {
+  return impl_->compile(graph, group);
+}
+
+Result<std::string> JitCompiler::emit_ir(const ir::Graph& graph, const KernelGroup& group, bool optimized) {
+  llvm::LLVMContext ctx;
+  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, impl_->build(ctx, graph, group));
+  if (optimized) {
+    auto tm = impl_->jtmb->createTargetMachine();
+    if (!tm) return Status(ErrorCode::kInternal, "creating a TargetMachine failed: " + err_text(tm.takeError()));
+    optimize_module(*module, **tm, impl_->options.opt_level);
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os, nullptr);
+  os.flush();
+  return text;
+}
+
+JitStats JitCompiler::stats() const {
+  JitStats s;
+  s.kernels_requested = impl_->requested.load();
+  s.modules_emitted = impl_->emitted.load();
+  s.codegen_count = impl_->codegen.load();
+  s.memory_hits = impl_->memory_hits.load();
+  s.disk_hits = impl_->disk_hits.load();
+  s.disk_writes = impl_->disk ? impl_->disk->writes.load() : 0;
+  s.emit_seconds = impl_->emit_s.load();
+  s.codegen_seconds = impl_->codegen_s.load();
+  s.link_seconds = impl_->link_s.load();
+  return s;
+}
+
+const JitOptions& JitCompiler::options() const { return impl_->options; }
+const std::string& JitCompiler::cache_dir() const { return impl_->cache_dir; }
+
+}  // namespace carve::jit

@@ -1,0 +1,312 @@
+#include "carve/jit/tiles.h"
+
+#include <algorithm>
+
+#include "carve/jit/fusion.h"
+
+namespace carve::jit {
+namespace {
+
+using ir::OpKind;
+
+int64_t ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+int64_t product(const std::vector<int64_t>& v, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < v.size(); ++i) p *= v[i];
+  return p;
+}
+
+int64_t attr_int(const ir::Node& node, const char* name, int64_t fallback) {
+  auto it = node.attrs.find(name);
+  return it != node.attrs.end() && it->second.is_int() ? it->second.as_int() : fallback;
+}
+
+std::vector<int64_t> attr_ints(const ir::Node& node, const char* name,
+                               std::vector<int64_t> fallback) {
+  auto it = node.attrs.find(name);
+  return it != node.attrs.end() && it->second.is_ints() ? it->second.as_ints() : fallback;
+}
+
+const ir::TensorType& in_type(const ir::Graph& g, const ir::Node& n, size_t i) {
+  return g.value(n.inputs[i]).type;
+}
+const ir::TensorType& out_type(const ir::Graph& g, const ir::Node& n) {
+  return g.value(n.outputs[0]).type;
+}
+
+int normalize(int64_t axis, int rank) {
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+bool packs(ir::DType d) { return d == ir::DType::f32 || d == ir::DType::f64; }
+
+}  // namespace
+
+namespace tiling {
+
+UnitTiles unit_tiles(int64_t units, int64_t elements_per_unit) {
+  UnitTiles t;
+  t.units = std::max<int64_t>(units, 0);
+  constexpr int64_t kMinElements = 16384;
+  t.per_tile = std::max<int64_t>(1, ceil_div(kMinElements, std::max<int64_t>(1, elements_per_unit)));
+  return t;
+}
+
+GemmTiles gemm_tiles(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t elem_bytes,
+                     bool packed) {
+  GemmTiles t;
+  t.batch = std::max<int64_t>(batch, 0);
+  t.m = m;
+  t.n = n;
+  t.k = k;
+  constexpr int64_t kCols = 256;   // multiple of every micro-kernel width (<= 64)
+  constexpr int64_t kRowStep = 24; // multiple of every micro-kernel height
+  constexpr int64_t kKc = 256;
+  t.cols_per_tile = std::max<int64_t>(1, std::min(n, kCols));
+  t.col_tiles = std::max<int64_t>(1, ceil_div(n, t.cols_per_tile));
+  int64_t row_target = std::max<int64_t>(1, 8 / t.col_tiles);
+  if (m * n * std::max<int64_t>(k, 1) < (int64_t{1} << 20)) row_target = 1;
+  int64_t rpt = std::max<int64_t>(round_up(ceil_div(m, row_target), kRowStep), 2 * kRowStep);
+  t.rows_per_tile = std::max<int64_t>(1, std::min(rpt, m));
+  t.row_tiles = std::max<int64_t>(1, ceil_div(m, t.rows_per_tile));
+  t.kc = std::max<int64_t>(1, std::min(k, kKc));
+  t.panel_ld = round_up(t.cols_per_tile, 64) + 16;
+  t.panel_bytes = packed ? t.kc * t.panel_ld * elem_bytes : 0;
+  return t;
+}
+
+MatmulShape matmul_shape(const ir::Graph& graph, const ir::Node& node) {
+  MatmulShape s;
+  const auto& a = in_type(graph, node, 0).shape.dims();
+  const auto& b = in_type(graph, node, 1).shape.dims();
+  if (node.op == OpKind::gemm) {
+    bool ta = attr_int(node, "trans_a", 0) != 0, tb = attr_int(node, "trans_b", 0) != 0;
+    s.m = ta ? a[1] : a[0];
+    s.k = ta ? a[0] : a[1];
+    s.n = tb ? b[0] : b[1];
+    return s;
+  }
+  std::vector<int64_t> ad = a, bd = b;
+  if (ad.size() == 1) ad.insert(ad.begin(), 1);
+  if (bd.size() == 1) bd.push_back(1);
+  s.m = ad[ad.size() - 2];
+  s.k = ad.back();
+  s.n = bd.back();
+  size_t ab = ad.size() - 2, bb = bd.size() - 2;
+  size_t rank = std::max(ab, bb);
+  s.batch_dims.assign(rank, 1);
+  s.a_batch_strides.assign(rank, 0);
+  s.b_batch_strides.assign(rank, 0);
+  int64_t a_stride = s.m * s.k, b_stride = s.k * s.n;
+  for (size_t i = 0; i < rank; ++i) {
+    size_t oi = rank - 1 - i;  // from the right
+    int64_t da = i < ab ? ad[ab - 1 - i] : 1;
+    int64_t db = i < bb ? bd[bb - 1 - i] : 1;
+    s.batch_dims[oi] = std::max(da, db);
+    if (da == 0 || db == 0) s.batch_dims[oi] = 0;
+    s.a_batch_strides[oi] = da == 1 ? 0 : a_stride;
+    s.b_batch_strides[oi] = db == 1 ? 0 : b_stride;
+    a_stride *= da;
+    b_stride *= db;
+  }
+  return s;
+}
+
+GemmTiles matmul_tiles(const ir::Graph& graph, const ir::Node& node) {
+  MatmulShape s = matmul_shape(graph, node);
+  ir::DType d = in_type(graph, node, 0).dtype;
+  int64_t batch = product(s.batch_dims, 0, s.batch_dims.size());
+  return gemm_tiles(batch, s.m, s.n, s.k, ir::dtype_size(d), packs(d));
+}
+
+ConvShape conv_shape(const ir::Graph& graph, const ir::Node& node) {
+  ConvShape c;
+  const auto& x = in_type(graph, node, 0).shape;
+  const auto& w = in_type(graph, node, 1).shape;
+  const auto& y = out_type(graph, node).shape;
+  c.n = x[0];
+  c.c = x[1];
+  c.h = x[2];
+  c.w = x[3];
+  c.o = w[0];
+  c.kh = w[2];
+  c.kw = w[3];
+  c.oh = y[2];
+  c.ow = y[3];
+  c.groups = attr_int(node, "groups", 1);
+  c.cg = c.c / c.groups;
+  c.og = c.o / c.groups;
+  auto st = attr_ints(node, "strides", {1, 1});
+  auto pd = attr_ints(node, "pads", {0, 0, 0, 0});
+  auto dl = attr_ints(node, "dilations", {1, 1});
+  c.sh = st[0];
+  c.sw = st[1];
+  c.pt = pd[0];
+  c.pl = pd[1];
+  c.pb = pd[2];
+  c.pr = pd[3];
+  c.dh = dl[0];
+  c.dw = dl[1];
+  return c;
+}
+
+GemmTiles conv_gemm_tiles(const ir::Graph& graph, const ir::Node& node) {
+  ConvShape c = conv_shape(graph, node);
+  ir::DType d = in_type(graph, node, 0).dtype;
+  return gemm_tiles(c.n * c.groups, c.og, c.oh * c.ow, c.cg * c.kh * c.kw, ir::dtype_size(d),
+                    packs(d));
+}
+
+ReduceShape reduce_shape(const ir::Graph& graph, const ir::Node& node) {
+  ReduceShape r;
+  const auto& dims = in_type(graph, node, 0).shape.dims();
+  int rank = static_cast<int>(dims.size());
+  std::vector<bool> red(dims.size(), false);
+  std::vector<int64_t> axes = attr_ints(node, "axes", {});
+  if (axes.empty()) {
+    std::fill(red.begin(), red.end(), true);
+  } else {
+    for (int64_t a : axes) red[static_cast<size_t>(normalize(a, rank))] = true;
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 1) continue;  // size-1 dims change nothing
+    if (!r.dims.empty() && r.reduced.back() == red[i]) {
+      r.dims.back() *= dims[i];
+    } else {
+      r.dims.push_back(dims[i]);
+      r.reduced.push_back(red[i]);
+    }
+  }
+  if (r.dims.empty()) {
+    r.dims.push_back(1);
+    r.reduced.push_back(true);
+  }
+  r.out_elements = 1;
+  r.reduced_elements = 1;
+  for (size_t i = 0; i < r.dims.size(); ++i)
+    (r.reduced[i] ? r.reduced_elements : r.out_elements) *= r.dims[i];
+  r.inner_reduced = r.reduced.back();
+  r.units = r.inner_reduced ? r.out_elements
+                            : (r.dims.back() == 0 ? 0 : r.out_elements / r.dims.back());
+  return r;
+}
+
+AxisShape axis_shape(const ir::Graph& graph, const ir::Node& node) {
+  AxisShape s;
+  const auto& dims = in_type(graph, node, 0).shape.dims();
+  int rank = static_cast<int>(dims.size());
+  auto axis = static_cast<size_t>(normalize(attr_int(node, "axis", -1), rank));
+  s.outer = product(dims, 0, axis);
+  if (node.op == OpKind::layer_norm) {
+    s.len = product(dims, axis, dims.size());
+    s.inner = 1;
+  } else {
+    s.len = dims[axis];
+    s.inner = product(dims, axis + 1, dims.size());
+  }
+  return s;
+}
+
+UnitTiles unit_tiles_for(const ir::Graph& graph, const ir::Node& node) {
+  const auto& x = in_type(graph, node, 0).shape.dims();
+  switch (node.op) {
+    case OpKind::conv2d: {
+      ConvShape c = conv_shape(graph, node);
+      return unit_tiles(c.n * c.o, c.oh * c.ow * c.kh * c.kw);
+    }
+    case OpKind::max_pool:
+    case OpKind::avg_pool: {
+      const auto& y = out_type(graph, node).shape.dims();
+      auto k = attr_ints(node, "kernel", {1, 1});
+      return unit_tiles(y[0] * y[1], y[2] * y[3] * k[0] * k[1]);
+    }
+    case OpKind::global_avg_pool:
+    case OpKind::batch_norm:
+      return unit_tiles(x[0] * x[1], product(x, 2, x.size()));
+    case OpKind::reduce_sum:
+    case OpKind::reduce_mean:
+    case OpKind::reduce_max: {
+      ReduceShape r = reduce_shape(graph, node);
+      return unit_tiles(r.units, r.reduced_elements * (r.inner_reduced ? 1 : r.dims.back()));
+    }
+    case OpKind::softmax:
+    case OpKind::layer_norm: {
+      AxisShape s = axis_shape(graph, node);
+      return unit_tiles(s.outer, s.len * s.inner);
+    }
+    default: break;
+  }
+  return UnitTiles{};
+}
+
+}  // namespace tiling
+
+bool is_compute_op(ir::OpKind op) {
+  switch (op) {
+    case OpKind::matmul:
+    case OpKind::gemm:
+    case OpKind::conv2d:
+    case OpKind::max_pool:
+    case OpKind::avg_pool:
+    case OpKind::global_avg_pool:
+    case OpKind::reduce_sum:
+    case OpKind::reduce_mean:
+    case OpKind::reduce_max:
+    case OpKind::softmax:
+    case OpKind::layer_norm:
+    case OpKind::batch_norm:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int64_t compute_op_tiles(const ir::Graph& graph, const ir::Node& node) {
+  if (!is_compute_op(node.op)) return 1;
+  if (node.op == OpKind::matmul || node.op == OpKind::gemm)
+    return tiling::matmul_tiles(graph, node).tiles();
+  if (node.op == OpKind::conv2d && !tiling::conv_shape(graph, node).direct())
+    return tiling::conv_gemm_tiles(graph, node).tiles();
+  return tiling::unit_tiles_for(graph, node).tiles();
+}
+
+int64_t compute_op_scratch_bytes(const ir::Graph& graph, const ir::Node& node) {
+  if (node.op == OpKind::matmul || node.op == OpKind::gemm) {
+    tiling::GemmTiles t = tiling::matmul_tiles(graph, node);
+    return t.panel_bytes * t.tiles();
+  }
+  if (node.op == OpKind::conv2d && !tiling::conv_shape(graph, node).direct()) {
+    tiling::GemmTiles t = tiling::conv_gemm_tiles(graph, node);
+    return t.panel_bytes * t.tiles();
+  }
+  return 0;
+}
+
+}  // namespace carve::jit
+
+// The compute ops' tile counts for form_kernel_groups (fusion.h): registered once at
+// static initialisation of this object (which every JIT build links through the
+// emitters). The emitters accept any num_tiles, so a build that never registers these
+// rules is still correct, only split differently.
+namespace carve::jit {
+namespace {
+
+int64_t compute_rule(const ir::Graph& graph, const KernelGroup& group) {
+  if (group.nodes.empty() || !graph.has_node(group.nodes.front())) return 1;
+  return compute_op_tiles(graph, graph.node(group.nodes.front()));
+}
+
+const bool g_registered = [] {
+  for (ir::OpKind op : {OpKind::matmul, OpKind::gemm, OpKind::conv2d, OpKind::max_pool,
+                        OpKind::avg_pool, OpKind::global_avg_pool, OpKind::reduce_sum,
+                        OpKind::reduce_mean, OpKind::reduce_max, OpKind::softmax,
+                        OpKind::layer_norm, OpKind::batch_norm}) {
+    set_tile_rule(op, &compute_rule);
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace carve::jit

@@ -1,0 +1,102 @@
+#include <doctest/doctest.h>
+
+#include <limits>
+
+#include "carve/ir/dtype.h"
+#include "carve/ir/shape.h"
+#include "ir_test_util.h"
+
+using namespace carve;
+using namespace carve::ir;
+using namespace carve::ir::test;
+
+TEST_CASE("ir/dtype/names sizes and parse round trip") {
+  CHECK(all_dtypes().size() == 9);
+  for (DType d : all_dtypes()) {
+    Result<DType> back = parse_dtype(dtype_name(d));
+    REQUIRE(back.ok());
+    CHECK(*back == d);
+    CHECK(dtype_size(d) > 0);
+  }
+  CHECK(dtype_name(DType::boolean) == "bool");
+  CHECK(dtype_size(DType::f32) == 4);
+  CHECK(dtype_size(DType::bf16) == 2);
+  CHECK(dtype_size(DType::f64) == 8);
+  CHECK(dtype_size(DType::boolean) == 1);
+  CHECK(is_float(DType::bf16));
+  CHECK(is_integer(DType::u8));
+  CHECK_FALSE(is_integer(DType::boolean));
+}
+
+TEST_CASE("ir/dtype/unknown name is rejected") {
+  Result<DType> d = parse_dtype("f33");
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(contains(d.status().message(), "f33"));
+  CHECK(dtype_name(static_cast<DType>(200)) == "?");
+}
+
+TEST_CASE("ir/shape/element count and byte size") {
+  Shape s{2, 3, 4};
+  CHECK(s.rank() == 3);
+  CHECK(*s.num_elements() == 24);
+  CHECK(*byte_size(DType::f16, s) == 48);
+  CHECK(*Shape{}.num_elements() == 1);  // scalar
+  CHECK(*Shape{0, 7}.num_elements() == 0);
+  CHECK(Shape{2, 3}.to_string() == "[2,3]");
+  CHECK(f32({2, 3}).to_string() == "f32[2,3]");
+  CHECK(*f32({}).byte_size() == 4);
+}
+
+TEST_CASE("ir/shape/validate rejects rank over 8 and negative dims") {
+  CHECK(Shape{1, 1, 1, 1, 1, 1, 1, 1}.validate().ok());
+  Status too_big = Shape{1, 1, 1, 1, 1, 1, 1, 1, 1}.validate();
+  CHECK(too_big.code() == ErrorCode::kShapeError);
+  CHECK(contains(too_big.message(), "rank 9"));
+  Status negative = Shape{2, -1}.validate();
+  CHECK(negative.code() == ErrorCode::kShapeError);
+  CHECK(contains(negative.message(), "negative"));
+}
+
+TEST_CASE("ir/shape/element count overflow is rejected") {
+  const int64_t big = int64_t{1} << 40;
+  Result<int64_t> n = Shape{big, big}.num_elements();
+  REQUIRE_FALSE(n.ok());
+  CHECK(n.status().code() == ErrorCode::kShapeError);
+  CHECK(contains(n.status().message(), "overflows int64"));
+}
+
+TEST_CASE("ir/shape/byte size overflow is rejected") {
+  // 2^62 elements fit in int64, their f32 bytes (2^64) do not.
+  Shape s{int64_t{1} << 62};
+  CHECK(s.num_elements().ok());
+  CHECK(byte_size(DType::u8, s).ok());
+  Result<int64_t> bytes = byte_size(DType::f32, s);
+  REQUIRE_FALSE(bytes.ok());
+  CHECK(bytes.status().code() == ErrorCode::kShapeError);
+  CHECK(contains(bytes.status().message(), "byte size of f32"));
+  CHECK(f32(s).validate().code() == ErrorCode::kShapeError);
+}
+
+TEST_CASE("ir/shape/inference rejects outputs whose byte size overflows") {
+  // Each input fits; the concatenation's f32 byte size does not.
+  const int64_t half = int64_t{1} << 61;
+  const TensorType part = tt(DType::f16, {half});
+  auto r = infer(OpKind::concat, {part, part}, {{"axis", 0}});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == ErrorCode::kShapeError);
+  CHECK(contains(r.status().message(), "output #0"));
+  // pad arithmetic that overflows int64 itself.
+  auto p = infer(OpKind::pad, {tt(DType::u8, {8})},
+                 {{"pads", std::vector<int64_t>{std::numeric_limits<int64_t>::max(), 0}}});
+  CHECK(p.status().code() == ErrorCode::kShapeError);
+}
+
+TEST_CASE("ir/shape/builder rejects an overflowing declaration") {
+  GraphBuilder b;
+  b.input("x", DType::f64, {int64_t{1} << 31, int64_t{1} << 31});  // 2^62 * 8 bytes
+  Result<Graph> g = b.build();
+  REQUIRE_FALSE(g.ok());
+  CHECK(g.status().code() == ErrorCode::kShapeError);
+  CHECK(contains(g.status().message(), "input 'x'"));
+}

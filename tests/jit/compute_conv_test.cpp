@@ -1,0 +1,186 @@
+// JIT conv2d kernels against the reference interpreter.
+// Tolerance (f32, inputs in [-1, 1]): dot_tol(K) with K = C/groups * kh * kw (plus the
+// bias); f64 1e-12; f16 rel 2e-3; integers exact.
+#include "compute_test_util.h"
+
+namespace carve::jit::computetest {
+namespace {
+
+struct ConvCase {
+  int64_t n = 1, c = 1, h = 1, w = 1, o = 1, kh = 1, kw = 1;
+  ir::Conv2dOptions opt;
+  bool bias = true;
+  DType dtype = DType::f32;
+};
+
+// Output extent >= 1 on both axes.
+bool fits(const ConvCase& k) {
+  int64_t sh = k.opt.dilations[0] * (k.kh - 1) + 1, sw = k.opt.dilations[1] * (k.kw - 1) + 1;
+  return k.h + k.opt.pads[0] + k.opt.pads[2] >= sh && k.w + k.opt.pads[1] + k.opt.pads[3] >= sw;
+}
+
+std::string check_conv(const ConvCase& k, uint64_t seed, const RunOptions& run = {}) {
+  int64_t kk = k.c / k.opt.groups * k.kh * k.kw;
+  double tol = k.dtype == DType::f64 ? 1e-12 : dot_tol(kk + 1);
+  double rtol = k.dtype == DType::f16 ? 2e-3 : tol;
+  if (ir::is_integer(k.dtype)) tol = rtol = 0;
+  return check([&](GraphBuilder& b) {
+    auto x = b.input("x", k.dtype, {k.n, k.c, k.h, k.w});
+    auto wt = b.input("w", k.dtype, {k.o, k.c / k.opt.groups, k.kh, k.kw});
+    std::optional<ValueId> bias;
+    if (k.bias) bias = b.input("bias", k.dtype, {k.o});
+    b.output(b.conv2d(x, wt, bias, k.opt));
+  }, seed, rtol, tol, -1, 1, run);
+}
+
+ConvCase random_case(bool depthwise) {
+  ConvCase k;
+  k.n = *rc::gen::inRange<int64_t>(1, 3);
+  int64_t groups = depthwise ? *rc::gen::inRange<int64_t>(1, 9) : *rc::gen::inRange<int64_t>(1, 4);
+  int64_t cg = depthwise ? 1 : *rc::gen::inRange<int64_t>(1, 5);
+  int64_t og = depthwise ? *rc::gen::inRange<int64_t>(1, 3) : *rc::gen::inRange<int64_t>(1, 6);
+  k.c = groups * cg;
+  k.o = groups * og;
+  k.opt.groups = groups;
+  k.h = *rc::gen::inRange<int64_t>(1, depthwise ? 20 : 13);
+  k.w = *rc::gen::inRange<int64_t>(1, depthwise ? 70 : 40);
+  k.kh = *rc::gen::inRange<int64_t>(1, 5);
+  k.kw = *rc::gen::inRange<int64_t>(1, 5);
+  k.opt.strides = {*rc::gen::inRange<int64_t>(1, 4), *rc::gen::inRange<int64_t>(1, 4)};
+  k.opt.dilations = {*rc::gen::inRange<int64_t>(1, 3), *rc::gen::inRange<int64_t>(1, 3)};
+  for (auto& p : k.opt.pads) p = *rc::gen::inRange<int64_t>(0, 3);
+  k.bias = *rc::gen::arbitrary<bool>();
+  k.dtype = *rc::gen::element(DType::f32, DType::f32, DType::f64);
+  return k;
+}
+
+TEST_CASE("jit/compute/conv2d/random_property") {
+  if (skip_without_jit()) return;
+  CHECK(rc_check("conv2d groups strides pads dilations", 40, [] {
+    ConvCase k = random_case(false);
+    RC_PRE(fits(k));
+    std::string r = check_conv(k, *rc::gen::arbitrary<uint64_t>());
+    RC_ASSERT(r == std::string());
+  }));
+}
+
+TEST_CASE("jit/compute/conv2d/depthwise_property") {
+  if (skip_without_jit()) return;
+  CHECK(rc_check("conv2d depthwise", 40, [] {
+    ConvCase k = random_case(true);
+    RC_PRE(fits(k));
+    std::string r = check_conv(k, *rc::gen::arbitrary<uint64_t>());
+    RC_ASSERT(r == std::string());
+  }));
+}
+
+TEST_CASE("jit/compute/conv2d/typical_layers") {
+  if (skip_without_jit()) return;
+  std::vector<ConvCase> cases;
+  ConvCase a;  // 3x3 same, K = 576 > one K block
+  a.n = 1, a.c = 64, a.h = 14, a.w = 14, a.o = 40, a.kh = 3, a.kw = 3;
+  a.opt.pads = {1, 1, 1, 1};
+  cases.push_back(a);
+  ConvCase p = a;  // pointwise
+  p.kh = p.kw = 1;
+  p.opt.pads = {0, 0, 0, 0};
+  cases.push_back(p);
+  ConvCase d = a;  // depthwise 3x3 stride 2
+  d.c = d.o = 32, d.h = d.w = 33, d.opt.groups = 32, d.opt.strides = {2, 2};
+  cases.push_back(d);
+  ConvCase s = a;  // 7x7 stride 2 stem
+  s.c = 3, s.o = 16, s.h = s.w = 40, s.kh = s.kw = 7, s.opt.strides = {2, 2}, s.opt.pads = {3, 3, 3, 3};
+  cases.push_back(s);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CAPTURE(i);
+    std::string r = check_conv(cases[i], 100 + i);
+    CHECK_MESSAGE(r.empty(), r);
+  }
+}
+
+TEST_CASE("jit/compute/conv2d/other_dtypes") {
+  if (skip_without_jit()) return;
+  for (DType dt : {DType::f16, DType::bf16, DType::i32, DType::i8}) {
+    for (int64_t groups : {1, 4}) {
+      CAPTURE(ir::dtype_name(dt));
+      CAPTURE(groups);
+      ConvCase k;
+      k.n = 2, k.c = 4, k.h = 9, k.w = 11, k.o = 8, k.kh = 3, k.kw = 2;
+      k.opt.groups = groups;
+      k.opt.pads = {1, 0, 1, 1};
+      k.opt.strides = {1, 2};
+      k.dtype = dt;
+      double tol = dt == DType::f16 ? 2e-3 : dt == DType::bf16 ? 1.6e-2 : 0;
+      std::string r = check([&](GraphBuilder& b) {
+        auto x = b.input("x", dt, {k.n, k.c, k.h, k.w});
+        auto wt = b.input("w", dt, {k.o, k.c / groups, k.kh, k.kw});
+        b.output(b.conv2d(x, wt, b.input("bias", dt, {k.o}), k.opt));
+      }, 9, tol, tol, -3, 3);
+      CHECK_MESSAGE(r.empty(), r);
+    }
+  }
+}
+
+// conv + bias + relu (+ a residual add): fused and unfused give the same bits.
+TEST_CASE("jit/compute/conv2d/fused_epilogue_equals_unfused") {
+  if (skip_without_jit()) return;
+  for (int64_t groups : {1, 16}) {
+    CAPTURE(groups);
+    GraphBuilder b;
+    auto x = b.input("x", DType::f32, {1, 16, 12, 30});
+    auto w = b.input("w", DType::f32, {16, 16 / groups, 3, 3});
+    auto res = b.input("res", DType::f32, {1, 16, 12, 30});
+    ir::Conv2dOptions opt;
+    opt.groups = groups;
+    opt.pads = {1, 1, 1, 1};
+    b.output(b.add(b.relu(b.conv2d(x, w, b.input("bias", DType::f32, {16}), opt)), res));
+    auto g = b.build();
+    REQUIRE(g.ok());
+    auto in = random_inputs(*g, 5);
+    RunOptions unfused;
+    unfused.fusion.fuse = false;
+    std::vector<CompiledKernel> kf;
+    auto rf = run_jit(*shared_jit(), *g, in, nullptr, {}, &kf);
+    auto ru = run_jit(*shared_jit(), *g, in, nullptr, unfused);
+    REQUIRE(rf.ok());
+    REQUIRE(ru.ok());
+    CHECK(kf.size() == 1);
+    CHECK(compare((*rf)[0], (*ru)[0]) == "");
+    std::string r = jit_vs_reference(*g, in, dot_tol(145), dot_tol(145));
+    CHECK_MESSAGE(r.empty(), r);
+  }
+}
+
+TEST_CASE("jit/compute/conv2d/tile_ranges") {
+  if (skip_without_jit()) return;
+  for (int64_t groups : {1, 2, 24}) {
+    CAPTURE(groups);
+    GraphBuilder b;
+    auto x = b.input("x", DType::f32, {2, 24, 20, 37});
+    auto w = b.input("w", DType::f32, {24, 24 / groups, 3, 3});
+    ir::Conv2dOptions opt;
+    opt.groups = groups;
+    opt.pads = {1, 2, 1, 0};
+    b.output(b.conv2d(x, w, std::nullopt, opt));
+    auto g = b.build();
+    REQUIRE(g.ok());
+    auto in = random_inputs(*g, 6);
+    const ir::NodeId node = g->nodes.back().id;
+    const int64_t natural = compute_op_tiles(*g, g->node(node));
+    auto whole = run_node_tiles(*g, node, in, natural, {{0, natural}});
+    REQUIRE(whole.ok());
+    for (int64_t tiles : {natural, int64_t{5}, int64_t{64}}) {
+      CAPTURE(tiles);
+      auto parts = run_node_tiles(*g, node, in, tiles, {{0, tiles / 2}, {tiles / 2, tiles}});
+      REQUIRE(parts.ok());
+      CHECK(compare(*parts, *whole) == "");
+    }
+    auto tiled = RunOptions{};
+    tiled.tile_by_tile = true;
+    std::string r = jit_vs_reference(*g, in, dot_tol(216), dot_tol(216), tiled);
+    CHECK_MESSAGE(r.empty(), r);
+  }
+}
+
+}  // namespace
+}  // namespace carve::jit::computetest

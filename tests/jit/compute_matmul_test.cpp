@@ -1,0 +1,259 @@
+// JIT matmul / gemm kernels against the reference interpreter.
+// Tolerance (f32, inputs in [-1, 1]): |got - ref| <= t + t*|ref| with t = 2e-6*sqrt(K) + 1e-6
+// (dot_tol); f64 1e-12; f16 rel 2e-3, bf16 rel 1.6e-2 (one rounding of the result + f32
+// accumulation); integers exact (wrap-around).
+#include <array>
+
+#include "compute_test_util.h"
+
+namespace carve::jit::computetest {
+namespace {
+
+std::string check_matmul(int64_t m, int64_t k, int64_t n, DType dt, uint64_t seed) {
+  double tol = dt == DType::f64 ? 1e-12 : dot_tol(k);
+  return check([&](GraphBuilder& b) {
+    auto x = b.input("a", dt, {m, k});
+    auto y = b.input("b", dt, {k, n});
+    b.output(b.matmul(x, y));
+  }, seed, tol, tol);
+}
+
+TEST_CASE("jit/compute/matmul/edge_sizes") {
+  if (skip_without_jit()) return;
+  const std::vector<std::array<int64_t, 3>> sizes = {
+      {1, 1, 1},   {1, 7, 1},     {7, 1, 7},     {7, 7, 7},      {1, 1023, 1},  {1023, 3, 5},
+      {5, 3, 1023}, {67, 1023, 33}, {13, 17, 19}, {96, 256, 129}, {25, 300, 257}, {130, 70, 300},
+      {3, 0, 4},   {0, 5, 3}};
+  for (auto [m, k, n] : sizes) {
+    CAPTURE(m);
+    CAPTURE(k);
+    CAPTURE(n);
+    std::string r = check_matmul(m, k, n, DType::f32, static_cast<uint64_t>(m * 1000003 + k * 1009 + n));
+    CHECK_MESSAGE(r.empty(), r);
+  }
+  std::string r = check_matmul(37, 70, 45, DType::f64, 3);
+  CHECK_MESSAGE(r.empty(), r);
+}
+
+TEST_CASE("jit/compute/matmul/random_shapes_property") {
+  if (skip_without_jit()) return;
+  CHECK(rc_check("matmul random M K N", 30, [] {
+    auto dim = [] { return *rc::gen::oneOf(rc::gen::just<int64_t>(1), rc::gen::inRange<int64_t>(1, 90)); };
+    int64_t m = dim(), k = dim(), n = dim();
+    DType dt = *rc::gen::element(DType::f32, DType::f64);
+    std::string r = check_matmul(m, k, n, dt, *rc::gen::arbitrary<uint64_t>());
+    RC_ASSERT(r == std::string());
+  }));
+}
+
+TEST_CASE("jit/compute/matmul/batched_broadcast_property") {
+  if (skip_without_jit()) return;
+  CHECK(rc_check("matmul batch broadcast", 25, [] {
+    int rank = *rc::gen::inRange(0, 4);
+    std::vector<int64_t> out(static_cast<size_t>(rank));
+    for (auto& d : out) d = *rc::gen::inRange<int64_t>(1, 4);
+    // Each operand: drop some leading batch dims, set some to 1.
+    auto operand_batch = [&] {
+      int drop = *rc::gen::inRange(0, rank + 1);
+      std::vector<int64_t> v(out.begin() + drop, out.end());
+      for (auto& d : v) if (*rc::gen::inRange(0, 3) == 0) d = 1;
+      return v;
+    };
+    std::vector<int64_t> ab = operand_batch(), bb = operand_batch();
+    int64_t m = *rc::gen::inRange<int64_t>(1, 30), k = *rc::gen::inRange<int64_t>(1, 40),
+            n = *rc::gen::inRange<int64_t>(1, 40);
+    ab.push_back(m);
+    ab.push_back(k);
+    bb.push_back(k);
+    bb.push_back(n);
+    std::string r = check([&](GraphBuilder& b) {
+      auto x = b.input("a", DType::f32, ir::Shape(ab));
+      auto y = b.input("b", DType::f32, ir::Shape(bb));
+      b.output(b.matmul(x, y));
+    }, *rc::gen::arbitrary<uint64_t>(), dot_tol(k), dot_tol(k));
+    RC_ASSERT(r == std::string());
+  }));
+}
+
+TEST_CASE("jit/compute/matmul/vector_operands") {
+  if (skip_without_jit()) return;
+  struct Case {
+    ir::Shape a, b;
+  };
+  const std::vector<Case> cases = {{{9}, {9}},       {{9}, {9, 5}},     {{4, 9}, {9}},
+                                   {{2, 3, 9}, {9}}, {{9}, {2, 9, 40}}, {{300}, {300, 70}}};
+  for (const Case& c : cases) {
+    CAPTURE(c.a.to_string());
+    CAPTURE(c.b.to_string());
+    std::string r = check([&](GraphBuilder& b) {
+      auto x = b.input("a", DType::f32, c.a);
+      auto y = b.input("b", DType::f32, c.b);
+      b.output(b.matmul(x, y));
+    }, 11, dot_tol(300), dot_tol(300));
+    CHECK_MESSAGE(r.empty(), r);
+  }
+}
+
+TEST_CASE("jit/compute/gemm/flags_property") {
+  if (skip_without_jit()) return;
+  CHECK(rc_check("gemm trans alpha beta c", 30, [] {
+    int64_t m = *rc::gen::inRange<int64_t>(1, 50), k = *rc::gen::inRange<int64_t>(1, 60),
+            n = *rc::gen::inRange<int64_t>(1, 50);
+    bool ta = *rc::gen::arbitrary<bool>(), tb = *rc::gen::arbitrary<bool>();
+    double alpha = *rc::gen::element(1.0, 0.5, -2.0), beta = *rc::gen::element(1.0, 0.0, 0.25);
+    int c_kind = *rc::gen::inRange(0, 6);  // none, [], [N], [M,1], [1,N], [M,N]
+    DType dt = *rc::gen::element(DType::f32, DType::f64);
+    double tol = dt == DType::f64 ? 1e-12 : 2 * dot_tol(k);
+    std::string r = check([&](GraphBuilder& b) {
+      auto x = b.input("a", dt, ta ? ir::Shape{k, m} : ir::Shape{m, k});
+      auto y = b.input("b", dt, tb ? ir::Shape{n, k} : ir::Shape{k, n});
+      std::optional<ValueId> c;
+      const std::vector<ir::Shape> cs = {{}, {}, {n}, {m, 1}, {1, n}, {m, n}};
+      if (c_kind > 0) c = b.input("c", dt, cs[static_cast<size_t>(c_kind)]);
+      b.output(b.gemm(x, y, c, ta, tb, alpha, beta));
+    }, *rc::gen::arbitrary<uint64_t>(), tol, tol);
+    RC_ASSERT(r == std::string());
+  }));
+}
+
+TEST_CASE("jit/compute/matmul/other_dtypes") {
+  if (skip_without_jit()) return;
+  for (DType dt : {DType::f16, DType::bf16, DType::i32, DType::i8, DType::u8, DType::i64}) {
+    CAPTURE(ir::dtype_name(dt));
+    double rtol = dt == DType::f16 ? 2e-3 : dt == DType::bf16 ? 1.6e-2 : 0;
+    double atol = rtol == 0 ? 0 : 1e-3;
+    std::string r = check([&](GraphBuilder& b) {
+      auto x = b.input("a", dt, {2, 7, 33});
+      auto y = b.input("b", dt, {33, 18});
+      b.output(b.matmul(x, y));
+    }, 5, rtol, atol, -4, 4);
+    CHECK_MESSAGE(r.empty(), r);
+    if (ir::is_integer(dt)) {
+      for (auto [alpha, beta] : std::vector<std::pair<double, double>>{{1, 1}, {2, 0.5}}) {
+        std::string g = check([&](GraphBuilder& b) {
+          auto x = b.input("a", dt, {9, 12});
+          auto y = b.input("b", dt, {9, 7});
+          auto c = b.input("c", dt, {7});
+          b.output(b.gemm(x, y, c, true, false, alpha, beta));
+        }, 6, 0, 0, -4, 4);
+        CHECK_MESSAGE(g.empty(), g);
+      }
+    }
+  }
+}
+
+// matmul + bias + relu: fused (one kernel with an epilogue) and unfused give the same
+// bits, and match the reference.
+TEST_CASE("jit/compute/matmul/fused_bias_relu_equals_unfused") {
+  if (skip_without_jit()) return;
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{33, 70, 45}, {64, 600, 96}, {5, 9, 1}}) {
+    CAPTURE(m);
+    GraphBuilder b;
+    auto x = b.input("x", DType::f32, {m, k});
+    auto w = b.input("w", DType::f32, {k, n});
+    auto bias = b.input("bias", DType::f32, {n});
+    b.output(b.relu(b.add(b.matmul(x, w), bias)));
+    auto g = b.build();
+    REQUIRE(g.ok());
+    auto in = random_inputs(*g, 21);
+    RunOptions fused, unfused;
+    unfused.fusion.fuse = false;
+    std::vector<CompiledKernel> kf, ku;
+    auto rf = run_jit(*shared_jit(), *g, in, nullptr, fused, &kf);
+    auto ru = run_jit(*shared_jit(), *g, in, nullptr, unfused, &ku);
+    REQUIRE(rf.ok());
+    REQUIRE(ru.ok());
+    CHECK(kf.size() == 1);
+    CHECK(ku.size() == 3);
+    CHECK(compare((*rf)[0], (*ru)[0]) == "");
+    std::string r = jit_vs_reference(*g, in, dot_tol(k), dot_tol(k));
+    CHECK_MESSAGE(r.empty(), r);
+  }
+}
+
+// A fused epilogue that changes the dtype (cast to f16) with K > the K block: the
+// kernel must not keep partial sums in the output, so it packs all of K at once (or,
+// for a very long K, falls back to the simple loop).
+TEST_CASE("jit/compute/matmul/long_k_with_cast_epilogue") {
+  if (skip_without_jit()) return;
+  for (int64_t k : {600, 3000}) {
+    CAPTURE(k);
+    std::string r = check([&](GraphBuilder& b) {
+      auto x = b.input("x", DType::f32, {19, k});
+      auto w = b.input("w", DType::f32, {k, 40});
+      b.output(b.cast(b.matmul(x, w), DType::f16));
+    }, 8, 2e-3, 1e-3);
+    CHECK_MESSAGE(r.empty(), r);
+  }
+}
+
+// Running tile ranges [0, k) then [k, n) equals one call over [0, n), for the natural
+// tile count and for other num_tiles (the kernel accepts any).
+TEST_CASE("jit/compute/matmul/tile_ranges") {
+  if (skip_without_jit()) return;
+  GraphBuilder b;
+  auto x = b.input("a", DType::f32, {2, 300, 130});
+  auto y = b.input("b", DType::f32, {130, 520});
+  b.output(b.matmul(x, y));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto in = random_inputs(*g, 4);
+  const ir::NodeId node = g->nodes.back().id;
+  const int64_t natural = compute_op_tiles(*g, g->node(node));
+  CHECK(natural > 2);
+  auto whole = run_node_tiles(*g, node, in, natural, {{0, natural}});
+  REQUIRE(whole.ok());
+  auto ref = run_reference(*g, in);
+  REQUIRE(ref.ok());
+  CHECK(compare(*whole, (*ref)[0], dot_tol(130), dot_tol(130)) == "");
+  for (int64_t tiles : {natural, int64_t{1}, int64_t{3}, natural * 5}) {
+    for (int64_t split : {int64_t{1}, tiles / 2, tiles - 1}) {
+      CAPTURE(tiles);
+      CAPTURE(split);
+      auto parts = run_node_tiles(*g, node, in, tiles, {{0, split}, {split, tiles}});
+      REQUIRE(parts.ok());
+      CHECK(compare(*parts, *whole) == "");
+    }
+  }
+}
+
+TEST_CASE("jit/compute/tiles/rules_and_registration") {
+  if (skip_without_jit()) return;
+  GraphBuilder b;
+  auto x = b.input("a", DType::f32, {1024, 1024});
+  auto y = b.input("b", DType::f32, {1024, 1024});
+  auto mm = b.matmul(x, y);
+  auto img = b.input("img", DType::f32, {2, 8, 16, 16});
+  auto w = b.input("w", DType::f32, {8, 1, 3, 3});
+  ir::Conv2dOptions dw;
+  dw.groups = 8;
+  auto cv = b.conv2d(img, w, std::nullopt, dw);
+  auto sm = b.softmax(b.input("s", DType::f32, {4096, 100}));
+  b.output(mm);
+  b.output(cv);
+  b.output(sm);
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto order = ir::execution_order(*g);
+  REQUIRE(order.ok());
+  auto groups = form_kernel_groups(*g, *order);
+  REQUIRE(groups.ok());
+  for (const KernelGroup& grp : *groups) {
+    const ir::Node& anchor = g->node(grp.nodes.front());
+    CAPTURE(anchor.name);
+    CHECK(is_compute_op(anchor.op));
+    // The fusion pass uses the rules registered by the compute emitters.
+    CHECK(grp.num_tiles == compute_op_tiles(*g, anchor));
+    CHECK(grp.num_tiles >= 1);
+  }
+  const ir::Node& mm_node = g->node(g->value(mm).producer);
+  CHECK(compute_op_tiles(*g, mm_node) == tiling::matmul_tiles(*g, mm_node).tiles());
+  CHECK(compute_op_scratch_bytes(*g, mm_node) > 0);
+  const ir::Node& cv_node = g->node(g->value(cv).producer);
+  CHECK(tiling::unit_tiles_for(*g, cv_node).units == 16);  // 2 images x 8 planes
+  CHECK(compute_op_tiles(*g, cv_node) == tiling::unit_tiles_for(*g, cv_node).tiles());
+  CHECK(compute_op_scratch_bytes(*g, cv_node) == 0);
+}
+
+}  // namespace
+}  // namespace carve::jit::computetest

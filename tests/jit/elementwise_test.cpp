@@ -1,0 +1,322 @@
+// JIT elementwise kernels vs the reference interpreter: every op x every dtype the IR
+// allows, on random data and shapes (1 element, 7 and 1023 for vector tails, scalars) and
+// broadcasting in every position. rapidcheck varies the data seed per (op, dtype, shape).
+//
+// Tolerances (JIT vs reference, which computes in double and rounds once):
+//  - exact (bit-for-bit, NaN == NaN): neg abs relu clip add sub mul div max min sqrt,
+//    comparisons, where, cast, and every integer/bool op. f32 arithmetic is exact
+//    because nothing is reassociated; f16/bf16 compute in float and round per op, which
+//    equals rounding the exact result once for + - * / sqrt.
+//  - transcendental (exp log tanh erf sigmoid silu gelu rsqrt pow hard_sigmoid): the JIT
+//    also evaluates in double through libm, so results are normally identical; allowed:
+//    f64 1e-13 relative, f32 1e-6 relative, f16 2^-10 and bf16 2^-7 relative (one ulp).
+#include <doctest/doctest.h>
+
+#include "engine_test_util.h"
+
+namespace carve::jit::jittest {
+namespace {
+
+const std::vector<DType> kFloats = {DType::f32, DType::f64, DType::f16, DType::bf16};
+const std::vector<DType> kNumeric = {DType::f32, DType::f64, DType::f16, DType::bf16,
+                                     DType::i8,  DType::i32, DType::i64, DType::u8};
+const std::vector<DType> kAll = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8,
+                                 DType::i32, DType::i64, DType::u8,  DType::boolean};
+
+bool transcendental(OpKind op) {
+  switch (op) {
+    case OpKind::exp: case OpKind::log: case OpKind::tanh: case OpKind::erf:
+    case OpKind::sigmoid: case OpKind::silu: case OpKind::gelu: case OpKind::rsqrt:
+    case OpKind::pow: case OpKind::hard_sigmoid:
+      return true;
+    default:
+      return false;
+  }
+}
+
+double rtol_for(OpKind op, DType d) {
+  if (!transcendental(op)) return 0;
+  switch (d) {
+    case DType::f64: return 1e-13;
+    case DType::f32: return 1e-6;
+    case DType::f16: return 1.0 / 1024;
+    case DType::bf16: return 1.0 / 128;
+    default: return 0;
+  }
+}
+
+// Value range of the inputs of `op` (input k).
+std::pair<double, double> range_for(OpKind op, size_t k) {
+  switch (op) {
+    case OpKind::log: case OpKind::sqrt: case OpKind::rsqrt: return {-1, 50};
+    case OpKind::exp: return {-20, 20};
+    case OpKind::pow: return k == 0 ? std::pair{0.05, 4.0} : std::pair{-3.0, 3.0};
+    default: return {-8, 8};
+  }
+}
+
+// One node of `op` over inputs of the given types; all inputs are graph inputs.
+ir::Graph op_graph(OpKind op, const std::vector<ir::TensorType>& in, ir::Attrs attrs = {}) {
+  ir::GraphBuilder b;
+  std::vector<ir::ValueId> ids;
+  for (size_t i = 0; i < in.size(); ++i) ids.push_back(b.input("x" + std::to_string(i), in[i].dtype, in[i].shape));
+  b.output(b.op1(op, ids, std::move(attrs), "n"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(g).value();
+}
+
+// JIT == reference for random inputs of the given types (seeded by rapidcheck).
+void check_op(OpKind op, const std::vector<ir::TensorType>& types, ir::Attrs attrs, double rtol, int runs = 3) {
+  JitCompiler& jit = *shared_jit();
+  ir::Graph g = op_graph(op, types, attrs);
+  std::string label = std::string(ir::op_name(op));
+  for (const auto& t : types) label += " " + t.to_string();
+  bool ok = rc_check(label, runs, [&] {
+    const auto seed = *rc::gen::arbitrary<uint64_t>();
+    std::mt19937_64 rng(seed);
+    std::vector<HostTensor> inputs;
+    for (size_t k = 0; k < types.size(); ++k) {
+      auto [lo, hi] = range_for(op, k);
+      if (op == OpKind::pow && ir::is_integer(types[k].dtype) && k == 1) {
+        // small exponents, negative ones included
+        HostTensor t = random_tensor(rng, types[k].dtype, types[k].shape);
+        std::vector<double> e = t.to_doubles();
+        for (double& x : e) x = static_cast<double>(static_cast<int64_t>(rng() % 15) - 2);
+        if (types[k].dtype == DType::u8) for (double& x : e) x = std::fabs(x);
+        inputs.push_back(HostTensor::from_doubles(types[k].dtype, types[k].shape, e));
+        continue;
+      }
+      HostTensor t = random_tensor(rng, types[k].dtype, types[k].shape, lo, hi);
+      if (op == OpKind::div && k == 1 && ir::is_integer(types[k].dtype)) {
+        std::vector<double> d = t.to_doubles();  // zeros and -1 divisors on purpose
+        for (double& x : d) {
+          if (rng() % 5 == 0) x = 0;
+          else if (rng() % 7 == 0 && types[k].dtype != DType::u8) x = -1;
+        }
+        t = HostTensor::from_doubles(types[k].dtype, types[k].shape, d);
+      }
+      inputs.push_back(std::move(t));
+    }
+    auto expected = run_reference(g, inputs);
+    RC_ASSERT(expected.ok());
+    auto actual = run_jit(jit, g, inputs);
+    if (!actual.ok()) RC_FAIL(actual.status().to_string());
+    std::string diff = compare((*actual)[0], (*expected)[0], rtol, rtol > 0 ? 1e-300 : 0);
+    if (!diff.empty()) RC_FAIL(label + " seed " + std::to_string(seed) + ": " + diff);
+  });
+  CHECK_MESSAGE(ok, label);
+}
+
+const std::vector<Shape> kUnaryShapes = {Shape{}, Shape{7}, Shape{1023}, Shape{2, 3, 5}};
+// (a, b) pairs: same shape, scalar left, size-1 right, both broadcasting in the middle.
+const std::vector<std::pair<Shape, Shape>> kBinaryShapes = {
+    {Shape{1}, Shape{1}}, {Shape{1023}, Shape{1023}}, {Shape{}, Shape{7}},
+    {Shape{7}, Shape{1}}, {Shape{4, 1, 7}, Shape{3, 1}}, {Shape{3, 1}, Shape{2, 3, 9}}};
+
+void check_unary(OpKind op, const std::vector<DType>& dtypes, ir::Attrs attrs = {}) {
+  if (skip_without_jit()) return;
+  for (DType d : dtypes) {
+    for (const Shape& s : kUnaryShapes) check_op(op, {{d, s}}, attrs, rtol_for(op, d));
+  }
+}
+
+void check_binary(OpKind op, const std::vector<DType>& dtypes) {
+  if (skip_without_jit()) return;
+  for (DType d : dtypes) {
+    for (const auto& [a, b] : kBinaryShapes) check_op(op, {{d, a}, {d, b}}, {}, rtol_for(op, d));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("jit/elementwise/neg all numeric dtypes") { check_unary(OpKind::neg, kNumeric); }
+TEST_CASE("jit/elementwise/abs all numeric dtypes") { check_unary(OpKind::abs, kNumeric); }
+TEST_CASE("jit/elementwise/relu all numeric dtypes") { check_unary(OpKind::relu, kNumeric); }
+TEST_CASE("jit/elementwise/clip all numeric dtypes") {
+  check_unary(OpKind::clip, kNumeric, {{"min", -2.5}, {"max", 3.7}});
+  check_unary(OpKind::clip, {DType::f32, DType::i8, DType::u8}, {{"min", -1000.0}});
+}
+TEST_CASE("jit/elementwise/exp float dtypes") { check_unary(OpKind::exp, kFloats); }
+TEST_CASE("jit/elementwise/log float dtypes") { check_unary(OpKind::log, kFloats); }
+TEST_CASE("jit/elementwise/sqrt float dtypes") { check_unary(OpKind::sqrt, kFloats); }
+TEST_CASE("jit/elementwise/rsqrt float dtypes") { check_unary(OpKind::rsqrt, kFloats); }
+TEST_CASE("jit/elementwise/tanh float dtypes") { check_unary(OpKind::tanh, kFloats); }
+TEST_CASE("jit/elementwise/sigmoid float dtypes") { check_unary(OpKind::sigmoid, kFloats); }
+TEST_CASE("jit/elementwise/gelu float dtypes") { check_unary(OpKind::gelu, kFloats); }
+TEST_CASE("jit/elementwise/erf float dtypes") { check_unary(OpKind::erf, kFloats); }
+TEST_CASE("jit/elementwise/silu float dtypes") { check_unary(OpKind::silu, kFloats); }
+TEST_CASE("jit/elementwise/hard_sigmoid float dtypes") {
+  check_unary(OpKind::hard_sigmoid, kFloats, {{"alpha", 0.3}, {"beta", 0.4}});
+}
+
+TEST_CASE("jit/elementwise/add all numeric dtypes and broadcasts") { check_binary(OpKind::add, kNumeric); }
+TEST_CASE("jit/elementwise/sub all numeric dtypes and broadcasts") { check_binary(OpKind::sub, kNumeric); }
+TEST_CASE("jit/elementwise/mul all numeric dtypes and broadcasts") { check_binary(OpKind::mul, kNumeric); }
+TEST_CASE("jit/elementwise/div all numeric dtypes and broadcasts") { check_binary(OpKind::div, kNumeric); }
+TEST_CASE("jit/elementwise/pow all numeric dtypes and broadcasts") { check_binary(OpKind::pow, kNumeric); }
+TEST_CASE("jit/elementwise/max all numeric dtypes and broadcasts") { check_binary(OpKind::max, kNumeric); }
+TEST_CASE("jit/elementwise/min all numeric dtypes and broadcasts") { check_binary(OpKind::min, kNumeric); }
+
+TEST_CASE("jit/elementwise/comparisons all dtypes and broadcasts") {
+  for (OpKind op : {OpKind::equal, OpKind::not_equal, OpKind::less, OpKind::less_equal, OpKind::greater,
+                    OpKind::greater_equal}) {
+    check_binary(op, kAll);
+  }
+}
+
+TEST_CASE("jit/elementwise/where all dtypes and broadcasts") {
+  if (skip_without_jit()) return;
+  for (DType d : kAll) {
+    check_op(OpKind::where, {{DType::boolean, Shape{7}}, {d, Shape{7}}, {d, Shape{7}}}, {}, 0);
+    check_op(OpKind::where, {{DType::boolean, Shape{1023}}, {d, Shape{}}, {d, Shape{1023}}}, {}, 0);
+    check_op(OpKind::where, {{DType::boolean, Shape{3, 1}}, {d, Shape{1, 5}}, {d, Shape{2, 1, 1}}}, {}, 0);
+  }
+}
+
+TEST_CASE("jit/elementwise/cast every dtype pair") {
+  if (skip_without_jit()) return;
+  JitCompiler& jit = *shared_jit();
+  for (DType from : kAll) {
+    for (DType to : kAll) {
+      ir::Graph g = op_graph(OpKind::cast, {{from, Shape{257}}}, {{"to", std::string(ir::dtype_name(to))}});
+      std::string label = fmt::format("cast {} -> {}", ir::dtype_name(from), ir::dtype_name(to));
+      bool ok = rc_check(label, 4, [&] {
+        std::mt19937_64 rng(*rc::gen::arbitrary<uint64_t>());
+        // wide values: saturation, NaN/inf, rounding ties of 16-bit formats, big ints
+        std::vector<double> v(257);
+        for (double& x : v) {
+          switch (rng() % 8) {
+            case 0: x = std::ldexp(static_cast<double>(rng() % 4096), static_cast<int>(rng() % 80) - 40); break;
+            case 1: x = static_cast<double>(static_cast<int64_t>(rng())); break;
+            case 2: x = (rng() & 1 ? -1.0 : 1.0) * std::numeric_limits<double>::infinity(); break;
+            case 3: x = std::nan(""); break;
+            case 4: x = static_cast<double>(static_cast<int64_t>(rng() % 600) - 300); break;
+            default: x = std::uniform_real_distribution<double>(-1e6, 1e6)(rng); break;
+          }
+          if (ir::is_integer(from) || from == DType::boolean) {
+            if (!std::isfinite(x)) x = 7;
+          }
+        }
+        HostTensor in;
+        if (from == DType::i64) {
+          // exact 64-bit patterns (beyond 2^53) for the int -> float rounding paths
+          std::vector<int64_t> iv(257);
+          for (auto& x : iv) x = static_cast<int64_t>(rng()) >> (rng() % 64);
+          in = HostTensor::from<int64_t>(Shape{257}, iv);
+        } else {
+          in = HostTensor::from_doubles(from, Shape{257}, v);
+        }
+        auto expected = run_reference(g, {in});
+        RC_ASSERT(expected.ok());
+        auto actual = run_jit(jit, g, {in});
+        if (!actual.ok()) RC_FAIL(actual.status().to_string());
+        std::string diff = compare((*actual)[0], (*expected)[0]);
+        if (!diff.empty()) RC_FAIL(label + ": " + diff);
+      });
+      CHECK_MESSAGE(ok, label);
+    }
+  }
+}
+
+TEST_CASE("jit/elementwise/16-bit rounding is to nearest even at every boundary") {
+  // Every f16 and bf16 midpoint (and its neighbours) through cast f32 -> f16/bf16.
+  if (skip_without_jit()) return;
+  JitCompiler& jit = *shared_jit();
+  for (DType to : {DType::f16, DType::bf16}) {
+    std::vector<float> v;
+    for (uint32_t h = 0; h < 0x10000; h += 7) {
+      float a = to == DType::f16 ? f16_to_float(static_cast<uint16_t>(h)) : bf16_to_float(static_cast<uint16_t>(h));
+      float b = to == DType::f16 ? f16_to_float(static_cast<uint16_t>(h + 1)) : bf16_to_float(static_cast<uint16_t>(h + 1));
+      if (!std::isfinite(a) || !std::isfinite(b)) continue;
+      float mid = static_cast<float>((static_cast<double>(a) + b) / 2);
+      v.push_back(mid);
+      v.push_back(std::nextafter(mid, 0.0f));
+      v.push_back(std::nextafter(mid, 1e30f));
+    }
+    HostTensor in = HostTensor::from<float>(Shape{static_cast<int64_t>(v.size())}, v);
+    ir::Graph g = op_graph(OpKind::cast, {in.type}, {{"to", std::string(ir::dtype_name(to))}});
+    auto expected = run_reference(g, {in});
+    REQUIRE(expected.ok());
+    auto actual = run_jit(jit, g, {in});
+    REQUIRE_MESSAGE(actual.ok(), actual.status().to_string());
+    CHECK(compare((*actual)[0], (*expected)[0]) == "");
+  }
+}
+
+TEST_CASE("jit/elementwise/integer division by zero and overflow are defined") {
+  if (skip_without_jit()) return;
+  JitCompiler& jit = *shared_jit();
+  HostTensor a = HostTensor::from<int32_t>(Shape{4}, {7, INT32_MIN, -7, 5});
+  HostTensor b = HostTensor::from<int32_t>(Shape{4}, {0, -1, 2, -1});
+  ir::Graph g = op_graph(OpKind::div, {a.type, b.type});
+  auto out = run_jit(jit, g, {a, b});
+  REQUIRE(out.ok());
+  CHECK((*out)[0].as<int32_t>() == std::vector<int32_t>{0, INT32_MIN, -3, -5});
+}
+
+TEST_CASE("jit/elementwise/fused chain equals unfused nodes") {
+  if (skip_without_jit()) return;
+  JitCompiler& jit = *shared_jit();
+  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i32}) {
+    ir::GraphBuilder b;
+    auto x = b.input("x", d, {37, 29});
+    auto w = b.input("w", d, {29});
+    auto c = b.input("c", d, {37, 1});
+    ir::ValueId y = b.add(b.mul(x, w), c);
+    if (ir::is_float(d)) {
+      y = b.gelu(y);
+      y = b.sigmoid(b.sub(y, b.tanh(y)));
+    } else {
+      y = b.relu(b.sub(y, b.max(y, w)));
+    }
+    y = b.where(b.greater(y, c), y, b.neg(c));
+    b.output(y);
+    auto g = b.build();
+    REQUIRE(g.ok());
+    std::mt19937_64 rng(42);
+    std::vector<HostTensor> in = {random_tensor(rng, d, {37, 29}), random_tensor(rng, d, {29}), random_tensor(rng, d, {37, 1})};
+    RunOptions fused, unfused;
+    unfused.fusion.fuse = false;
+    fused.fusion.elements_per_tile = 100;  // several tiles, run one by one
+    fused.tile_by_tile = true;
+    std::vector<CompiledKernel> kf, ku;
+    auto a = run_jit(jit, *g, in, nullptr, fused, &kf);
+    auto u = run_jit(jit, *g, in, nullptr, unfused, &ku);
+    REQUIRE_MESSAGE(a.ok(), a.status().to_string());
+    REQUIRE_MESSAGE(u.ok(), u.status().to_string());
+    CHECK(kf.size() < ku.size());
+    CHECK(compare((*a)[0], (*u)[0]) == "");
+    CHECK((*a)[0].bytes == (*u)[0].bytes);
+    auto ref = run_reference(*g, in);
+    REQUIRE(ref.ok());
+    double tol = d == DType::f16 ? 1.0 / 512 : d == DType::bf16 ? 1.0 / 64 : d == DType::f32 ? 1e-6 : 0;
+    CHECK(compare((*a)[0], (*ref)[0], tol, tol) == "");
+  }
+}
+
+TEST_CASE("jit/elementwise/tiles run independently and in any order") {
+  if (skip_without_jit()) return;
+  JitCompiler& jit = *shared_jit();
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {3, 50001});
+  auto y = b.input("y", DType::f32, {50001});
+  b.output(b.relu(b.add(x, y)));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  std::mt19937_64 rng(3);
+  std::vector<HostTensor> in = {random_tensor(rng, DType::f32, {3, 50001}), random_tensor(rng, DType::f32, {50001})};
+  RunOptions tiled;
+  tiled.fusion.elements_per_tile = 4099;
+  tiled.tile_by_tile = true;
+  std::vector<CompiledKernel> k;
+  auto a = run_jit(jit, *g, in, nullptr, tiled, &k);
+  REQUIRE(a.ok());
+  REQUIRE(k.size() == 1);
+  CHECK(k[0].group.num_tiles == (3 * 50001 + 4098) / 4099);
+  auto ref = run_reference(*g, in);
+  REQUIRE(ref.ok());
+  CHECK(compare((*a)[0], (*ref)[0]) == "");
+}
+
+}  // namespace carve::jit::jittest

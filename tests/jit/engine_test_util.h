@@ -1,0 +1,225 @@
+// Helpers for the JIT engine / elementwise / layout / fusion tests: run a graph through
+// form_kernel_groups + JitCompiler with a tiny in-test "runtime" (one buffer per value,
+// views alias their input, handles by name), and compare with the reference interpreter.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <rapidcheck.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "carve/ir/builder.h"
+#include "carve/ir/order.h"
+#include "carve/jit/fusion.h"
+#include "carve/jit/half.h"
+#include "carve/jit/host_target.h"
+#include "carve/jit/jit.h"
+#include "carve/jit/reference.h"
+#include "test_support.h"
+
+namespace carve::jit::jittest {
+
+using ir::DType;
+using ir::OpKind;
+using ir::Shape;
+
+// One JitCompiler (no disk cache) shared by the tests of a process, so identical kernels
+// compile once. nullptr (and the test is skipped) when the JIT is not built.
+inline JitCompiler* shared_jit() {
+  static std::unique_ptr<JitCompiler> jit = [] {
+    JitOptions o;
+    o.disk_cache = false;
+    auto r = JitCompiler::create(o);
+    return r.ok() ? std::move(r).value() : nullptr;
+  }();
+  return jit.get();
+}
+
+// Skips the calling test case when there is no CPU JIT; returns true when it did.
+inline bool skip_without_jit() {
+  if (shared_jit() == nullptr) {
+    carve::test::skip("carve was built without the LLVM CPU JIT");
+    return true;
+  }
+  return false;
+}
+
+struct RunOptions {
+  FusionOptions fusion;
+  bool tile_by_tile = false;  // run every tile separately, last tile first
+};
+
+// Runs `graph` with the JIT. `inputs` are the graph's input values in id order.
+inline Result<std::vector<HostTensor>> run_jit(JitCompiler& jit, const ir::Graph& graph,
+                                               const std::vector<HostTensor>& inputs,
+                                               ReferenceHandles* handles = nullptr,
+                                               const RunOptions& options = {},
+                                               std::vector<CompiledKernel>* kernels_out = nullptr) {
+  CARVE_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, ir::execution_order(graph));
+  CARVE_ASSIGN_OR_RETURN(std::vector<KernelGroup> groups, form_kernel_groups(graph, order, options.fusion));
+  CARVE_ASSIGN_OR_RETURN(std::vector<CompiledKernel> kernels, jit.compile(graph, groups));
+  std::vector<std::vector<uint8_t>> storage(graph.values.size());
+  std::vector<uint8_t*> ptr(graph.values.size(), nullptr);
+  size_t next_input = 0;
+  for (const ir::Value& v : graph.values) {
+    auto size = v.type.byte_size();
+    if (!size.ok()) return size.status();
+    auto& buf = storage[static_cast<size_t>(v.id)];
+    buf.assign(static_cast<size_t>(*size) + 8, 0xCD);  // poison pattern + guard bytes
+    if (v.kind == ir::ValueKind::input) {
+      if (next_input >= inputs.size()) return Status(ErrorCode::kInvalidArgument, "too few inputs");
+      const HostTensor& t = inputs[next_input++];
+      if (t.bytes.size() != static_cast<size_t>(*size)) return Status(ErrorCode::kInvalidArgument, "input size");
+      std::memcpy(buf.data(), t.bytes.data(), t.bytes.size());
+    } else if (v.kind == ir::ValueKind::constant && v.data) {
+      std::memcpy(buf.data(), v.data->data(), v.data->size());
+    }
+    ptr[static_cast<size_t>(v.id)] = buf.data();
+  }
+  for (ir::NodeId id : order) {  // views alias their input
+    const ir::Node& n = graph.node(id);
+    if (ir::is_view(n.op)) ptr[static_cast<size_t>(n.outputs[0])] = ptr[static_cast<size_t>(n.inputs[0])];
+  }
+  std::map<std::string, std::vector<uint8_t>> handle_mem;
+  for (const ir::Handle& h : graph.handles) {
+    auto size = h.type.byte_size();
+    std::vector<uint8_t> bytes(static_cast<size_t>(*size), 0);
+    if (handles && handles->count(h.name)) bytes = handles->at(h.name).bytes;
+    handle_mem[h.name] = std::move(bytes);
+  }
+  for (const CompiledKernel& k : kernels) {
+    std::vector<void*> ops;
+    std::vector<uint8_t> scratch(static_cast<size_t>(k.group.scratch_bytes) + 64);
+    const ir::Node& anchor = graph.node(k.group.nodes.front());
+    for (const KernelOperand& op : k.group.operands) {
+      if (op.role == OperandRole::scratch) {
+        ops.push_back(scratch.data());
+      } else if (op.value == ir::kNoValue) {
+        ops.push_back(handle_mem.at(anchor.attrs.at("handle").as_string()).data());
+      } else {
+        ops.push_back(ptr[static_cast<size_t>(op.value)]);
+      }
+    }
+    if (options.tile_by_tile) {
+      for (int64_t t = k.group.num_tiles; t-- > 0;) k.fn(ops.data(), t, t + 1);
+    } else {
+      k.fn(ops.data(), 0, k.group.num_tiles);
+    }
+  }
+  if (handles) {
+    for (const ir::Handle& h : graph.handles) (*handles)[h.name] = HostTensor{h.type, handle_mem[h.name]};
+  }
+  std::vector<HostTensor> outs;
+  for (ir::ValueId v : graph.outputs) {
+    const ir::Value& val = graph.value(v);
+    HostTensor t;
+    t.type = val.type;
+    t.bytes.assign(ptr[static_cast<size_t>(v)], ptr[static_cast<size_t>(v)] + *val.type.byte_size());
+    outs.push_back(std::move(t));
+  }
+  if (kernels_out) *kernels_out = std::move(kernels);
+  return outs;
+}
+
+// Element i of a tensor as double (f16/bf16 decoded exactly).
+inline double element(const HostTensor& t, size_t i) {
+  const uint8_t* p = t.bytes.data();
+  switch (t.type.dtype) {
+    case DType::f32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case DType::f64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
+    case DType::f16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return f16_to_float(v); }
+    case DType::bf16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return bf16_to_float(v); }
+    case DType::i8: return static_cast<int8_t>(p[i]);
+    case DType::u8: return p[i];
+    case DType::boolean: return p[i];
+    case DType::i32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case DType::i64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+  }
+  return 0;
+}
+
+// "" when equal within tolerance: |a - e| <= atol + rtol * |e| per element (NaN == NaN,
+// infinities equal), and bit-exact for integer/bool tensors and when rtol == atol == 0
+// (except NaN payloads). Else a description of the first mismatches.
+inline std::string compare(const HostTensor& actual, const HostTensor& expected, double rtol = 0, double atol = 0) {
+  std::ostringstream os;
+  if (actual.type != expected.type) {
+    os << "type " << actual.type.to_string() << " != " << expected.type.to_string();
+    return os.str();
+  }
+  const int64_t n = expected.num_elements();
+  int shown = 0;
+  for (int64_t i = 0; i < n && shown < 5; ++i) {
+    double a = element(actual, static_cast<size_t>(i)), e = element(expected, static_cast<size_t>(i));
+    bool ok = false;
+    if (ir::is_float(expected.type.dtype)) {
+      if (std::isnan(e)) ok = std::isnan(a);
+      else if (std::isinf(e)) ok = a == e;
+      else ok = std::fabs(a - e) <= atol + rtol * std::fabs(e);
+      if (ok && rtol == 0 && atol == 0 && e == 0) ok = std::signbit(a) == std::signbit(e);
+    } else if (expected.type.dtype == DType::i64) {
+      int64_t av, ev;
+      std::memcpy(&av, actual.bytes.data() + 8 * i, 8);
+      std::memcpy(&ev, expected.bytes.data() + 8 * i, 8);
+      ok = av == ev;
+    } else {
+      ok = a == e;
+    }
+    if (!ok) {
+      os << "[" << i << "] got " << a << " expected " << e << "; ";
+      ++shown;
+    }
+  }
+  return os.str();
+}
+
+// Random tensor data. Floats: mostly in [lo, hi], some small integers (ties for
+// comparisons), rounded to the dtype; ints: full range for i8/u8, [-1000, 1000] else
+// (or `lo..hi` when given as a narrower range).
+inline HostTensor random_tensor(std::mt19937_64& rng, DType dtype, Shape shape, double lo = -8, double hi = 8) {
+  int64_t n = 1;
+  for (int64_t d : shape.dims()) n *= d;
+  std::vector<double> v(static_cast<size_t>(n));
+  std::uniform_real_distribution<double> real(lo, hi);
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (double& x : v) {
+    switch (dtype) {
+      case DType::boolean: x = static_cast<double>(rng() & 1); break;
+      case DType::i8: x = static_cast<int8_t>(rng()); break;
+      case DType::u8: x = static_cast<uint8_t>(rng()); break;
+      case DType::i32: x = pick(rng) < 3 ? static_cast<double>(static_cast<int32_t>(rng())) : std::round(real(rng) * 125); break;
+      case DType::i64: x = pick(rng) < 3 ? static_cast<double>(static_cast<int64_t>(rng() >> 11) - (int64_t{1} << 52)) : std::round(real(rng) * 125); break;
+      default: x = pick(rng) == 0 ? std::round(real(rng)) : real(rng); break;
+    }
+  }
+  return HostTensor::from_doubles(dtype, std::move(shape), v);
+}
+
+// rc::check with a chosen number of successful runs.
+template <typename Testable>
+bool rc_check(const std::string& description, int runs, Testable&& testable) {
+  rc::detail::TestParams params = rc::detail::configuration().testParams;
+  params.maxSuccess = runs;
+  rc::detail::TestMetadata metadata;
+  metadata.id = description;
+  metadata.description = description;
+  auto result = rc::detail::checkProperty(rc::detail::toProperty(std::forward<Testable>(testable)), metadata, params);
+  if (!result.template is<rc::detail::SuccessResult>()) {
+    std::cerr << "- " << description << "\n";
+    rc::detail::printResultMessage(result, std::cerr);
+    std::cerr << std::endl;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace carve::jit::jittest

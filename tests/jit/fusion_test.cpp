@@ -1,0 +1,204 @@
+// Kernel grouping rules (no LLVM needed: these run in every build).
+#include <doctest/doctest.h>
+
+#include "carve/ir/builder.h"
+#include "carve/ir/order.h"
+#include "carve/jit/fusion.h"
+
+namespace carve::jit {
+namespace {
+
+using ir::DType;
+
+std::vector<KernelGroup> groups_of(const ir::Graph& g, FusionOptions o = {}) {
+  auto order = ir::execution_order(g);
+  REQUIRE(order.ok());
+  auto groups = form_kernel_groups(g, *order, o);
+  REQUIRE_MESSAGE(groups.ok(), groups.status().to_string());
+  return std::move(groups).value();
+}
+
+ir::Graph build(ir::GraphBuilder& b) {
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(g).value();
+}
+
+std::vector<ir::ValueId> operand_values(const KernelGroup& k, OperandRole role) {
+  std::vector<ir::ValueId> out;
+  for (const auto& op : k.operands) {
+    if (op.role == role) out.push_back(op.value);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("jit/fusion/elementwise chain with broadcasting is one group") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {4, 8});
+  auto bias = b.input("bias", DType::f32, {8});
+  auto t = b.add(x, bias);
+  auto u = b.gelu(t);
+  auto y = b.mul(u, x);
+  b.output(y);
+  ir::Graph g = build(b);
+  auto groups = groups_of(g);
+  REQUIRE(groups.size() == 1);
+  const KernelGroup& k = groups[0];
+  CHECK(k.nodes.size() == 3);
+  CHECK(k.name == "fused_add_gelu_mul_0");
+  CHECK(operand_values(k, OperandRole::input) == std::vector<ir::ValueId>{x, bias});
+  CHECK(operand_values(k, OperandRole::output) == std::vector<ir::ValueId>{y});
+  CHECK(k.internal_values == std::vector<ir::ValueId>{t, u});
+  CHECK(k.num_tiles == 1);
+  CHECK(describe_group(g, k) ==
+        "fused_add_gelu_mul_0: add_0 -> gelu_1 -> mul_2 | in x:f32[4,8], bias:f32[8] | out mul_2:f32[4,8] | tiles 1");
+}
+
+TEST_CASE("jit/fusion/fuse false gives one group per non-view node") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {4, 8});
+  auto y = b.relu(b.neg(b.reshape(b.exp(x), {32})));
+  b.output(y);
+  ir::Graph g = build(b);
+  FusionOptions off;
+  off.fuse = false;
+  auto groups = groups_of(g, off);
+  CHECK(groups.size() == 3);  // exp, neg, relu; the reshape view gets no kernel
+  for (const auto& k : groups) CHECK(k.nodes.size() == 1);
+  auto fused = groups_of(g);
+  REQUIRE(fused.size() == 2);  // the view breaks the chain: exp | neg -> relu
+  CHECK(fused[1].nodes.size() == 2);
+}
+
+TEST_CASE("jit/fusion/no fusion across a second consumer or a graph output") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {16});
+  auto a = b.exp(x);
+  auto c = b.add(a, a);     // a read twice by one node: still one consumer
+  auto d = b.tanh(c);       // c also read by e: two consumers
+  auto e = b.mul(c, d);
+  auto f = b.sqrt(e);       // e is a graph output: not internal
+  auto h = b.neg(f);
+  b.output(e);
+  b.output(h);
+  ir::Graph g = build(b);
+  auto groups = groups_of(g);
+  // [exp, add] | [tanh, mul] | [sqrt, neg]
+  REQUIRE(groups.size() == 3);
+  CHECK(groups[0].nodes.size() == 2);
+  CHECK(operand_values(groups[0], OperandRole::output) == std::vector<ir::ValueId>{c});
+  CHECK(groups[1].nodes.size() == 2);
+  CHECK(operand_values(groups[1], OperandRole::input) == std::vector<ir::ValueId>{c});
+  CHECK(operand_values(groups[1], OperandRole::output) == std::vector<ir::ValueId>{e});
+  CHECK(groups[2].nodes.size() == 2);
+  CHECK(operand_values(groups[2], OperandRole::output) == std::vector<ir::ValueId>{h});
+  (void)a;
+  (void)f;
+}
+
+TEST_CASE("jit/fusion/consumer must be the next node in the order") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {16});
+  auto a = b.exp(x);
+  auto other = b.neg(x);  // runs between exp and its consumer
+  auto c = b.add(a, other);
+  b.output(c);
+  ir::Graph g = build(b);
+  auto groups = groups_of(g);
+  // exp | [neg, add]
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].nodes.size() == 1);
+  CHECK(groups[1].nodes.size() == 2);
+  CHECK(operand_values(groups[1], OperandRole::input) == std::vector<ir::ValueId>{x, a});
+}
+
+TEST_CASE("jit/fusion/matmul epilogue with bias and activation") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {8, 16});
+  auto w = b.input("w", DType::f32, {16, 4});
+  auto bias = b.input("bias", DType::f32, {4});
+  auto mm = b.matmul(x, w);
+  auto y = b.relu(b.add(mm, bias));
+  auto z = b.exp(b.reshape(y, {32}));  // the view ends the epilogue
+  b.output(z);
+  ir::Graph g = build(b);
+  auto groups = groups_of(g);
+  REQUIRE(groups.size() == 2);
+  const KernelGroup& k = groups[0];
+  CHECK(k.nodes.size() == 3);
+  CHECK(g.node(k.nodes.front()).op == ir::OpKind::matmul);
+  CHECK(operand_values(k, OperandRole::input) == std::vector<ir::ValueId>{x, w, bias});
+  CHECK(operand_values(k, OperandRole::output) == std::vector<ir::ValueId>{y});
+  CHECK(k.internal_values.size() == 2);
+  CHECK(k.name == "fused_matmul_add_relu_0");
+
+  // an epilogue that broadcasts the anchor output to a bigger shape is not fused
+  ir::GraphBuilder b2;
+  auto x2 = b2.input("x", DType::f32, {8, 16});
+  auto w2 = b2.input("w", DType::f32, {16, 1});
+  auto big = b2.input("big", DType::f32, {8, 5});
+  b2.output(b2.add(b2.matmul(x2, w2), big));
+  ir::Graph g2 = build(b2);
+  CHECK(groups_of(g2).size() == 2);
+  FusionOptions off;
+  off.fuse = false;
+  CHECK(groups_of(g, off).size() == 4);
+}
+
+TEST_CASE("jit/fusion/state ops bind the handle as a kNoValue operand") {
+  ir::GraphBuilder b;
+  b.handle("h", DType::f32, {4, 3});
+  auto r = b.read_handle("h");
+  auto v = b.input("v", DType::f32, {1, 3});
+  auto pos = b.input("pos", DType::i64, {});
+  b.output(b.neg(r));
+  b.write_handle_at("h", v, pos, 0);
+  ir::Graph g = build(b);
+  auto groups = groups_of(g);
+  REQUIRE(groups.size() == 3);
+  CHECK(groups[0].operands.size() == 2);
+  CHECK(groups[0].operands[0].role == OperandRole::input);
+  CHECK(groups[0].operands[0].value == ir::kNoValue);
+  const KernelGroup& w = groups[2];
+  REQUIRE(w.operands.size() == 3);
+  CHECK(w.operands[0].value == v);
+  CHECK(w.operands[1].value == pos);
+  CHECK(w.operands[2].role == OperandRole::output);
+  CHECK(w.operands[2].value == ir::kNoValue);
+  CHECK(describe_group(g, w).find("out handle") != std::string::npos);
+}
+
+TEST_CASE("jit/fusion/tiles follow the element count") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {1000, 1000});
+  b.output(b.relu(x));
+  b.output(b.transpose(x, {1, 0}));
+  for (auto v : b.split(x, 0, {500, 500})) b.output(v);
+  ir::Graph g = build(b);
+  FusionOptions o;
+  o.elements_per_tile = 32768;
+  auto groups = groups_of(g, o);
+  REQUIRE(groups.size() == 3);
+  for (const auto& k : groups) CHECK(k.num_tiles == (1000000 + 32767) / 32768);
+  o.elements_per_tile = 1 << 30;
+  for (const auto& k : groups_of(g, o)) CHECK(k.num_tiles == 1);
+  CHECK(tiles_for(g, groups[0], o) == 1);
+}
+
+TEST_CASE("jit/fusion/bad orders are rejected") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {4});
+  b.output(b.neg(b.exp(x)));
+  ir::Graph g = build(b);
+  std::vector<ir::NodeId> short_order{0};
+  CHECK(form_kernel_groups(g, short_order).status().code() == ErrorCode::kInvalidArgument);
+  std::vector<ir::NodeId> dup{0, 0};
+  CHECK(form_kernel_groups(g, dup).status().code() == ErrorCode::kInvalidArgument);
+  std::vector<ir::NodeId> missing{0, 7};
+  CHECK(form_kernel_groups(g, missing).status().code() == ErrorCode::kInvalidArgument);
+  CHECK(make_single_node_group(g, 9).status().code() == ErrorCode::kInvalidArgument);
+}
+
+}  // namespace carve::jit
