@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <queue>
 
 namespace carve::ir {
@@ -28,6 +29,7 @@ Result<std::vector<NodeId>> definers(const Graph& graph) {
 // Names the nodes of one cycle among `stuck` (nodes Kahn could not schedule): walk back
 // through stuck producers until a node repeats.
 std::string describe_cycle(const Graph& graph, const std::vector<NodeId>& def,
+                           const std::vector<std::vector<NodeId>>& state_preds,
                            const std::vector<bool>& stuck) {
   NodeId start = 0;
   while (!stuck[static_cast<size_t>(start)]) ++start;
@@ -37,13 +39,17 @@ std::string describe_cycle(const Graph& graph, const std::vector<NodeId>& def,
   while (seen_at[static_cast<size_t>(n)] < 0) {
     seen_at[static_cast<size_t>(n)] = static_cast<int>(path.size());
     path.push_back(n);
+    NodeId next = kNoNode;
     for (ValueId v : graph.node(n).inputs) {
       NodeId p = graph.has_value(v) ? def[static_cast<size_t>(v)] : kNoNode;
       if (p != kNoNode && stuck[static_cast<size_t>(p)]) {
-        n = p;
+        next = p;
         break;
       }
     }
+    for (NodeId p : state_preds[static_cast<size_t>(n)])
+      if (next == kNoNode && stuck[static_cast<size_t>(p)]) next = p;
+    if (next != kNoNode) n = next;
   }
   // path[seen_at[n]..] is the cycle, walked consumer -> producer. Print it in data-flow
   // order (producer first), starting from its smallest node id so the text is stable.
@@ -56,6 +62,22 @@ std::string describe_cycle(const Graph& graph, const std::vector<NodeId>& def,
 }
 
 }  // namespace
+
+std::vector<std::vector<NodeId>> state_predecessors(const Graph& graph) {
+  std::vector<std::vector<NodeId>> preds(graph.nodes.size());
+  std::map<std::string, NodeId, std::less<>> last_on_handle;
+  for (const Node& node : graph.nodes) {
+    if (!is_state(node.op)) continue;
+    auto attr = node.attrs.find("handle");
+    if (attr == node.attrs.end() || !attr->second.is_string()) continue;  // the verifier reports it
+    auto [it, first] = last_on_handle.try_emplace(attr->second.as_string(), node.id);
+    if (!first) {
+      preds[static_cast<size_t>(node.id)].push_back(it->second);
+      it->second = node.id;
+    }
+  }
+  return preds;
+}
 
 Result<std::vector<NodeId>> execution_order(const Graph& graph) {
   CARVE_ASSIGN_OR_RETURN(std::vector<NodeId> def, definers(graph));
@@ -75,6 +97,12 @@ Result<std::vector<NodeId>> execution_order(const Graph& graph) {
       dependents[static_cast<size_t>(p)].push_back(id);
     }
   }
+  const std::vector<std::vector<NodeId>> state_preds = state_predecessors(graph);
+  for (NodeId id = 0; id < graph.num_nodes(); ++id)
+    for (NodeId p : state_preds[static_cast<size_t>(id)]) {
+      ++pending[static_cast<size_t>(id)];
+      dependents[static_cast<size_t>(p)].push_back(id);
+    }
   std::priority_queue<NodeId, std::vector<NodeId>, std::greater<>> ready;
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     if (pending[static_cast<size_t>(id)] == 0) ready.push(id);
@@ -93,7 +121,7 @@ Result<std::vector<NodeId>> execution_order(const Graph& graph) {
   std::vector<bool> stuck(n, false);
   for (size_t i = 0; i < n; ++i) stuck[i] = pending[i] > 0;
   return Status(ErrorCode::kVerifyError,
-                fmt::format("cycle: {}", describe_cycle(graph, def, stuck)));
+                fmt::format("cycle: {}", describe_cycle(graph, def, state_preds, stuck)));
 }
 
 Result<std::vector<Lifetime>> lifetimes(const Graph& graph, std::span<const NodeId> order) {

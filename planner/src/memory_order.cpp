@@ -32,7 +32,8 @@ Result<CostGraph> build_cost_graph(const ir::Graph& graph) {
   std::vector<ValueId> source(static_cast<size_t>(graph.num_values()));
   for (const ir::Value& v : graph.values) source[static_cast<size_t>(v.id)] = v.id;
   CARVE_ASSIGN_OR_RETURN(std::vector<NodeId> topo, ir::execution_order(graph));
-  cg.preds.resize(static_cast<size_t>(cg.num_nodes));
+  // State ops on one handle keep their order: those edges are dependences too.
+  cg.preds = ir::state_predecessors(graph);
   cg.makes.resize(static_cast<size_t>(cg.num_nodes));
   cg.reads.resize(static_cast<size_t>(cg.num_nodes));
   for (NodeId id : topo) {

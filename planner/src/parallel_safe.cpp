@@ -1,5 +1,7 @@
 #include "carve/planner/parallel_safe.h"
 
+#include "carve/ir/order.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,6 +23,9 @@ std::vector<std::vector<uint64_t>> descendants(const ir::Graph& graph) {
   for (const ir::Node& node : graph.nodes)
     for (ir::ValueId in : node.inputs)
       if (NodeId p = graph.value(in).producer; p != ir::kNoNode) succs[static_cast<size_t>(p)].push_back(node.id);
+  const auto state_preds = ir::state_predecessors(graph);  // handle order is a dependence too
+  for (const ir::Node& node : graph.nodes)
+    for (NodeId p : state_preds[static_cast<size_t>(node.id)]) succs[static_cast<size_t>(p)].push_back(node.id);
   std::vector<int> state(n, 0);  // 0 new, 1 open, 2 done
   std::vector<NodeId> post;
   for (size_t root = 0; root < n; ++root) {

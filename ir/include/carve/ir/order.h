@@ -30,7 +30,14 @@
 
 namespace carve::ir {
 
-// A deterministic topological order of all nodes: among the nodes whose inputs are
+// State ops (read_handle, write_handle, write_handle_at) that name the same handle keep
+// their node-id order: each depends on the previous one on that handle, because they
+// read and write the same persistent memory. result[n] lists those implicit
+// predecessors of node n (at most one per handle it touches).
+std::vector<std::vector<NodeId>> state_predecessors(const Graph& graph);
+
+// A deterministic topological order of all nodes (data dependences plus the implicit
+// state-op order above): among the nodes whose inputs are
 // ready, the smallest id runs first, so a graph whose node ids are already topological
 // (every builder- or parser-made graph) runs in insertion order. Sinks are included.
 Result<std::vector<NodeId>> execution_order(const Graph& graph);
