@@ -87,11 +87,20 @@ ExactOptions plain_options() {
   return o;
 }
 
+// The defaults, the bare floor search, and the offset search alone (bare and full).
+std::vector<ExactOptions> option_sets() {
+  ExactOptions offset_only;
+  offset_only.floor_search = false;
+  ExactOptions plain_offset = plain_options();
+  plain_offset.floor_search = false;
+  return {ExactOptions{}, plain_options(), offset_only, plain_offset};
+}
+
 TEST_CASE("planner/exact/matches_brute_force_oracle") {
   CHECK(rc::check("exact minimum == min over all placement orders", [] {
     const Problem p = *gen_small(7);
     const int64_t opt = oracle_optimum(p);
-    for (const ExactOptions& eo : {ExactOptions{}, plain_options()}) {
+    for (const ExactOptions& eo : option_sets()) {
       PlanOptions o;
       o.time_limit_seconds = 30;
       const Result<PlanResult> r = plan_exact(p, o, eo);
@@ -108,7 +117,7 @@ TEST_CASE("planner/exact/feasibility_at_and_below_optimum") {
     const Problem p = *gen_small(7);
     const int64_t opt = oracle_optimum(p);
     const int64_t cap = std::max<int64_t>(0, opt + *rc::gen::inRange<int64_t>(-3, 3));
-    for (const ExactOptions& eo : {ExactOptions{}, plain_options()}) {
+    for (const ExactOptions& eo : option_sets()) {
       ExactOptions no_greedy = eo;
       no_greedy.greedy_first = false;  // answer from the search itself
       PlanOptions o;
@@ -202,7 +211,7 @@ TEST_CASE("planner/exact/decomposition_independent_groups") {
     }
   }
   p.buffers.push_back(buf("empty", 0, 30, 0));
-  for (const ExactOptions& eo : {ExactOptions{}, plain_options()}) {
+  for (const ExactOptions& eo : option_sets()) {
     PlanOptions o;
     const Result<PlanResult> r = plan_exact(p, o, eo);
     REQUIRE(r.ok());
@@ -281,9 +290,9 @@ TEST_CASE("planner/exact/time_limit_honoured") {
 }
 
 TEST_CASE("planner/exact/challenging_instance_at_capacity") {
-  // H is the quickest of the MiniMalloc challenging set for this search (well under a
-  // second even in a sanitizer build); the full A-K sweep lives in bench_exact.
-  const Result<Problem> p = challenging('H');
+  // B is among the quickest of the MiniMalloc challenging set for this search (a few
+  // hundred nodes); the full A-K sweep lives in bench_exact.
+  const Result<Problem> p = challenging('B');
   if (!p.ok()) {
     carve::test::skip("MiniMalloc data not found: " + p.status().to_string());
     return;

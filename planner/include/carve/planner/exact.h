@@ -1,5 +1,5 @@
 // The `exact` strategy: a complete search for buffer offsets in the spirit of
-// MiniMalloc (Moffitt, ASPLOS 2023); implemented in planner/src/exact.cpp.
+// MiniMalloc (Moffitt, ASPLOS 2023); implemented in planner/src/exact*.cpp.
 //
 // With PlanOptions::capacity = C it decides whether a plan with arena <= C exists:
 // it returns one, kInfeasible when the search finished and proved none exists, or
@@ -8,10 +8,12 @@
 // best plan so far) and always returns the best plan found; `optimal` is true iff the
 // arena equals the lower bound or the probes proved that nothing smaller fits.
 //
-// Search (see exact.cpp for details): canonical bottom-up placements in (offset, rank)
-// order, cross-section inference on every time section, dynamic decomposition at cut
-// points, symmetry breaking for identical buffers, and pruning of buffers that can no
-// longer be placed canonically. Stateless between calls; thread-compatible.
+// Search (see planner/src/exact.cpp): a portfolio of two complete searches -- branching
+// on what starts at the lowest free point of a time section (with an explicit "left
+// empty" branch), and canonical placements in (offset, rank) order -- with restarts over
+// static orders, cross-section inference, dynamic decomposition at cut points, symmetry
+// breaking for identical buffers, dominance and failure caches. Stateless between
+// calls; thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,8 @@ namespace carve::planner {
 
 // Knobs for experiments and tests; the defaults are what `exact` uses.
 struct ExactOptions {
+  bool floor_search = true;       // lowest-free-point branching (exact_floor_search.cpp)
+  bool offset_search = true;      // with floor_search: also (offset, rank)-order runs
   bool section_inference = true;  // cross-section pruning with unallocated floors
   bool decompose = true;          // split into independent subproblems at cut points
   bool symmetry = true;           // identical buffers are placed in a fixed order

@@ -1,0 +1,232 @@
+// The `exact` strategy's preparation: items on section indices, conflict graph, static
+// preference orders, and the greedy upper bound.
+#include <algorithm>
+#include <numeric>
+#include <tuple>
+
+#include "exact_internal.h"
+
+namespace carve::planner::exact_detail {
+namespace {
+constexpr size_t kMaxConflictPairs = size_t{64} << 20;
+
+}  // namespace
+
+Prepared prepare(const Problem& problem) {
+  Prepared p;
+  const auto& bufs = problem.buffers;
+  std::vector<int64_t> times;
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    if (bufs[i].size <= 0) continue;
+    p.orig.push_back(static_cast<int>(i));
+    times.push_back(bufs[i].start);
+    times.push_back(bufs[i].end);
+  }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  const int n = p.n();
+  p.num_sections = times.empty() ? 0 : static_cast<int>(times.size()) - 1;
+  p.size.resize(n);
+  p.align.resize(n);
+  p.s0.resize(n);
+  p.s1.resize(n);
+  auto index_of = [&](int64_t t) {
+    return static_cast<int>(std::lower_bound(times.begin(), times.end(), t) - times.begin());
+  };
+  std::vector<int64_t> diff(p.num_sections + 1, 0);
+  for (int i = 0; i < n; ++i) {
+    const BufferRequest& b = bufs[p.orig[i]];
+    p.size[i] = b.size;
+    p.align[i] = b.alignment;
+    p.s0[i] = index_of(b.start);
+    p.s1[i] = index_of(b.end);
+    diff[p.s0[i]] += b.size;
+    diff[p.s1[i]] -= b.size;
+  }
+  p.gran = 0;
+  for (int i = 0; i < n; ++i) {
+    p.gran = std::gcd(p.gran, p.size[i]);
+    if (p.align[i] > 1) p.gran = std::gcd(p.gran, p.align[i]);
+  }
+  if (p.gran <= 0) p.gran = 1;
+  p.section_total.assign(p.num_sections, 0);
+  int64_t run = 0;
+  for (int s = 0; s < p.num_sections; ++s) {
+    run += diff[s];
+    p.section_total[s] = run;
+    p.lower_bound = std::max(p.lower_bound, run);
+  }
+
+  // Conflict graph by a sweep over items sorted by start section.
+  std::vector<int> by_start(n);
+  std::iota(by_start.begin(), by_start.end(), 0);
+  std::sort(by_start.begin(), by_start.end(), [&](int a, int b) {
+    return p.s0[a] != p.s0[b] ? p.s0[a] < p.s0[b] : a < b;
+  });
+  std::vector<std::vector<int>> nbrs(n);
+  size_t pairs = 0;
+  bool ok = true;
+  for (int x = 0; x < n && ok; ++x) {
+    const int a = by_start[x];
+    for (int y = x + 1; y < n; ++y) {
+      const int b = by_start[y];
+      if (p.s0[b] >= p.s1[a]) break;
+      nbrs[a].push_back(b);
+      nbrs[b].push_back(a);
+      if (++pairs > kMaxConflictPairs) {
+        ok = false;
+        break;
+      }
+    }
+  }
+  p.adj_ok = ok;
+  if (ok) {
+    p.adj_begin.assign(n + 1, 0);
+    for (int i = 0; i < n; ++i) p.adj_begin[i + 1] = p.adj_begin[i] + nbrs[i].size();
+    p.adj.reserve(p.adj_begin[n]);
+    // Neighbours by size ascending: the blocked-item bound scans them in that order
+    // and stops early.
+    for (int i = 0; i < n; ++i) {
+      std::sort(nbrs[i].begin(), nbrs[i].end(), [&](int a, int b) {
+        return p.size[a] != p.size[b] ? p.size[a] < p.size[b] : a < b;
+      });
+      p.adj.insert(p.adj.end(), nbrs[i].begin(), nbrs[i].end());
+    }
+  }
+
+  p.peak.assign(n, 0);
+  for (int i = 0; i < n; ++i) {
+    for (int s = p.s0[i]; s < p.s1[i]; ++s) p.peak[i] = std::max(p.peak[i], p.section_total[s]);
+  }
+  return p;
+}
+
+// Static preference orders tried in turn by the restarts; keys compared descending:
+// T = fullest section the item lives in, S = size, W = lifetime width, A = S * W.
+constexpr const char* const kOrderings[] = {"TWA", "TAW", "LSTW", "ALS",
+                                            "TLS", "WAT", "TSW", "SWT"};
+
+static_assert(sizeof(kOrderings) / sizeof(kOrderings[0]) == kNumOrderings);
+
+// Sets rank / by_rank / sym_prev for ordering `which`; a nonzero seed jitters ties and
+// swaps near neighbours so later restarts differ.
+void apply_ordering(Prepared& p, int which, uint64_t seed) {
+  const int n = p.n();
+  const char* keys = kOrderings[which % kNumOrderings];
+  p.by_rank.resize(n);
+  std::iota(p.by_rank.begin(), p.by_rank.end(), 0);
+  auto key = [&](int a, char c) -> int64_t {
+    switch (c) {
+      case 'T': return p.peak[a];
+      case 'S': return p.size[a];
+      case 'W': return p.s1[a] - p.s0[a];
+      case 'L': return -p.s0[a];
+      case 'R': return p.s1[a];
+      default: return p.size[a] * (p.s1[a] - p.s0[a]);
+    }
+  };
+  std::vector<uint64_t> tie(n);
+  for (int i = 0; i < n; ++i) tie[i] = seed == 0 ? static_cast<uint64_t>(i) : mix64(seed ^ i);
+  std::sort(p.by_rank.begin(), p.by_rank.end(), [&](int a, int b) {
+    for (const char* c = keys; *c; ++c) {
+      const int64_t va = key(a, *c), vb = key(b, *c);
+      if (va != vb) return va > vb;
+    }
+    return tie[a] < tie[b];
+  });
+  if (seed != 0) {
+    for (int r = 0; r + 1 < n; ++r) {
+      if (mix64(seed * 31 + r) % 4 == 0) std::swap(p.by_rank[r], p.by_rank[r + 1]);
+    }
+  }
+  p.rank.resize(n);
+  for (int r = 0; r < n; ++r) p.rank[p.by_rank[r]] = r;
+
+  // Identical items, chained in rank order.
+  p.sym_prev.assign(n, -1);
+  std::vector<int> ident = p.by_rank;
+  std::stable_sort(ident.begin(), ident.end(), [&](int a, int b) {
+    return std::tie(p.s0[a], p.s1[a], p.size[a], p.align[a]) <
+           std::tie(p.s0[b], p.s1[b], p.size[b], p.align[b]);
+  });
+  for (int x = 1; x < n; ++x) {
+    const int a = ident[x - 1], b = ident[x];
+    if (p.s0[a] == p.s0[b] && p.s1[a] == p.s1[b] && p.size[a] == p.size[b] &&
+        p.align[a] == p.align[b]) {
+      p.sym_prev[b] = a;
+    }
+  }
+}
+
+namespace {
+// ---------------------------------------------------------------------------------
+// Greedy upper bound: best-fit over a few orders (smallest gap that fits, else on top).
+
+std::vector<int64_t> greedy_best_fit(const Prepared& p, const std::vector<int>& order,
+                                     int64_t* arena) {
+  const int n = p.n();
+  std::vector<int64_t> off(n, -1);
+  std::vector<std::pair<int64_t, int64_t>> busy;  // (offset, top) of placed conflicts
+  int64_t top_all = 0;
+  for (int b : order) {
+    busy.clear();
+    if (p.adj_ok) {
+      for (size_t k = p.adj_begin[b]; k < p.adj_begin[b + 1]; ++k) {
+        const int c = p.adj[k];
+        if (off[c] >= 0) busy.emplace_back(off[c], off[c] + p.size[c]);
+      }
+    } else {
+      for (int c = 0; c < n; ++c) {
+        if (c != b && off[c] >= 0 && p.s0[c] < p.s1[b] && p.s0[b] < p.s1[c]) {
+          busy.emplace_back(off[c], off[c] + p.size[c]);
+        }
+      }
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t cur = 0, best = -1, best_gap = kInf;
+    for (const auto& [o, t] : busy) {
+      const int64_t at = align_up(cur, p.align[b]);
+      if (at + p.size[b] <= o && o - cur < best_gap) {
+        best_gap = o - cur;
+        best = at;
+      }
+      cur = std::max(cur, t);
+    }
+    if (best < 0) best = align_up(cur, p.align[b]);
+    off[b] = best;
+    top_all = std::max(top_all, best + p.size[b]);
+  }
+  *arena = top_all;
+  return off;
+}
+
+}  // namespace
+
+std::vector<int64_t> best_greedy(const Prepared& p, int64_t* arena) {
+  const int n = p.n();
+  std::vector<std::vector<int>> orders;
+  std::vector<int> o(n);
+  std::iota(o.begin(), o.end(), 0);
+  std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return p.size[a] > p.size[b]; });
+  orders.push_back(o);
+  std::stable_sort(o.begin(), o.end(), [&](int a, int b) {
+    const int64_t aa = p.size[a] * (p.s1[a] - p.s0[a]), ab = p.size[b] * (p.s1[b] - p.s0[b]);
+    return aa > ab;
+  });
+  orders.push_back(o);
+  orders.push_back(p.by_rank);
+  std::vector<int64_t> best;
+  int64_t best_arena = kInf;
+  for (const auto& order : orders) {
+    int64_t a = 0;
+    auto off = greedy_best_fit(p, order, &a);
+    if (a < best_arena) {
+      best_arena = a;
+      best = std::move(off);
+    }
+  }
+  *arena = n == 0 ? 0 : best_arena;
+  return best;
+}
+
+}  // namespace carve::planner::exact_detail
