@@ -1,7 +1,7 @@
 // ParallelExecutor: dependency counting on a Schedule inside a tbb::task_arena.
 //
 // Each run allocates one atomic counter per task (its predecessor count). Sources are
-// spawned into a tbb::task_group; a finished task decrements its successors' counters,
+// handed to a tbb::task_group in ranges (split in halves down to a grain); a finished task decrements its successors' counters,
 // spawns every successor that reaches zero except one, which it runs itself next (saves a
 // spawn on chains). A task's end stamp is written before its successors are released, so
 // with the checker on a correctly ordered successor always starts after it ended.
@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <algorithm>
 #include <memory>
 #include <new>
 #include <thread>
@@ -70,6 +71,29 @@ void run_from(const RunContext& c, int32_t t) {
     }
     t = next;
   }
+}
+
+// Runs sources [lo, hi): halves are handed to the task_group until a range is at most
+// `grain` long, which runs here one after another (a wide graph costs ~threads spawns
+// instead of one per source; successors released on the way are spawned as usual).
+void run_sources(const RunContext& c, size_t lo, size_t hi, size_t grain) {
+  const std::vector<int32_t>& sources = c.schedule.sources();
+  if (grain <= 1) {
+    // One task per source, oldest first: thieves take sources in order while the caller
+    // runs the first (what the stretched checker runs rely on to overlap neighbours).
+    for (size_t i = lo + 1; i < hi; ++i) {
+      const int32_t s = sources[i];
+      c.group->run([&c, s] { run_from(c, s); });
+    }
+    if (lo < hi) run_from(c, sources[lo]);
+    return;
+  }
+  while (hi - lo > grain) {
+    const size_t mid = lo + (hi - lo) / 2;
+    c.group->run([&c, mid, hi, grain] { run_sources(c, mid, hi, grain); });
+    hi = mid;
+  }
+  for (size_t i = lo; i < hi; ++i) run_from(c, sources[i]);
 }
 
 }  // namespace
@@ -137,13 +161,13 @@ Status ParallelExecutor::run(const Program& program, const Schedule& schedule, c
       impl_->arena.execute([&] {
         tbb::task_group group;
         ctx.group = &group;
-        const std::vector<int32_t>& sources = schedule.sources();
-        for (size_t i = 1; i < sources.size(); ++i) {
-          const int32_t s = sources[i];
-          group.run([&ctx, s] { run_from(ctx, s); });
-        }
-        const int32_t first = sources.empty() ? -1 : sources[0];
-        group.run_and_wait([&ctx, first] { run_from(ctx, first); });
+        const size_t sources = schedule.sources().size();
+        // Every source its own task when the checker stretches tasks (so unordered tasks
+        // overlap); otherwise ~4 ranges per thread.
+        const size_t per_thread_ranges = 4 * static_cast<size_t>(impl_->threads);
+        const size_t grain =
+            timed && options.stretch_us > 0 ? 1 : std::max<size_t>(1, sources / per_thread_ranges);
+        group.run_and_wait([&ctx, sources, grain] { run_sources(ctx, 0, sources, grain); });
       });
     } catch (const std::bad_alloc&) {
       return Status(ErrorCode::kOutOfMemory, "parallel executor: out of memory");

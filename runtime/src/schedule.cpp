@@ -327,7 +327,6 @@ Result<Schedule> build_schedule(const Program& program, const ScheduleOptions& o
       t.chunk = static_cast<int32_t>(c);
       t.tile_begin = L.tile_begin + tiles * c / chunks;
       t.tile_end = L.tile_begin + tiles * (c + 1) / chunks;
-      if (chunks == 1) t.tile_begin = L.tile_begin, t.tile_end = L.tile_end;
       s.tasks_.push_back(t);
     }
     if (s.tasks_.size() > static_cast<size_t>(INT32_MAX / 2)) return Status(ErrorCode::kUnsupported, "too many tasks");

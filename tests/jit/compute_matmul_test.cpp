@@ -37,7 +37,7 @@ TEST_CASE("jit/compute/matmul/edge_sizes") {
 
 TEST_CASE("jit/compute/matmul/random_shapes_property") {
   if (skip_without_jit()) return;
-  CHECK(rc_check("matmul random M K N", 30, [] {
+  CHECK(rc_check("matmul random M K N", 20, [] {
     auto dim = [] { return *rc::gen::oneOf(rc::gen::just<int64_t>(1), rc::gen::inRange<int64_t>(1, 90)); };
     int64_t m = dim(), k = dim(), n = dim();
     DType dt = *rc::gen::element(DType::f32, DType::f64);
@@ -48,7 +48,7 @@ TEST_CASE("jit/compute/matmul/random_shapes_property") {
 
 TEST_CASE("jit/compute/matmul/batched_broadcast_property") {
   if (skip_without_jit()) return;
-  CHECK(rc_check("matmul batch broadcast", 25, [] {
+  CHECK(rc_check("matmul batch broadcast", 20, [] {
     int rank = *rc::gen::inRange(0, 4);
     std::vector<int64_t> out(static_cast<size_t>(rank));
     for (auto& d : out) d = *rc::gen::inRange<int64_t>(1, 4);
@@ -96,7 +96,7 @@ TEST_CASE("jit/compute/matmul/vector_operands") {
 
 TEST_CASE("jit/compute/gemm/flags_property") {
   if (skip_without_jit()) return;
-  CHECK(rc_check("gemm trans alpha beta c", 30, [] {
+  CHECK(rc_check("gemm trans alpha beta c", 20, [] {
     int64_t m = *rc::gen::inRange<int64_t>(1, 50), k = *rc::gen::inRange<int64_t>(1, 60),
             n = *rc::gen::inRange<int64_t>(1, 50);
     bool ta = *rc::gen::arbitrary<bool>(), tb = *rc::gen::arbitrary<bool>();
@@ -215,6 +215,11 @@ TEST_CASE("jit/compute/matmul/tile_ranges") {
       CHECK(compare(*parts, *whole) == "");
     }
   }
+  // Without scratch the panel is packed on the stack in shorter K blocks: same result
+  // within the dot-product tolerance (the K summation is split differently).
+  auto stack = run_node_tiles(*g, node, in, natural, {{0, natural}}, /*drop_scratch=*/true);
+  REQUIRE(stack.ok());
+  CHECK(compare(*stack, (*ref)[0], dot_tol(130), dot_tol(130)) == "");
 }
 
 TEST_CASE("jit/compute/tiles/rules_and_registration") {

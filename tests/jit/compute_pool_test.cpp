@@ -46,7 +46,7 @@ PoolCase random_pool(bool is_max) {
 
 TEST_CASE("jit/compute/pool/max_property") {
   if (skip_without_jit()) return;
-  CHECK(rc_check("max_pool kernel strides pads ceil_mode", 40, [] {
+  CHECK(rc_check("max_pool kernel strides pads ceil_mode", 25, [] {
     PoolCase p = random_pool(true);
     RC_PRE(fits(p));
     RC_ASSERT(check_pool(p, *rc::gen::arbitrary<uint64_t>()) == std::string());
@@ -55,7 +55,7 @@ TEST_CASE("jit/compute/pool/max_property") {
 
 TEST_CASE("jit/compute/pool/avg_property") {
   if (skip_without_jit()) return;
-  CHECK(rc_check("avg_pool kernel strides pads ceil_mode count_include_pad", 40, [] {
+  CHECK(rc_check("avg_pool kernel strides pads ceil_mode count_include_pad", 25, [] {
     PoolCase p = random_pool(false);
     RC_PRE(fits(p));
     RC_ASSERT(check_pool(p, *rc::gen::arbitrary<uint64_t>()) == std::string());

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -22,13 +23,22 @@ using namespace carve::jit::jittest;
 using ir::GraphBuilder;
 using ir::ValueId;
 
-// Random inputs for every graph input, in id order, uniform in [lo, hi].
+// Random inputs for every graph input, in id order, from jittest::random_tensor (values
+// in [lo, hi] with occasional +-0, +-inf and NaN). Inputs named in `finite` get their
+// non-finite values replaced by 0.5.
 inline std::vector<HostTensor> random_inputs(const ir::Graph& g, uint64_t seed, double lo = -1,
-                                             double hi = 1) {
+                                             double hi = 1, const std::vector<std::string>& finite = {}) {
   std::mt19937_64 rng(seed);
   std::vector<HostTensor> in;
   for (const ir::Value& v : g.values) {
-    if (v.kind == ir::ValueKind::input) in.push_back(random_tensor(rng, v.type.dtype, v.type.shape, lo, hi));
+    if (v.kind != ir::ValueKind::input) continue;
+    HostTensor t = random_tensor(rng, v.type.dtype, v.type.shape, lo, hi);
+    if (ir::is_float(v.type.dtype) && std::find(finite.begin(), finite.end(), v.name) != finite.end()) {
+      std::vector<double> d = t.to_doubles();
+      for (double& x : d) if (!std::isfinite(x)) x = 0.5;
+      t = HostTensor::from_doubles(v.type.dtype, v.type.shape, d);
+    }
+    in.push_back(std::move(t));
   }
   return in;
 }
@@ -50,22 +60,29 @@ inline std::string jit_vs_reference(const ir::Graph& g, const std::vector<HostTe
 
 // Builds with `make`, runs on random inputs; reports (with the graph) on mismatch.
 inline std::string check(const std::function<void(GraphBuilder&)>& make, uint64_t seed, double rtol,
-                         double atol, double lo = -1, double hi = 1, const RunOptions& opt = {}) {
+                         double atol, double lo = -1, double hi = 1, const RunOptions& opt = {},
+                         const std::vector<std::string>& finite = {}) {
   GraphBuilder b;
   make(b);
   auto g = b.build();
   if (!g.ok()) return "build: " + g.status().to_string();
-  return jit_vs_reference(*g, random_inputs(*g, seed, lo, hi), rtol, atol, opt);
+  return jit_vs_reference(*g, random_inputs(*g, seed, lo, hi, finite), rtol, atol, opt);
 }
 
 // The single node `node` of `g` compiled as one group with `num_tiles` tiles and run as
 // the given consecutive tile ranges (each [from, to)). Inputs are the graph inputs in id
 // order; every node input must be a graph input. Returns the node's output.
+// drop_scratch: no scratch operand (GEMM kernels pack on the stack instead).
 inline Result<HostTensor> run_node_tiles(const ir::Graph& g, ir::NodeId node,
                                          const std::vector<HostTensor>& in, int64_t num_tiles,
-                                         const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+                                         const std::vector<std::pair<int64_t, int64_t>>& ranges,
+                                         bool drop_scratch = false) {
   CARVE_ASSIGN_OR_RETURN(KernelGroup group, make_single_node_group(g, node));
   group.num_tiles = num_tiles;
+  if (drop_scratch) {  // the kernel then packs on its stack
+    group.scratch_bytes = 0;
+    std::erase_if(group.operands, [](const KernelOperand& op) { return op.role == OperandRole::scratch; });
+  }
   CARVE_ASSIGN_OR_RETURN(CompiledKernel k, shared_jit()->compile_group(g, group));
   std::vector<const HostTensor*> by_value(g.values.size(), nullptr);
   size_t next = 0;

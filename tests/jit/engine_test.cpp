@@ -272,4 +272,38 @@ TEST_CASE("jit/engine/opt level 0 kernels compute the same") {
   CHECK((*a)[0].bytes == (*b)[0].bytes);
 }
 
+TEST_CASE("jit/engine/matmul with a fused epilogue equals the reference") {
+  if (skip_without_jit()) return;
+  for (DType d : {DType::f32, DType::f16}) {
+    ir::GraphBuilder b;
+    auto x = b.input("x", d, {13, 17});
+    auto w = b.input("w", d, {17, 9});
+    auto bias = b.input("bias", d, {9});
+    auto res = b.input("res", d, {13, 9});
+    b.output(b.add(b.gelu(b.add(b.matmul(x, w), bias)), res));
+    auto g = b.build();
+    REQUIRE(g.ok());
+    std::mt19937_64 rng(11);
+    std::vector<HostTensor> in = {random_tensor(rng, d, {13, 17}, -1, 1), random_tensor(rng, d, {17, 9}, -1, 1),
+                                  random_tensor(rng, d, {9}), random_tensor(rng, d, {13, 9})};
+    std::vector<CompiledKernel> kernels;
+    auto out = run_jit(*shared_jit(), *g, in, nullptr, {}, &kernels);
+    if (!out.ok() && out.status().code() == ErrorCode::kUnsupported) {
+      carve::test::skip("matmul emitter not built: " + out.status().message());
+      return;
+    }
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    CHECK(kernels.size() == 1);  // matmul + add + gelu + add in one kernel
+    RunOptions unfused;
+    unfused.fusion.fuse = false;
+    auto u = run_jit(*shared_jit(), *g, in, nullptr, unfused);
+    REQUIRE(u.ok());
+    CHECK(compare((*out)[0], (*u)[0]) == "");  // the epilogue rounds like the unfused nodes
+    auto ref = run_reference(*g, in);
+    REQUIRE(ref.ok());
+    double tol = d == DType::f16 ? 4.0 / 1024 : 1e-5;
+    CHECK(compare((*out)[0], (*ref)[0], tol, tol) == "");
+  }
+}
+
 }  // namespace carve::jit::jittest

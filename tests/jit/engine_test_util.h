@@ -79,8 +79,8 @@ inline Result<std::vector<HostTensor>> run_jit(JitCompiler& jit, const ir::Graph
       if (next_input >= inputs.size()) return Status(ErrorCode::kInvalidArgument, "too few inputs");
       const HostTensor& t = inputs[next_input++];
       if (t.bytes.size() != static_cast<size_t>(*size)) return Status(ErrorCode::kInvalidArgument, "input size");
-      std::memcpy(buf.data(), t.bytes.data(), t.bytes.size());
-    } else if (v.kind == ir::ValueKind::constant && v.data) {
+      if (!t.bytes.empty()) std::memcpy(buf.data(), t.bytes.data(), t.bytes.size());
+    } else if (v.kind == ir::ValueKind::constant && v.data && !v.data->empty()) {
       std::memcpy(buf.data(), v.data->data(), v.data->size());
     }
     ptr[static_cast<size_t>(v.id)] = buf.data();
@@ -183,7 +183,7 @@ inline std::string compare(const HostTensor& actual, const HostTensor& expected,
 }
 
 // Random tensor data. Floats: mostly in [lo, hi], some small integers (ties for
-// comparisons), rounded to the dtype; ints: full range for i8/u8, [-1000, 1000] else
+// comparisons, signed zeros), ~3% specials (+-0, +-inf, NaN), rounded to the dtype; ints: full range for i8/u8, [-1000, 1000] else
 // (or `lo..hi` when given as a narrower range).
 inline HostTensor random_tensor(std::mt19937_64& rng, DType dtype, Shape shape, double lo = -8, double hi = 8) {
   int64_t n = 1;
@@ -198,7 +198,16 @@ inline HostTensor random_tensor(std::mt19937_64& rng, DType dtype, Shape shape, 
       case DType::u8: x = static_cast<uint8_t>(rng()); break;
       case DType::i32: x = pick(rng) < 3 ? static_cast<double>(static_cast<int32_t>(rng())) : std::round(real(rng) * 125); break;
       case DType::i64: x = pick(rng) < 3 ? static_cast<double>(static_cast<int64_t>(rng() >> 11) - (int64_t{1} << 52)) : std::round(real(rng) * 125); break;
-      default: x = pick(rng) == 0 ? std::round(real(rng)) : real(rng); break;
+      default: {
+        int p = pick(rng);
+        if (p == 1 && rng() % 3 == 0) {  // signed zeros, infinities, NaN now and then
+          const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN};
+          x = specials[rng() % 5];
+        } else {
+          x = p == 0 ? std::round(real(rng)) : real(rng);
+        }
+        break;
+      }
     }
   }
   return HostTensor::from_doubles(dtype, std::move(shape), v);

@@ -75,10 +75,11 @@ class [[nodiscard]] Result {
   // Precondition: ok(). Checked with assert in debug builds.
   T& value() & { assert(ok()); return std::get<T>(data_); }
   const T& value() const& { assert(ok()); return std::get<T>(data_); }
-  T&& value() && { assert(ok()); return std::get<T>(std::move(data_)); }
+  // By value, so `for (x : *make_result())` cannot dangle into a destroyed temporary.
+  T value() && { assert(ok()); return std::get<T>(std::move(data_)); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
+  T operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 

@@ -12,6 +12,10 @@
 //    run and de-interleaves it with a shuffle), border columns run scalar with clamped,
 //    masked loads.
 //  - other dtypes: a plain per-output loop (f16/bf16 in float, integers wrapping).
+// Padding: the direct and plain paths skip padded taps like the reference. The GEMM path
+// packs padding as zeros, so a padded tap adds 0 * w: identical for finite weights, but
+// an infinite/NaN weight makes outputs whose window overlaps the padding NaN where the
+// reference skips the tap (and an all-zero sum may differ in the sign of zero).
 #include "emit_util.h"
 
 namespace carve::jit::detail {
@@ -209,9 +213,9 @@ Status emit_direct_conv(EmitContext& ec, const ir::Node& node, const tiling::Con
               Value* iw = b.CreateAdd(col0, b.CreateMul(kw, i64c(ec, c.dw)));
               Value* ok = b.CreateAnd(b.CreateICmpSGE(iw, i64c(ec, 0)), b.CreateICmpSLT(iw, i64c(ec, c.w)));
               Value* xv = b.CreateLoad(T, b.CreateGEP(T, xrow, clamp_i(ec, iw, i64c(ec, 0), i64c(ec, c.w - 1))));
-              xv = b.CreateSelect(ok, xv, zero(T));
               Value* wv = b.CreateLoad(T, b.CreateGEP(T, wrow, kw));
-              return std::vector<Value*>{mul_add(ec, wv, xv, a2[0])};
+              // A padded tap is skipped (not 0 * w, which is NaN for an infinite w).
+              return std::vector<Value*>{b.CreateSelect(ok, mul_add(ec, wv, xv, a2[0]), a2[0])};
             }, "kw");
             return r;
           }, "kh");
@@ -259,9 +263,9 @@ Status emit_simple_conv(EmitContext& ec, const ir::Node& node, const tiling::Con
         Value* xi = b.CreateAdd(b.CreateAdd(xbase, b.CreateMul(ci, i64c(ec, HW))),
                                 b.CreateAdd(b.CreateMul(clamp_i(ec, ih, i64c(ec, 0), i64c(ec, c.h - 1)), i64c(ec, c.w)),
                                             clamp_i(ec, iw, i64c(ec, 0), i64c(ec, c.w - 1))));
-        Value* xv = b.CreateSelect(ok, load_elem(ec, dtype, X, xi), zero(ct));
+        Value* xv = load_elem(ec, dtype, X, xi);
         Value* wv = load_elem(ec, dtype, Wt, b.CreateAdd(wbase, k));
-        return std::vector<Value*>{add(ec, a[0], mul(ec, wv, xv))};
+        return std::vector<Value*>{b.CreateSelect(ok, add(ec, a[0], mul(ec, wv, xv)), a[0])};
       }, "k");
       Value* v = acc[0];
       if (Bias) v = add(ec, v, load_elem(ec, dtype, Bias, o));

@@ -73,11 +73,12 @@ Value* ic(Type* t, uint64_t v) { return llvm::ConstantInt::get(t, v); }
 
 Value* exp_d(llvm::IRBuilder<>& b, Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x); }
 
-// NaN-propagating max/min on floats.
+// NaN-propagating max/min on floats; otherwise std::max/std::min (x when equal, so
+// max(-0, +0) = -0 and max(+0, -0) = +0, like the reference).
 Value* fmax_nan(llvm::IRBuilder<>& b, Value* x, Value* y, bool is_max) {
-  Value* pick_x = is_max ? b.CreateFCmpOGT(x, y) : b.CreateFCmpOLT(x, y);
-  pick_x = b.CreateOr(pick_x, b.CreateFCmpUNO(x, x));
-  return b.CreateSelect(pick_x, x, y);
+  Value* pick_y = is_max ? b.CreateFCmpOLT(x, y) : b.CreateFCmpOLT(y, x);
+  pick_y = b.CreateOr(pick_y, b.CreateFCmpUNO(y, y));
+  return b.CreateSelect(pick_y, y, x);
 }
 
 // Integer division with defined results: x / 0 = 0, MIN / -1 = MIN (wraps).
@@ -286,9 +287,10 @@ Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir
       Value* d = to_d(x);
       Type* dt = d->getType();
       Value* v = b.CreateFAdd(b.CreateFMul(fc(dt, attr_float(node, "alpha", 0.2)), d), fc(dt, attr_float(node, "beta", 0.5)));
-      v = b.CreateSelect(b.CreateFCmpOGT(v, fc(dt, 1.0)), fc(dt, 1.0), v);
-      v = b.CreateSelect(b.CreateFCmpOLT(v, fc(dt, 0.0)), fc(dt, 0.0), v);
-      return from_d(v);
+      // std::max(0, std::min(1, v)), NaN kept
+      Value* r = b.CreateSelect(b.CreateFCmpOLT(v, fc(dt, 1.0)), v, fc(dt, 1.0));
+      r = b.CreateSelect(b.CreateFCmpOLT(fc(dt, 0.0), r), r, fc(dt, 0.0));
+      return from_d(b.CreateSelect(b.CreateFCmpUNO(v, v), v, r));
     }
     default:
       break;

@@ -63,15 +63,22 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
   const int W = kn.w, NRV = kn.nrv, MR = kn.mr, NR = kn.nr();
   Type* T = storage_type(ec, spec.dtype);
   Type* VT = vec_type(T, W);
-  const int64_t esize = ir::dtype_size(spec.dtype);
   const StoreTarget target = store_target(ec, node, epilogue);
   ir::ValueId target_value =
       epilogue ? ec.graph.node(ec.group.nodes.back()).outputs[0] : node.outputs[0];
   const bool kblock_ok = target.dtype == spec.dtype && !output_may_alias(ec, target_value);
 
   const int64_t K = tiles.k;
-  int64_t KC = tiles.kc, ldp = tiles.panel_ld, ncb = tiles.cols_per_tile;
-  const int64_t capacity = tiles.kc * tiles.panel_ld;  // panel elements
+  const int64_t units = tiles.tiles();
+  const int64_t chunk = units_per_kernel_tile(ec, units);
+  const int64_t slots = (units + chunk - 1) / chunk;
+  // The panel lives in the group's scratch (slot per kernel tile) when the group has
+  // enough; else on the stack, with a K block of at most 64 rows to bound the frame.
+  Value* scratch = scratch_ptr(ec);
+  if (scratch && ec.group.scratch_bytes < slots * tiles.panel_bytes) scratch = nullptr;
+  int64_t KC = scratch ? tiles.kc : std::min<int64_t>(tiles.kc, 64);
+  int64_t ldp = tiles.panel_ld, ncb = tiles.cols_per_tile;
+  const int64_t capacity = KC * tiles.panel_ld;  // panel elements
   if (K > KC && !kblock_ok) {
     // Pack all of K at once, in column blocks narrow enough to fit the panel.
     int64_t cols = capacity / K - 16;
@@ -85,12 +92,7 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
     ldp = ncb + 16;
   }
   const bool kblocked = K > KC;
-  const int64_t units = tiles.tiles();
-  const int64_t chunk = units_per_kernel_tile(ec, units);
-  const int64_t slots = (units + chunk - 1) / chunk;
-  const int64_t panel_bytes = capacity * esize;
-  Value* scratch = scratch_ptr(ec);
-  if (scratch && ec.group.scratch_bytes < slots * panel_bytes) scratch = nullptr;
+  const int64_t panel_bytes = tiles.panel_bytes;  // scratch slot stride
   Value* stack_panel = scratch ? nullptr : entry_alloca(ec, T, capacity, "panel");
   Value* edge = entry_alloca(ec, T, static_cast<int64_t>(MR) * NR, "edge");
   const int64_t per_gemm = tiles.row_tiles * tiles.col_tiles;
@@ -204,12 +206,29 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
             if_then_else(
                 ec, full,
                 [&] {
+                  if (!epilogue) {
+                    for (int r = 0; r < MR; ++r) {
+                      for (int v = 0; v < NRV; ++v) {
+                        finish(acc[static_cast<size_t>(r * NRV + v)], b.CreateAdd(i, i64c(ec, r)),
+                               b.CreateAdd(colp, i64c(ec, v * W)), W);
+                      }
+                    }
+                    return;
+                  }
+                  // With an epilogue: spill the tile and finish it row by row, so the
+                  // epilogue's code is emitted NRV times, not MR * NRV times.
                   for (int r = 0; r < MR; ++r) {
                     for (int v = 0; v < NRV; ++v) {
-                      finish(acc[static_cast<size_t>(r * NRV + v)], b.CreateAdd(i, i64c(ec, r)),
-                             b.CreateAdd(colp, i64c(ec, v * W)), W);
+                      store_vec(ec, acc[static_cast<size_t>(r * NRV + v)],
+                                b.CreateGEP(T, edge, i64c(ec, r * NR + v * W)));
                     }
                   }
+                  for_range(ec, i64c(ec, 0), i64c(ec, MR), 1, [&](Value* r) {
+                    for (int v = 0; v < NRV; ++v) {
+                      Value* val = load_vec(ec, VT, b.CreateGEP(T, edge, b.CreateAdd(b.CreateMul(r, i64c(ec, NR)), i64c(ec, v * W))));
+                      finish(val, b.CreateAdd(i, r), b.CreateAdd(colp, i64c(ec, v * W)), W);
+                    }
+                  }, "fr");
                 },
                 [&] {
                   for (int r = 0; r < MR; ++r) {

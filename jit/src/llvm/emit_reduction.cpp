@@ -67,9 +67,10 @@ Value* splat_like(EmitContext& ec, Value* scalar, int lanes) {
 }
 
 // Folds f over elements [0, n) of a contiguous run at base (vector body + scalar tail).
-// Returns the scalar result; `vinit`/`sinit` are the identities.
+// f folds an element (or vector) into the accumulator, merge combines two partial
+// results; `identity` is f's identity. Returns the scalar result.
 Value* fold_run(EmitContext& ec, ir::DType dtype, Value* base, Value* start, int64_t n, int lanes,
-                Type* ct, Value* identity,
+                Value* identity,
                 const std::function<Value*(Value* acc, Value* x)>& f,
                 const std::function<Value*(Value*, Value*)>& merge) {
   auto& b = ec.b;
@@ -82,7 +83,6 @@ Value* fold_run(EmitContext& ec, ir::DType dtype, Value* base, Value* start, int
     }, "fv");
     s = horizontal(ec, acc[0], merge);
   }
-  (void)ct;
   if (nv < n) {
     auto acc = for_range_carry(ec, i64c(ec, nv), i64c(ec, n), 1, {s}, [&](Value* j, const std::vector<Value*>& a) {
       return std::vector<Value*>{f(a[0], load_n(ec, dtype, base, b.CreateAdd(start, j), 0))};
@@ -140,14 +140,16 @@ Status emit_reduce(EmitContext& ec, const ir::Node& node) {
     }
     return off;
   };
-  // Nested loops over reduced dims red[from..], carrying `acc`; leaf(offset, acc).
-  std::function<Value*(size_t, Value*, Value*, const std::function<Value*(Value*, Value*)>&)> nest =
-      [&](size_t from, Value* off, Value* acc, const std::function<Value*(Value*, Value*)>& leaf) -> Value* {
-    if (from == red.size()) return leaf(off, acc);
-    size_t d = red[from];
+  // Nested loops over the dims loop_dims[from..], carrying `acc`; leaf(offset, acc).
+  using Leaf = std::function<Value*(Value*, Value*)>;
+  std::function<Value*(const std::vector<size_t>&, size_t, Value*, Value*, const Leaf&)> nest =
+      [&](const std::vector<size_t>& loop_dims, size_t from, Value* off, Value* acc, const Leaf& leaf) -> Value* {
+    if (from == loop_dims.size()) return leaf(off, acc);
+    size_t d = loop_dims[from];
     auto r = for_range_carry(ec, i64c(ec, 0), i64c(ec, rs.dims[d]), 1, {acc},
                              [&](Value* i, const std::vector<Value*>& a) {
-      return std::vector<Value*>{nest(from + 1, b.CreateAdd(off, b.CreateMul(i, i64c(ec, stride[d]))), a[0], leaf)};
+      return std::vector<Value*>{
+          nest(loop_dims, from + 1, b.CreateAdd(off, b.CreateMul(i, i64c(ec, stride[d]))), a[0], leaf)};
     }, "rd");
     return r[0];
   };
@@ -159,27 +161,20 @@ Status emit_reduce(EmitContext& ec, const ir::Node& node) {
     const int64_t n = rs.dims[inner];
     for_units(ec, rs.units, [&](Value*, Value* o) {
       Value* base = kept_offset(o, kept);
-      Value* acc = identity;
-      std::vector<size_t> saved = red;
-      red = outer_red;
-      acc = nest(0, base, acc, [&](Value* off, Value* a) {
-        Value* s = fold_run(ec, dtype, X, off, n, lanes, ct, identity, f, f);
-        return f(a, s);
+      Value* acc = nest(outer_red, 0, base, identity, [&](Value* off, Value* a) {
+        return f(a, fold_run(ec, dtype, X, off, n, lanes, identity, f, f));
       });
-      red = saved;
       store_elem(ec, dtype, Y, o, finish(acc));
     });
   } else {
     const int64_t L = rs.dims.back();
     std::vector<size_t> outer_kept(kept.begin(), kept.end() - 1);
-    Type* vt = vec_type(ct, lanes);
     for_units(ec, rs.units, [&](Value*, Value* r) {
       Value* base = kept_offset(r, outer_kept);
       Value* ybase = b.CreateMul(r, i64c(ec, L));
       map_run(ec, L, lanes, [&](Value* j, int ln) {
         Value* init = ln == 0 ? identity : splat(ec, ln, identity);
-        (void)vt;
-        Value* acc = nest(0, b.CreateAdd(base, j), init, [&](Value* off, Value* a) {
+        Value* acc = nest(red, 0, b.CreateAdd(base, j), init, [&](Value* off, Value* a) {
           return f(a, load_n(ec, dtype, X, off, ln));
         });
         store_n(ec, dtype, Y, b.CreateAdd(ybase, j), finish(acc));
@@ -205,8 +200,8 @@ Status emit_softmax(EmitContext& ec, const ir::Node& node) {
   if (s.inner == 1) {
     for_units(ec, ut.units, [&](Value*, Value* o) {
       Value* base = b.CreateMul(o, i64c(ec, s.len));
-      Value* m = fold_run(ec, dtype, X, base, s.len, lanes, ct, ninf, fmax, fmax);
-      Value* sum = fold_run(ec, dtype, X, base, s.len, lanes, ct, zero(ct),
+      Value* m = fold_run(ec, dtype, X, base, s.len, lanes, ninf, fmax, fmax);
+      Value* sum = fold_run(ec, dtype, X, base, s.len, lanes, zero(ct),
                             [&](Value* a, Value* x) {
                               int ln = x->getType()->isVectorTy() ? lanes : 0;
                               return b.CreateFAdd(a, util::exp(ec, b.CreateFSub(x, splat_like(ec, m, ln))));
@@ -271,9 +266,9 @@ Status emit_layer_norm(EmitContext& ec, const ir::Node& node) {
   const tiling::UnitTiles ut = tiling::unit_tiles_for(g, node);
   for_units(ec, ut.units, [&](Value*, Value* o) {
     Value* base = b.CreateMul(o, i64c(ec, D));
-    Value* sum = fold_run(ec, dtype, X, base, D, lanes, ct, zero(ct), fadd, fadd);
+    Value* sum = fold_run(ec, dtype, X, base, D, lanes, zero(ct), fadd, fadd);
     Value* mean = b.CreateFDiv(sum, fpc(ct, static_cast<double>(D)));
-    Value* sq = fold_run(ec, dtype, X, base, D, lanes, ct, zero(ct), [&](Value* a, Value* x) {
+    Value* sq = fold_run(ec, dtype, X, base, D, lanes, zero(ct), [&](Value* a, Value* x) {
       int ln = x->getType()->isVectorTy() ? lanes : 0;
       Value* d = b.CreateFSub(x, splat_like(ec, mean, ln));
       return mul_add(ec, d, d, a);
@@ -340,7 +335,7 @@ Status emit_global_avg_pool(EmitContext& ec, const ir::Node& node) {
   auto fadd = [&](Value* a, Value* x) { return b.CreateFAdd(a, x); };
   const tiling::UnitTiles ut = tiling::unit_tiles_for(g, node);
   for_units(ec, ut.units, [&](Value*, Value* plane) {
-    Value* sum = fold_run(ec, dtype, X, b.CreateMul(plane, i64c(ec, spatial)), spatial, lanes, ct,
+    Value* sum = fold_run(ec, dtype, X, b.CreateMul(plane, i64c(ec, spatial)), spatial, lanes,
                           zero(ct), fadd, fadd);
     store_elem(ec, dtype, Y, plane, b.CreateFDiv(sum, fpc(ct, static_cast<double>(spatial))));
   });

@@ -165,7 +165,7 @@ class Schedule {
 
   ScheduleStats stats_;
   std::vector<ScheduleTask> tasks_;
-  std::vector<int32_t> launch_first_task_;  // launches + 1 entries
+  std::vector<int32_t> launch_first_task_{0};  // launches + 1 entries
   std::vector<ScheduleEdge> edges_;
   std::vector<int32_t> succ_offsets_, succ_;  // CSR over edges_
   std::vector<int32_t> pred_count_;
@@ -234,7 +234,7 @@ class ParallelExecutor {
   ParallelExecutor(const ParallelExecutor&) = delete;
   ParallelExecutor& operator=(const ParallelExecutor&) = delete;
 
-  int threads() const;
+  int threads() const;  // not on a moved-from executor
 
   // Runs `program` by `schedule` (built for this program). Sequential fallback when the
   // schedule says so and the checker is off. `record` (optional) receives what ran,

@@ -1,0 +1,57 @@
+// Internal: the dlopen'ed CUDA driver and NVRTC entry points. CUDA headers only in jit/src/cuda.
+#pragma once
+
+#include <cuda.h>
+#include <nvrtc.h>
+
+#include <string>
+
+#include "carve/status.h"
+
+namespace carve::jit::cuda::detail {
+
+// Every driver entry point carve uses. Each pointer is declared with the prototype cuda.h
+// gives the macro name (cuMemAlloc expands to cuMemAlloc_v2), and resolved by the same
+// expanded name, so versioned symbols always match the header's mapping.
+struct DriverApi {
+#define CARVE_CU_FNS(X)                                                                              \
+  X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)        \
+  X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                     \
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent)   \
+  X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD)   \
+  X(cuMemsetD8) X(cuMemGetInfo) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)       \
+  X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)   \
+  X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)
+#define CARVE_CU_DECLARE(fn) decltype(&::fn) fn = nullptr;
+  CARVE_CU_FNS(CARVE_CU_DECLARE)
+#undef CARVE_CU_DECLARE
+  void* library = nullptr;
+};
+
+struct NvrtcApi {
+#define CARVE_NVRTC_FNS(X)                                                                          \
+  X(nvrtcVersion) X(nvrtcGetErrorString) X(nvrtcGetNumSupportedArchs) X(nvrtcGetSupportedArchs)    \
+  X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize)    \
+  X(nvrtcGetProgramLog) X(nvrtcGetPTXSize) X(nvrtcGetPTX) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN)
+#define CARVE_NVRTC_DECLARE(fn) decltype(&::fn) fn = nullptr;
+  CARVE_NVRTC_FNS(CARVE_NVRTC_DECLARE)
+#undef CARVE_NVRTC_DECLARE
+  void* library = nullptr;
+  void* builtins = nullptr;
+  std::string library_dir;
+  int major = 0, minor = 0;
+};
+
+// The loaded driver with cuInit done and >= 1 device, or kUnavailable "no CUDA device: ...".
+// Loaded once per process (thread-safe); the result (and error) is cached.
+Result<const DriverApi*> driver();
+// The loaded NVRTC, or kUnavailable "NVRTC not available: ...". Loaded once per process.
+Result<const NvrtcApi*> nvrtc();
+
+// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for a CUresult.
+std::string cu_error_text(const DriverApi& api, CUresult r);
+// Status for a failed driver call: "<what>: <CUresult name> (<text>)"; kOutOfMemory for
+// CUDA_ERROR_OUT_OF_MEMORY, kUnavailable for no-device errors, kInternal otherwise.
+Status cu_status(const DriverApi& api, CUresult r, std::string_view what);
+
+}  // namespace carve::jit::cuda::detail

@@ -1,0 +1,71 @@
+// The CUDA driver/NVRTC API in a build without the CUDA toolkit (CARVE_WITH_CUDA=OFF or not
+// found): everything reports kUnavailable; code generation (codegen_*.cpp) still works.
+#include "carve/jit/cuda/cuda_device.h"
+#include "carve/jit/cuda/cuda_runner.h"
+#include "carve/jit/cuda/nvrtc.h"
+
+namespace carve::jit::cuda {
+namespace {
+Status no_device() {
+  return Status(ErrorCode::kUnavailable, "no CUDA device: carve was built without the CUDA backend (CARVE_WITH_CUDA off or toolkit not found)");
+}
+Status no_nvrtc() {
+  return Status(ErrorCode::kUnavailable, "NVRTC not available: carve was built without the CUDA backend");
+}
+}  // namespace
+
+std::string DeviceInfo::to_string() const { return name + " (" + arch() + ")"; }
+Status driver_status() { return no_device(); }
+Result<int> device_count() { return no_device(); }
+Result<DeviceInfo> device_info(int) { return no_device(); }
+
+Result<std::shared_ptr<CudaContext>> CudaContext::create(int) { return no_device(); }
+CudaContext::~CudaContext() = default;
+Status CudaContext::make_current() const { return no_device(); }
+Result<DevicePtr> CudaContext::allocate(size_t) { return no_device(); }
+Status CudaContext::free(DevicePtr) { return no_device(); }
+Status CudaContext::copy_to_device(DevicePtr, const void*, size_t) { return no_device(); }
+Status CudaContext::copy_from_device(void*, DevicePtr, size_t) { return no_device(); }
+Status CudaContext::copy_device(DevicePtr, DevicePtr, size_t) { return no_device(); }
+Status CudaContext::memset(DevicePtr, uint8_t, size_t) { return no_device(); }
+Status CudaContext::synchronize() { return no_device(); }
+Result<std::pair<int64_t, int64_t>> CudaContext::memory_info() { return no_device(); }
+
+Result<std::unique_ptr<CudaStream>> CudaStream::create(std::shared_ptr<CudaContext>) { return no_device(); }
+CudaStream::~CudaStream() = default;
+Status CudaStream::synchronize() { return no_device(); }
+Result<std::unique_ptr<CudaEvent>> CudaEvent::create(std::shared_ptr<CudaContext>) { return no_device(); }
+CudaEvent::~CudaEvent() = default;
+Status CudaEvent::record(CudaStream*) { return no_device(); }
+Status CudaEvent::synchronize() { return no_device(); }
+Result<float> CudaEvent::elapsed_ms(const CudaEvent&, const CudaEvent&) { return no_device(); }
+Result<std::unique_ptr<CudaModule>> CudaModule::load(std::shared_ptr<CudaContext>, const CudaBinary&, std::string_view) {
+  return no_device();
+}
+CudaModule::~CudaModule() = default;
+Status CudaModule::launch(const LaunchConfig&, std::span<const DevicePtr>, CudaStream*) const { return no_device(); }
+
+Status nvrtc_status() { return no_nvrtc(); }
+Result<std::string> nvrtc_version() { return no_nvrtc(); }
+Result<std::vector<int>> nvrtc_supported_archs() { return no_nvrtc(); }
+Result<std::string> nvrtc_library_dir() { return no_nvrtc(); }
+
+struct NvrtcCompiler::Impl {};
+NvrtcCompiler::NvrtcCompiler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+NvrtcCompiler::~NvrtcCompiler() = default;
+Result<std::unique_ptr<NvrtcCompiler>> NvrtcCompiler::create(const NvrtcOptions&) { return no_nvrtc(); }
+Result<std::shared_ptr<const CudaBinary>> NvrtcCompiler::compile(std::string_view, std::string_view) { return no_nvrtc(); }
+std::vector<std::string> NvrtcCompiler::options_for(std::string_view) const { return {}; }
+Result<std::string> NvrtcCompiler::resolve_target(std::string_view) const { return no_nvrtc(); }
+NvrtcStats NvrtcCompiler::stats() const { return {}; }
+const std::string& NvrtcCompiler::cache_dir() const {
+  static const std::string empty;
+  return empty;
+}
+void NvrtcCompiler::clear_memory_cache() {}
+
+Result<std::vector<HostTensor>> run_graph(const ir::Graph&, std::span<const HostTensor>, ReferenceHandles*, const RunOptions&) {
+  return no_device();
+}
+
+}  // namespace carve::jit::cuda
