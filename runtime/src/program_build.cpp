@@ -145,13 +145,16 @@ Status bind_handles(Program& p, const CompileOptions& options) {
   return Status();
 }
 
-Status plan_memory(Program& p, const CompileOptions& options, const std::vector<jit::KernelGroup>& groups) {
+// Plans the arena; `scratch_buffer[g]` receives group g's scratch buffer index (-1: none).
+Status plan_memory(Program& p, const CompileOptions& options, const std::vector<jit::KernelGroup>& groups,
+                   std::vector<int32_t>& scratch_buffer) {
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& group : groups)
-    if (group.scratch_bytes > 0) {
-      CARVE_RETURN_IF_ERROR(planner::add_scratch_buffer(p.problem, group.name + ".scratch", group.scratch_bytes, 64,
-                                                        group.nodes, p.order)
-                                .status());
+  scratch_buffer.assign(groups.size(), -1);
+  for (size_t g = 0; g < groups.size(); ++g)
+    if (groups[g].scratch_bytes > 0) {
+      CARVE_ASSIGN_OR_RETURN(scratch_buffer[g],
+                             planner::add_scratch_buffer(p.problem, groups[g].name + ".scratch",
+                                                         groups[g].scratch_bytes, 64, groups[g].nodes, p.order));
     }
   PlanSummary& s = p.plan_summary;
   s.strategy = options.strategy;
@@ -181,16 +184,14 @@ Status plan_memory(Program& p, const CompileOptions& options, const std::vector<
 }
 
 // Operand references, aliasing pairs and the hazard sets of one kernel group.
-Result<Launch> bind_group(const Program& p, jit::KernelGroup& group) {
+Result<Launch> bind_group(const Program& p, jit::KernelGroup& group, int32_t scratch_buffer) {
   Launch launch;
   launch.name = group.name;
   for (const jit::KernelOperand& operand : group.operands) {
     MemoryRef ref;
     if (operand.role == jit::OperandRole::scratch) {
-      auto it = std::find_if(p.problem.problem.buffers.begin(), p.problem.problem.buffers.end(),
-                             [&](const auto& b) { return b.id == group.name + ".scratch"; });
-      const auto index = static_cast<size_t>(it - p.problem.problem.buffers.begin());
-      ref = MemoryRef{Region::arena, 0, p.plan.offsets[index], it->size, static_cast<int32_t>(index)};
+      const auto index = static_cast<size_t>(scratch_buffer);
+      ref = MemoryRef{Region::arena, 0, p.plan.offsets[index], p.problem.problem.buffers[index].size, scratch_buffer};
     } else if (operand.value == ir::kNoValue) {  // a state op's handle
       const ir::Node& node = p.graph.node(group.nodes.front());
       CARVE_ASSIGN_OR_RETURN(int32_t h, handle_index(p.graph, node));
@@ -260,12 +261,13 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
     for (ir::ValueId v : group.internal_values) plan_options.unstored[static_cast<size_t>(v)] = true;
   CARVE_ASSIGN_OR_RETURN(p->problem, planner::build_graph_problem(p->graph, p->order, plan_options));
   CARVE_ASSIGN_OR_RETURN(auto groups, reconcile_groups(*p, std::move(fused)));
-  CARVE_RETURN_IF_ERROR(plan_memory(*p, options, groups));
+  std::vector<int32_t> scratch_buffer;
+  CARVE_RETURN_IF_ERROR(plan_memory(*p, options, groups, scratch_buffer));
   CARVE_ASSIGN_OR_RETURN(Arena arena, materialize(p->problem.problem, p->plan, cpu_allocator()));
   p->arena = std::make_unique<Arena>(std::move(arena));
 
-  for (auto& group : groups) {
-    CARVE_ASSIGN_OR_RETURN(Launch launch, bind_group(*p, group));
+  for (size_t g = 0; g < groups.size(); ++g) {
+    CARVE_ASSIGN_OR_RETURN(Launch launch, bind_group(*p, groups[g], scratch_buffer[g]));
     launch.kernel = static_cast<int32_t>(p->launches.size());
     p->launches.push_back(std::move(launch));
   }
