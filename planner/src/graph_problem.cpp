@@ -46,6 +46,52 @@ Placement own_placement(const ir::Graph& graph, const ir::Node* producer, ValueI
   return Placement::arena;
 }
 
+// The steps each node's kernel spans: [first, last] of its fusion group, or its own step.
+struct NodeSpan {
+  std::vector<int64_t> first, last;
+  std::vector<int32_t> group;  // fused_groups index, -1 for none
+};
+
+Result<NodeSpan> node_spans(const ir::Graph& graph, std::span<const ir::NodeId> order,
+                            const GraphPlanOptions& options) {
+  const auto n = static_cast<size_t>(graph.num_nodes());
+  NodeSpan span{std::vector<int64_t>(n), std::vector<int64_t>(n), std::vector<int32_t>(n, -1)};
+  for (size_t step = 0; step < order.size(); ++step) {
+    span.first[static_cast<size_t>(order[step])] = static_cast<int64_t>(step);
+    span.last[static_cast<size_t>(order[step])] = static_cast<int64_t>(step);
+  }
+  for (size_t g = 0; g < options.fused_groups.size(); ++g) {
+    const auto& nodes = options.fused_groups[g];
+    int64_t first = INT64_MAX, last = -1;
+    for (ir::NodeId id : nodes) {
+      if (!graph.has_node(id) || span.group[static_cast<size_t>(id)] >= 0)
+        return Status(ErrorCode::kInvalidArgument,
+                      fmt::format("fused group {} holds node #{}: unknown or already in a group", g, id));
+      span.group[static_cast<size_t>(id)] = static_cast<int32_t>(g);
+      first = std::min(first, span.first[static_cast<size_t>(id)]);
+      last = std::max(last, span.last[static_cast<size_t>(id)]);
+    }
+    for (ir::NodeId id : nodes) {
+      span.first[static_cast<size_t>(id)] = first;
+      span.last[static_cast<size_t>(id)] = last;
+    }
+  }
+  return span;
+}
+
+// In place over `in` inside a fusion group: every reader of `in` in the group is
+// elementwise and produces `in`'s shape (see the header).
+bool group_reads_elementwise(const ir::Graph& graph, const NodeSpan& span, int32_t group, ValueId in) {
+  for (const ir::Node& node : graph.nodes) {
+    if (span.group[static_cast<size_t>(node.id)] != group) continue;
+    if (std::find(node.inputs.begin(), node.inputs.end(), in) == node.inputs.end()) continue;
+    if (!ir::is_elementwise(node.op)) return false;
+    for (ValueId out : node.outputs)
+      if (graph.value(out).type.shape != graph.value(in).type.shape) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<int64_t> contiguous_slice_offset(const ir::Graph& graph, const ir::Node& slice) {
@@ -82,6 +128,13 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
                                          const GraphPlanOptions& options) {
   CARVE_RETURN_IF_ERROR(check_order(graph, order));
   CARVE_ASSIGN_OR_RETURN(std::vector<ir::Lifetime> life, ir::lifetimes(graph, order));
+  CARVE_ASSIGN_OR_RETURN(NodeSpan span, node_spans(graph, order, options));
+  for (const ir::Node& node : graph.nodes) {
+    for (ValueId v : node.outputs)
+      life[static_cast<size_t>(v)].first = std::min(life[static_cast<size_t>(v)].first, span.first[static_cast<size_t>(node.id)]);
+    for (ValueId v : node.inputs)
+      life[static_cast<size_t>(v)].last = std::max(life[static_cast<size_t>(v)].last, span.last[static_cast<size_t>(node.id)]);
+  }
   const auto num_values = static_cast<size_t>(graph.num_values());
   std::vector<int64_t> bytes(num_values, 0);
   for (const ir::Value& v : graph.values) {
@@ -133,8 +186,11 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
           auto r = static_cast<size_t>(src.root);
           if (src.placement != Placement::arena || src.byte_offset != 0 || root_is_protected(graph, src.root))
             continue;
-          if (root_last[r] != static_cast<int64_t>(step) || bytes[r] != bytes[static_cast<size_t>(v)]) continue;
+          if (root_last[r] != span.last[static_cast<size_t>(node.id)] || bytes[r] != bytes[static_cast<size_t>(v)])
+            continue;
           if (graph.value(in).type.shape != graph.value(v).type.shape) continue;
+          const int32_t group = span.group[static_cast<size_t>(node.id)];
+          if (group >= 0 && !group_reads_elementwise(graph, span, group, in)) continue;
           alias(v, in, 0);
           out.values[static_cast<size_t>(v)].is_inplace = true;
           ++out.num_inplace;

@@ -257,8 +257,10 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
   planner::GraphPlanOptions plan_options;
   plan_options.inplace = options.inplace;
   plan_options.unstored.assign(static_cast<size_t>(p->graph.num_values()), false);
-  for (const auto& group : fused)
+  for (const auto& group : fused) {
     for (ir::ValueId v : group.internal_values) plan_options.unstored[static_cast<size_t>(v)] = true;
+    if (group.nodes.size() > 1) plan_options.fused_groups.push_back(group.nodes);
+  }
   CARVE_ASSIGN_OR_RETURN(p->problem, planner::build_graph_problem(p->graph, p->order, plan_options));
   CARVE_ASSIGN_OR_RETURN(auto groups, reconcile_groups(*p, std::move(fused)));
   std::vector<int32_t> scratch_buffer;

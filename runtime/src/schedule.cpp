@@ -157,6 +157,14 @@ Status validate_launch(const Program& program, const Launch& launch, size_t inde
   for (const auto* list : {&launch.reads, &launch.writes, &launch.operands})
     for (const MemoryRef& r : *list)
       if (r.offset < 0 || r.bytes < 0 || r.slot < 0) return bad(fmt::format("bad range {}", describe_range(r)));
+  // Tiles of a launch run in any order and at once (and a kernel reads and writes element
+  // by element), so a write may share bytes with a read only as the very same range (in
+  // place). Anything else is a planning bug that would race inside the launch.
+  for (const MemoryRef& w : launch.writes)
+    for (const MemoryRef& r : launch.reads)
+      if (w.overlaps(r) && (w.offset != r.offset || w.bytes != r.bytes))
+        return bad(fmt::format("writes {} over part of what it reads ({}): not in place, tiles would race",
+                               describe_range(w), describe_range(r)));
   return Status();
 }
 
@@ -377,9 +385,10 @@ Result<Schedule> build_schedule(const Program& program, const ScheduleOptions& o
   s.compute_edge_stats();
 
   // Fallback decision.
-  if (options.allow_fallback) {
+  if (options.allow_fallback || options.sequential) {
     std::string reason;
-    if (st.threads <= 1) reason = "1 thread";
+    if (options.sequential) reason = "sequential execution requested";
+    else if (st.threads <= 1) reason = "1 thread";
     else if (st.tasks < options.min_tasks)
       reason = fmt::format("{} tasks < min_tasks {}", st.tasks, options.min_tasks);
     else if (st.max_width <= 1)

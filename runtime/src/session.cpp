@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "carve/jit/fusion.h"
 #include "carve/runtime/executor.h"
+#include "carve/runtime/trace.h"
 #include "program_build.h"
 
 namespace carve::runtime {
@@ -32,13 +34,24 @@ int32_t Program::output_index(ir::ValueId v) const {
 }
 
 Result<std::unique_ptr<Session>> Session::create(const SessionOptions& options) {
+  if (options.threads < 0)
+    return Status(ErrorCode::kInvalidArgument, fmt::format("SessionOptions::threads is {} (< 0)", options.threads));
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   CARVE_ASSIGN_OR_RETURN(std::unique_ptr<jit::JitCompiler> jit, jit::JitCompiler::create(options.jit));
-  return std::unique_ptr<Session>(new Session(std::shared_ptr<jit::JitCompiler>(std::move(jit))));
+  return std::unique_ptr<Session>(new Session(std::shared_ptr<jit::JitCompiler>(std::move(jit)), threads));
 }
 
 Result<std::unique_ptr<CompiledProgram>> Session::compile(const ir::Graph& graph, const CompileOptions& options) {
+  if (options.schedule.threads < 0)
+    return Status(ErrorCode::kInvalidArgument,
+                  fmt::format("CompileOptions::schedule.threads is {} (< 0)", options.schedule.threads));
   CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, detail::build_program(graph, options, *jit_));
-  return std::unique_ptr<CompiledProgram>(new CompiledProgram(jit_, std::move(program)));
+  ScheduleOptions schedule_options = options.schedule;
+  if (schedule_options.threads == 0) schedule_options.threads = threads_;
+  schedule_options.sequential = schedule_options.sequential || options.sequential;
+  CARVE_ASSIGN_OR_RETURN(Schedule schedule, build_schedule(*program, schedule_options));
+  return std::unique_ptr<CompiledProgram>(new CompiledProgram(jit_, std::move(program), std::move(schedule)));
 }
 
 namespace {
@@ -97,7 +110,8 @@ Status CompiledProgram::check_run_args(std::span<const Buffer> inputs, std::span
   return Status();
 }
 
-Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> outputs) {
+Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> outputs, const RunOptions& options,
+                            RunRecord* record) {
   std::lock_guard run_lock(run_mutex_);
   CARVE_RETURN_IF_ERROR(check_run_args(inputs, outputs));
   const Program& p = *program_;
@@ -115,17 +129,26 @@ Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> ou
   for (const Buffer& b : outputs) bases.outputs.push_back(b.unsafe_data());
   for (const auto& b : p.constant_buffers) bases.constants.push_back(b ? b->unsafe_data() : nullptr);
   for (const auto& h : p.handles) bases.handles.push_back(h->memory().unsafe_data());
-  execute_sequential(p, bases);
-  return Status();
+  ParallelRunOptions run_options;
+  run_options.check_hazards = options.check_hazards;
+  run_options.fail_on_hazard = options.fail_on_hazard;
+  run_options.record_trace = options.record_trace;
+  run_options.stretch_us = options.stretch_us;
+  return executor_.run(p, schedule_, bases, run_options, record);
 }
 
-Result<std::vector<Buffer>> CompiledProgram::run(std::span<const Buffer> inputs) {
+Status CompiledProgram::write_trace(const std::string& path, const RunRecord& record) const {
+  return write_trace_json(path, *program_, schedule_, record);
+}
+
+Result<std::vector<Buffer>> CompiledProgram::run(std::span<const Buffer> inputs, const RunOptions& options,
+                                                 RunRecord* record) {
   std::vector<Buffer> outputs;
   for (const ir::TensorType& type : output_types()) {
     CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(cpu_allocator(), type.dtype, type.shape));
     outputs.push_back(std::move(b));
   }
-  CARVE_RETURN_IF_ERROR(run(inputs, outputs));
+  CARVE_RETURN_IF_ERROR(run(inputs, outputs, options, record));
   return outputs;
 }
 
@@ -188,6 +211,7 @@ std::string CompiledProgram::explain() const {
       s.buffers, s.views, s.inplace, s.plan_seconds * 1e3);
   text += fmt::format("jit: {} kernels in {:.1f} ms, {} from cache\n", p.kernels.size(), p.jit_seconds * 1e3,
                       p.kernels_from_cache);
+  text += fmt::format("schedule: {}\n", schedule_.stats().to_string());
   return text;
 }
 

@@ -161,3 +161,81 @@ TEST_CASE("planner/graph/bad execution orders are rejected") {
   std::vector<ir::NodeId> backwards{1, 0};
   CHECK_FALSE(planner::build_graph_problem(*g, backwards).ok());
 }
+
+TEST_CASE("planner/graph/fused group keeps its inputs live while its outputs are written") {
+  // t = exp(x); m = matmul(t, w) -> s = mul(m, k) fused: s is written while the kernel
+  // still reads t, so s must not take t's bytes even though t's last reader (matmul)
+  // comes before mul in the order.
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {2, 8, 8});
+  auto w = b.input("w", DType::f32, {2, 8, 8});
+  auto k = b.input("k", DType::f32, {2, 8, 8});
+  auto t = b.rename(b.exp(x), "t");                  // step 0
+  auto m = b.rename(b.matmul(t, w), "m");            // step 1
+  auto s = b.rename(b.mul(m, k), "s");               // step 2
+  b.output(b.rename(b.neg(s), "y"));                 // step 3
+  auto g = b.build();
+  REQUIRE(g.ok());
+  planner::GraphPlanOptions options;
+  options.unstored.assign(static_cast<size_t>(g->num_values()), false);
+  options.unstored[static_cast<size_t>(m)] = true;
+  options.fused_groups = {{g->value(m).producer, g->value(s).producer}};
+  auto p = plan_graph(*g, options);
+  const auto& tb = p.problem.buffers[static_cast<size_t>(placement(p, *g, "t").buffer)];
+  const auto& sb = p.problem.buffers[static_cast<size_t>(placement(p, *g, "s").buffer)];
+  CHECK(placement(p, *g, "m").placement == planner::Placement::none);
+  CHECK(tb.end == 4);    // read by the group, which ends at step 2: [1, 4)
+  CHECK(sb.start == 2);  // written from the group's first step (1): [2, ...)
+  CHECK(tb.start < sb.end);
+  CHECK(sb.start < tb.end);  // overlapping lifetimes: no plan may share their bytes
+  CHECK_FALSE(placement(p, *g, "s").is_inplace);
+
+  // Without the groups the same graph lets s reuse t's bytes: the rule is what matters.
+  planner::GraphPlanOptions plain;
+  plain.unstored = options.unstored;
+  auto q = plan_graph(*g, plain);
+  CHECK(q.problem.buffers[static_cast<size_t>(placement(q, *g, "t").buffer)].end == 3);
+}
+
+TEST_CASE("planner/graph/in place inside a fused group only over elementwise readers") {
+  // a = exp(x); y = add(matmul(a, a), a) fused (matmul + epilogue): a dies in the group and
+  // has y's shape, but the matmul reads all of a: no in place. In a pure elementwise
+  // group (z = add(neg(c), c)) c may be taken over.
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {8, 8});
+  auto a = b.rename(b.exp(x), "a");
+  auto mm = b.matmul(a, a);
+  auto y = b.rename(b.add(mm, a), "y");
+  auto c = b.rename(b.exp(y), "c");
+  auto n = b.neg(c);
+  auto z = b.rename(b.add(n, c), "z");
+  b.output(b.rename(b.tanh(z), "out"));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  planner::GraphPlanOptions options;
+  options.unstored.assign(static_cast<size_t>(g->num_values()), false);
+  options.unstored[static_cast<size_t>(mm)] = true;
+  options.unstored[static_cast<size_t>(n)] = true;
+  options.fused_groups = {{g->value(mm).producer, g->value(y).producer},
+                          {g->value(n).producer, g->value(z).producer}};
+  auto p = plan_graph(*g, options);
+  CHECK_FALSE(placement(p, *g, "y").is_inplace);
+  CHECK(placement(p, *g, "z").is_inplace);
+  CHECK(placement(p, *g, "z").buffer == placement(p, *g, "c").buffer);
+}
+
+TEST_CASE("planner/graph/fused groups are checked") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {4});
+  b.output(b.neg(b.exp(x)));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto order = ir::execution_order(*g);
+  REQUIRE(order.ok());
+  planner::GraphPlanOptions options;
+  options.fused_groups = {{0, 1}, {1}};
+  auto p = planner::build_graph_problem(*g, *order, options);
+  CHECK(p.status().code() == ErrorCode::kInvalidArgument);
+  options.fused_groups = {{0, 7}};
+  CHECK(planner::build_graph_problem(*g, *order, options).status().code() == ErrorCode::kInvalidArgument);
+}

@@ -69,8 +69,12 @@ TEST_CASE("scheduler/kv decoder/incremental decode matches full recompute") {
   auto ids = runtime::Buffer::allocate(runtime::cpu_allocator(), ir::DType::i64, {static_cast<int64_t>(tokens.size())});
   std::copy(tokens.begin(), tokens.end(), ids->mutable_span<int64_t>()->begin());
   std::vector<runtime::Buffer> inputs{*ids};
-  auto out = (*program)->run(inputs);
-  REQUIRE(out.ok());
+  // In parallel with the hazard checker on: no race, and the same logits.
+  runtime::RunRecord record;
+  auto out = (*program)->run(inputs, {.check_hazards = true}, &record);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK(record.parallel);
+  CHECK(record.hazards.empty());
   auto want = jit::run_reference(*full, std::vector<jit::HostTensor>{
                                             jit::HostTensor::from<int64_t>({static_cast<int64_t>(tokens.size())}, tokens)});
   REQUIRE(want.ok());

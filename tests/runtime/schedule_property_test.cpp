@@ -73,9 +73,11 @@ TestProgram random_program() {
     name += std::to_string(i);
     if (*rc::gen::inRange(0, 6) == 0) {
       const int64_t bytes = *rc::gen::inRange<int64_t>(1, 33);
-      rt::MemoryRef src = random_readable(bytes);
       rt::MemoryRef dst = random_writable(bytes);
-      tp.copy(name, src, dst);
+      rt::MemoryRef src = random_readable(bytes);
+      // A copy's source and destination never share bytes (build_schedule rejects it).
+      for (int attempt = 0; attempt < 16 && src.overlaps(dst); ++attempt) src = random_readable(bytes);
+      if (!src.overlaps(dst)) tp.copy(name, src, dst);
       continue;
     }
     const int64_t tiles = *rc::gen::inRange<int64_t>(1, 5);

@@ -491,6 +491,21 @@ TEST_CASE("scheduler/errors/malformed_programs") {
   CHECK(rt::verify_schedule(tp.program, *good).status().code() == ErrorCode::kInvalidArgument);
 }
 
+TEST_CASE("scheduler/errors/write_over_part_of_a_read_is_rejected") {
+  // A kernel whose output covers part of its input at another offset: its tiles (and its
+  // elements) would overwrite bytes still to be read. Only the very same range (in
+  // place) may be both read and written.
+  TestProgram tp(256, {}, {});
+  tp.kernel("shifted", rt::testing::kCopy, 2, {arena_ref(0, 128), arena_ref(64, 128)});
+  auto s = rt::build_schedule(tp.program, {});
+  CHECK(s.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(s.status().message().find("'shifted'") != std::string::npos);
+  CHECK(s.status().message().find("not in place") != std::string::npos);
+  tp.program.launches[0].reads[0] = arena_ref(64, 128);
+  tp.program.launches[0].operands[0] = arena_ref(64, 128);
+  CHECK(rt::build_schedule(tp.program, {}).ok());
+}
+
 TEST_CASE("scheduler/trace/json_has_one_slice_per_task") {
   auto tp = wide_chains(5);
   const auto s = build(tp, parallel_options(2, 2));

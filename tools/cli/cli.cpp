@@ -44,6 +44,16 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   run->add_option("--order", run_options.order, "execution order")->check(CLI::IsMember({"given", "memory"}));
   run->add_flag("--no-inplace", run_options.no_inplace, "no in-place reuse");
   run->add_flag("--no-fuse", run_options.no_fuse, "one kernel per node");
+  run->add_option("--threads", run_options.threads, "worker threads (0 = hardware concurrency)")
+      ->check(CLI::NonNegativeNumber);
+  auto* sequential = run->add_flag("--sequential", run_options.sequential, "run launches one by one, no threads");
+  run->add_flag("--check-hazards", run_options.check_hazards,
+                "run in parallel, report launches that raced on the same bytes (exit 1 if any)")
+      ->excludes(sequential);
+  run->add_option("--trace", run_options.trace, "write a Chrome/Perfetto trace of the last run (JSON)");
+  run->add_option("--drop-edge", run_options.drop_edges,
+                  "debug: remove DAG edge FROM:TO (task indices) and stretch tasks, to see the checker fire")
+      ->group("Debug");
 
   try {
     app.parse(argc, argv);

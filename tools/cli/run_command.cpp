@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -56,6 +57,16 @@ Result<std::map<std::string, std::string>> parse_input_args(const std::vector<st
   return files;
 }
 
+// "FROM:TO" task indices.
+Result<std::pair<int32_t, int32_t>> parse_edge(const std::string& text) {
+  int32_t from = -1, to = -1;
+  char colon = 0;
+  char rest = 0;
+  if (std::sscanf(text.c_str(), "%d%c%d%c", &from, &colon, &to, &rest) != 3 || colon != ':' || from < 0 || to < 0)
+    return Status(ErrorCode::kInvalidArgument, fmt::format("--drop-edge '{}': expected FROM:TO task indices", text));
+  return std::pair{from, to};
+}
+
 Result<std::vector<runtime::Buffer>> load_inputs(const runtime::CompiledProgram& program,
                                                  const RunCommandOptions& options) {
   CARVE_ASSIGN_OR_RETURN(auto files, parse_input_args(options.inputs));
@@ -87,8 +98,18 @@ Result<std::vector<runtime::Buffer>> load_inputs(const runtime::CompiledProgram&
 
 Status run_graph(const RunCommandOptions& options, std::ostream& out) {
   CARVE_ASSIGN_OR_RETURN(ir::Graph graph, read_graph_file(options.graph));
-  CARVE_ASSIGN_OR_RETURN(auto session, runtime::Session::create());
+  if (options.threads < 0) return Status(ErrorCode::kInvalidArgument, "--threads must be >= 0");
+  if (options.sequential && options.check_hazards)
+    return Status(ErrorCode::kInvalidArgument, "--check-hazards needs a parallel run: drop --sequential");
+  runtime::SessionOptions session_options;
+  session_options.threads = options.threads;
+  CARVE_ASSIGN_OR_RETURN(auto session, runtime::Session::create(session_options));
   runtime::CompileOptions compile;
+  compile.sequential = options.sequential;
+  for (const std::string& edge : options.drop_edges) {
+    CARVE_ASSIGN_OR_RETURN(auto pair, parse_edge(edge));
+    compile.schedule.drop_edges.push_back(pair);
+  }
   compile.strategy = options.strategy;
   compile.order = options.order;
   compile.inplace = !options.no_inplace;
@@ -111,16 +132,34 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out) {
                cold * 1e3, stats.disk_hits, warm * 1e3, stats.codegen_count);
   }
   CARVE_ASSIGN_OR_RETURN(auto inputs, load_inputs(*program, options));
+  runtime::RunOptions run_options;
+  run_options.check_hazards = options.check_hazards;
+  run_options.record_trace = !options.trace.empty();
+  // A dropped edge races only if the two tasks overlap in time: hold each task 2 ms.
+  if (!options.drop_edges.empty()) run_options.stretch_us = 2000;
+  runtime::RunRecord record;
   std::vector<double> latencies;
   std::vector<runtime::Buffer> outputs;
+  size_t hazards = 0;
   for (int i = 0; i < std::max(options.iters, 1); ++i) {
     const auto start = std::chrono::steady_clock::now();
-    CARVE_ASSIGN_OR_RETURN(outputs, program->run(inputs));
+    CARVE_ASSIGN_OR_RETURN(outputs, program->run(inputs, run_options, &record));
     latencies.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    for (const runtime::Hazard& h : record.hazards) fmt::print(out, "hazard: {}\n", h.to_string());
+    hazards += record.hazards.size();
   }
   std::sort(latencies.begin(), latencies.end());
-  fmt::print(out, "ran '{}' {} time(s): min {:.3f} ms, median {:.3f} ms\n", graph.name, latencies.size(),
+  fmt::print(out, "ran '{}' {} time(s) {}: min {:.3f} ms, median {:.3f} ms\n", graph.name, latencies.size(),
+             record.parallel ? fmt::format("in parallel on {} threads", record.threads)
+                             : fmt::format("sequentially ({})", record.fallback_reason),
              latencies.front() * 1e3, latencies[latencies.size() / 2] * 1e3);
+  if (options.check_hazards) fmt::print(out, "hazard check: {} race(s)\n", hazards);
+  if (!options.trace.empty()) {
+    CARVE_RETURN_IF_ERROR(program->write_trace(options.trace, record));
+    fmt::print(out, "wrote trace {}\n", options.trace);
+  }
+  if (hazards > 0)
+    return Status(ErrorCode::kInternal, fmt::format("hazard checker found {} race(s)", hazards));
   if (options.output_dir.empty()) return Status();
   std::error_code ec;
   std::filesystem::create_directories(options.output_dir, ec);

@@ -9,6 +9,13 @@
 //  - An elementwise op's output takes over an input's buffer in place when that input's
 //    buffer dies at this op, has the output's byte size and element count, starts at
 //    offset 0, and is not a graph input, output or constant (GraphPlanOptions::inplace).
+//  - Fused kernels (GraphPlanOptions::fused_groups) run all their nodes at once: every
+//    value a group produces is live from the group's first step, every value it reads
+//    until its last step. In place inside a group needs more than the per-node rule: each
+//    of the input's readers in the group must be elementwise with an output of the
+//    input's shape, so a kernel tile reads exactly the elements it overwrites (a matmul
+//    reading the input, or broadcasting it, would read bytes another element's write
+//    already replaced).
 //  - Graph inputs, constants (weights), graph outputs and handle reads are not in the
 //    arena by default (caller memory / weights / handle region); plan_inputs and
 //    plan_outputs put inputs/outputs in the arena (inputs live from step 0, outputs to the end).
@@ -34,7 +41,9 @@ struct GraphPlanOptions {
   int64_t alignment = 64;  // every arena buffer's offset alignment
   // Values that are never stored (kept in registers inside a fused kernel), by ValueId;
   // empty = none. They get Placement::none and no memory.
-  std::vector<bool> unstored;
+  std::vector<bool> unstored{};
+  // Nodes that run as one kernel (fusion groups); a node in no group runs alone.
+  std::vector<std::vector<ir::NodeId>> fused_groups{};
 };
 
 enum class Placement : uint8_t {

@@ -84,6 +84,8 @@ struct ScheduleOptions {
   // launches together (too little work to pay for task dispatch, in the spirit of XLA's
   // CPU thresholds). allow_fallback = false always runs in parallel.
   bool allow_fallback = true;
+  // Always run sequentially (the DAG is still built, for statistics and the checker).
+  bool sequential = false;
   int64_t min_tasks = 4;
   int64_t min_total_bytes = 256 * 1024;
   // Transitive reduction runs up to this many launches (bitset reachability, launches^2/8
@@ -92,7 +94,7 @@ struct ScheduleOptions {
   int64_t reduction_limit = 20000;
   // Test/debug hook: task edges (from, to) to remove after the DAG is built, as by
   // Schedule::remove_edge. A missing edge fails build_schedule with kNotFound.
-  std::vector<std::pair<int32_t, int32_t>> drop_edges;
+  std::vector<std::pair<int32_t, int32_t>> drop_edges{};
 };
 
 struct ScheduleTask {

@@ -18,10 +18,18 @@
 //    bound handles unchanged.
 //  - Ownership: a CompiledProgram owns its arena, kernels (via the Session's JIT, which
 //    it keeps alive) and a copy of the graph; it keeps bound handles alive.
+//  - Execution: compile() also builds the hazard DAG over the launches' storage byte
+//    ranges (schedule.h). run() executes it on oneTBB with the session's thread count,
+//    or sequentially when the program is too small to gain (the schedule says why) or
+//    CompileOptions::sequential is set. Parallel and sequential runs write the same bytes.
+//    RunOptions::check_hazards runs in parallel whatever the fallback says, records
+//    when every task ran and reports conflicting tasks that overlapped (RunRecord).
 //  - Thread-safety: Session::compile may be called concurrently. One CompiledProgram
 //    runs one call at a time: concurrent run() calls on the same program serialise on
 //    its internal lock (the arena is shared state); different programs run concurrently,
 //    except that programs sharing a handle take that handle's lock for a whole run.
+//    read_handle/write_handle take the handle's lock too, so they never see half a run.
+//    explain(), schedule(), names and types are const and may be called at any time.
 #pragma once
 
 #include <map>
@@ -33,11 +41,13 @@
 
 #include "carve/jit/jit.h"
 #include "carve/runtime/program.h"
+#include "carve/runtime/schedule.h"
 
 namespace carve::runtime {
 
 struct SessionOptions {
   jit::JitOptions jit;
+  int threads = 0;  // worker threads for parallel runs; 0 = hardware concurrency
 };
 
 struct CompileOptions {
@@ -47,15 +57,30 @@ struct CompileOptions {
   bool fuse = true;
   bool parallel_safe = false;            // no byte sharing between DAG-unordered buffers
   double plan_time_limit_seconds = 10.0;
-  std::vector<std::shared_ptr<BufferHandle>> handles;  // bound by name to graph handles
+  std::vector<std::shared_ptr<BufferHandle>> handles{};  // bound by name to graph handles
+  // Execution. sequential = one launch after another in program order (the DAG is still
+  // built, for statistics and the hazard checker). schedule.threads 0 = the session's.
+  bool sequential = false;
+  ScheduleOptions schedule{};
+};
+
+// Per-run switches (ParallelRunOptions without the thread count, which is fixed at compile).
+struct RunOptions {
+  bool check_hazards = false;   // run in parallel, report races in RunRecord::hazards
+  bool fail_on_hazard = false;  // with check_hazards: kInternal naming the first race
+  bool record_trace = false;    // per-task timings in RunRecord, for write_trace_json
+  int64_t stretch_us = 0;       // hold each task this long (checker tests; 0 = off)
 };
 
 class CompiledProgram {
  public:
-  // Caller-provided outputs, filled in place.
-  Status run(std::span<const Buffer> inputs, std::span<Buffer> outputs);
+  // Caller-provided outputs, filled in place. `record` (optional) receives what ran:
+  // parallel or the fallback and why, timings when asked, hazards when checked.
+  Status run(std::span<const Buffer> inputs, std::span<Buffer> outputs, const RunOptions& options = {},
+             RunRecord* record = nullptr);
   // Returned outputs (Owned, CPU).
-  Result<std::vector<Buffer>> run(std::span<const Buffer> inputs);
+  Result<std::vector<Buffer>> run(std::span<const Buffer> inputs, const RunOptions& options = {},
+                                  RunRecord* record = nullptr);
 
   std::vector<std::string> input_names() const;
   std::vector<std::string> output_names() const;
@@ -69,17 +94,26 @@ class CompiledProgram {
 
   const Program& program() const { return *program_; }
   const PlanSummary& plan_summary() const { return program_->plan_summary; }
+  // The hazard DAG the program runs by (statistics: schedule().stats()).
+  const Schedule& schedule() const { return schedule_; }
+  // Writes the Chrome/Perfetto trace of a run made with record_trace or check_hazards.
+  Status write_trace(const std::string& path, const RunRecord& record) const;
   // Kernels, fused groups, the plan summary and JIT times, for `carve run --explain`.
   std::string explain() const;
 
  private:
   friend class Session;
-  CompiledProgram(std::shared_ptr<jit::JitCompiler> jit, std::unique_ptr<Program> program)
-      : jit_(std::move(jit)), program_(std::move(program)) {}
+  CompiledProgram(std::shared_ptr<jit::JitCompiler> jit, std::unique_ptr<Program> program, Schedule schedule)
+      : jit_(std::move(jit)),
+        program_(std::move(program)),
+        schedule_(std::move(schedule)),
+        executor_(schedule_.threads()) {}
   Status check_run_args(std::span<const Buffer> inputs, std::span<Buffer> outputs) const;
 
   std::shared_ptr<jit::JitCompiler> jit_;  // keeps kernel code alive
   std::unique_ptr<Program> program_;
+  Schedule schedule_;
+  ParallelExecutor executor_;  // owns the task_arena of schedule_.threads() slots
   std::mutex run_mutex_;
 };
 
@@ -88,10 +122,12 @@ class Session {
   static Result<std::unique_ptr<Session>> create(const SessionOptions& options = {});
   Result<std::unique_ptr<CompiledProgram>> compile(const ir::Graph& graph, const CompileOptions& options = {});
   jit::JitStats jit_stats() const { return jit_->stats(); }
+  int threads() const { return threads_; }
 
  private:
-  explicit Session(std::shared_ptr<jit::JitCompiler> jit) : jit_(std::move(jit)) {}
+  Session(std::shared_ptr<jit::JitCompiler> jit, int threads) : jit_(std::move(jit)), threads_(threads) {}
   std::shared_ptr<jit::JitCompiler> jit_;
+  int threads_;
 };
 
 }  // namespace carve::runtime
