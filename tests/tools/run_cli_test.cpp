@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "carve/ir/text.h"
 #include "carve/jit/host_target.h"
@@ -96,4 +97,68 @@ TEST_CASE("tools/run/missing and unknown inputs are clear errors") {
   }
   CHECK(carve_cli({"run", (dir / "absent.carve").string()}, nullptr, &err) == 1);
   CHECK(err.find("absent.carve") != std::string::npos);
+}
+
+TEST_CASE("tools/run/threads sequential check-hazards and trace") {
+  if (!jit::cpu_jit_available()) {
+    test::skip("carve was built without the LLVM CPU JIT (CARVE_WITH_LLVM=OFF)");
+    return;
+  }
+  const fs::path dir = temp_dir();
+  std::ofstream(dir / "small.carve") << kGraph;
+  const std::string graph = (dir / "small.carve").string();
+  std::string out, err;
+  REQUIRE(carve_cli({"run", graph, "--random-inputs", "3", "--threads", "2", "--check-hazards", "--explain", "--trace",
+                     (dir / "trace.json").string()},
+                    &out, &err) == 0);
+  INFO(out, err);
+  CHECK(out.find("in parallel on 2 threads") != std::string::npos);
+  CHECK(out.find("hazard check: 0 race(s)") != std::string::npos);
+  CHECK(out.find("schedule: ") != std::string::npos);  // DAG statistics in --explain
+  std::ifstream trace(dir / "trace.json");
+  std::stringstream text;
+  text << trace.rdbuf();
+  CHECK(text.str().find("\"traceEvents\"") != std::string::npos);
+
+  REQUIRE(carve_cli({"run", graph, "--random-inputs", "3", "--sequential"}, &out, &err) == 0);
+  CHECK(out.find("sequentially (sequential execution requested)") != std::string::npos);
+  // A tiny program falls back to sequential on its own and says why.
+  REQUIRE(carve_cli({"run", graph, "--random-inputs", "3", "--threads", "2"}, &out, &err) == 0);
+  CHECK(out.find("sequentially (") != std::string::npos);
+
+  CHECK(carve_cli({"run", graph, "--random-inputs", "3", "--sequential", "--check-hazards"}, &out, &err) != 0);
+  CHECK(carve_cli({"run", graph, "--random-inputs", "3", "--drop-edge", "0-1"}, &out, &err) == 1);
+  CHECK(err.find("FROM:TO") != std::string::npos);
+  CHECK(carve_cli({"run", graph, "--random-inputs", "3", "--drop-edge", "5:9"}, &out, &err) == 1);
+}
+
+TEST_CASE("tools/run/check-hazards fails on a removed edge") {
+  if (!jit::cpu_jit_available()) {
+    test::skip("carve was built without the LLVM CPU JIT (CARVE_WITH_LLVM=OFF)");
+    return;
+  }
+  if (std::thread::hardware_concurrency() < 2) {
+    test::skip("one hardware thread: two launches can never overlap, so no race can be observed");
+    return;
+  }
+  // Two launches (no fusion): exp writes a, neg reads it. Without the edge 0:1 both are
+  // sources; each is held 2 ms, so they overlap and the checker reports the RAW race.
+  const fs::path dir = temp_dir();
+  std::ofstream(dir / "chain.carve") << R"(graph chain {
+  input x: f32[64,64]
+  e = exp(x) -> a: f32[64,64]
+  n = neg(a) -> c: f32[64,64]
+  output c
+}
+)";
+  const std::string graph = (dir / "chain.carve").string();
+  std::string out, err;
+  REQUIRE(carve_cli({"run", graph, "--random-inputs", "1", "--no-fuse", "--check-hazards"}, &out, &err) == 0);
+  const int code = carve_cli({"run", graph, "--random-inputs", "1", "--no-fuse", "--check-hazards", "--threads", "2",
+                              "--drop-edge", "0:1", "--iters", "5"},
+                             &out, &err);
+  INFO(out, err);
+  CHECK(code == 1);
+  CHECK(out.find("hazard: RAW") != std::string::npos);
+  CHECK(err.find("race") != std::string::npos);
 }

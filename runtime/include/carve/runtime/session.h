@@ -46,7 +46,7 @@
 namespace carve::runtime {
 
 struct SessionOptions {
-  jit::JitOptions jit;
+  jit::JitOptions jit{};
   int threads = 0;  // worker threads for parallel runs; 0 = hardware concurrency
 };
 
