@@ -233,7 +233,11 @@ TEST_CASE("runtime/session/concurrent compiles and runs are safe") {
   jit::HostTensor x = random_tensor({4, 16}, 5);
   auto want = jit::run_reference(g, std::vector<jit::HostTensor>{x});
   REQUIRE(want.ok());
-  auto shared = session->compile(g, {});
+  // The shared program always runs on the parallel executor (no fallback): concurrent
+  // run() calls serialise on the program, its tasks run on oneTBB.
+  runtime::CompileOptions parallel;
+  parallel.schedule.allow_fallback = false;
+  auto shared = session->compile(g, parallel);
   REQUIRE(shared.ok());
   std::vector<std::thread> threads;
   std::vector<double> errors(4, 1.0);
@@ -243,7 +247,10 @@ TEST_CASE("runtime/session/concurrent compiles and runs are safe") {
       std::unique_ptr<runtime::CompiledProgram> own;
       runtime::CompiledProgram* program = shared->get();
       if (t % 2 == 0) {
-        auto compiled = session->compile(g, {.fuse = t == 0});
+        runtime::CompileOptions own_options = parallel;
+        own_options.fuse = t == 0;
+        own_options.sequential = t == 2;
+        auto compiled = session->compile(g, own_options);
         if (!compiled.ok()) return;
         own = std::move(*compiled);
         program = own.get();
