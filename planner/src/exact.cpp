@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,9 +73,9 @@ void run_with_stack(size_t stack_bytes, const std::function<void()>& fn) {
 // growing node limits (search times are heavy-tailed in the order), each ordering
 // keeping its own failure cache. A run that ends within its limit is a proof either
 // way, so the loop is complete.
-Outcome search_capacity(Prepared& p, const ExactOptions& opt, int64_t capacity,
-                        Clock::time_point deadline, std::vector<int64_t>* offsets,
-                        int64_t* nodes) {
+Outcome search_part(Prepared& p, const ExactOptions& opt, int64_t capacity,
+                    Clock::time_point deadline, std::vector<int64_t>* offsets,
+                    int64_t* nodes) {
   if (!p.adj_ok) return Outcome::kTimeout;  // too many conflicts to search
   Outcome out = Outcome::kTimeout;
   // Frames are small; 2 levels per item, ~1 KiB per level with sanitizer headroom.
@@ -113,6 +114,22 @@ Outcome search_capacity(Prepared& p, const ExactOptions& opt, int64_t capacity,
     }
   });
   return out;
+}
+
+// Feasibility of every independent part at `capacity`, each with its own portfolio
+// (different parts are often solved fast by different searches and orders); fullest
+// part first, so an infeasible one tends to be found early.
+Outcome search_capacity(std::vector<Part>& parts, int n, const ExactOptions& opt,
+                        int64_t capacity, Clock::time_point deadline,
+                        std::vector<int64_t>* offsets, int64_t* nodes) {
+  offsets->assign(n, 0);
+  std::vector<int64_t> part_offsets;
+  for (Part& part : parts) {
+    const Outcome out = search_part(part.p, opt, capacity, deadline, &part_offsets, nodes);
+    if (out != Outcome::kFound) return out;
+    for (size_t k = 0; k < part.items.size(); ++k) (*offsets)[part.items[k]] = part_offsets[k];
+  }
+  return Outcome::kFound;
 }
 
 MemoryPlan to_plan(const Problem& problem, const Prepared& p,
@@ -154,6 +171,13 @@ Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options
 
   Prepared p = prepare(problem);
   apply_ordering(p, 0, 0);
+  std::vector<Part> parts;
+  if (exact_options.decompose) {
+    parts = split_parts(problem, p);
+  } else if (p.n() > 0) {
+    parts.push_back(Part{p, std::vector<int>(p.n())});
+    std::iota(parts[0].items.begin(), parts[0].items.end(), 0);
+  }
   st.lower_bound = p.lower_bound;
   int64_t greedy_arena = 0;
   std::vector<int64_t> best = best_greedy(p, &greedy_arena);
@@ -180,7 +204,7 @@ Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options
     if (exact_options.greedy_first && greedy_arena <= cap) return finish(best, false);
     std::vector<int64_t> offs;
     ++st.probes;
-    switch (search_capacity(p, exact_options, cap, deadline, &offs, &st.nodes)) {
+    switch (search_capacity(parts, p.n(), exact_options, cap, deadline, &offs, &st.nodes)) {
       case Outcome::kFound:
         return finish(offs, false);
       case Outcome::kInfeasible:
@@ -215,8 +239,8 @@ Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options
                                               std::chrono::duration<double>(slice)));
     std::vector<int64_t> offs;
     ++st.probes;
-    const Outcome out = search_capacity(p, exact_options, probe, probe_deadline, &offs,
-                                        &st.nodes);
+    const Outcome out = search_capacity(parts, p.n(), exact_options, probe, probe_deadline,
+                                        &offs, &st.nodes);
     if (out == Outcome::kFound) {
       best = std::move(offs);
       best_arena = 0;

@@ -41,6 +41,7 @@ struct Prepared {
   std::vector<int> orig;  // item -> index in Problem::buffers
   std::vector<int64_t> size, align;
   std::vector<int> s0, s1;  // covered sections [s0, s1)
+  std::vector<int64_t> width;  // lifetime in time units (end - start)
   int num_sections = 0;
   std::vector<int64_t> section_total;
   int64_t lower_bound = 0;
@@ -59,10 +60,22 @@ struct Prepared {
 
 Prepared prepare(const Problem& problem);
 
+// An independent part of a prepared problem: items that share no time section with the
+// rest (the items split where none spans a section boundary), prepared on their own.
+struct Part {
+  Prepared p;
+  std::vector<int> items;  // part item -> item of the whole
+};
+// The parts of `whole` (prepared from `problem`), fullest section first; one part when
+// nothing splits.
+std::vector<Part> split_parts(const Problem& problem, const Prepared& whole);
+
 // Number of static preference orders; apply_ordering(p, which, seed) sets rank /
 // by_rank / sym_prev for order `which` (a nonzero seed jitters it).
 constexpr int kNumOrderings = 8;
 void apply_ordering(Prepared& p, int which, uint64_t seed);
+// The same for an explicit key string (see kOrderings in exact_prepare.cpp).
+void apply_ordering_keys(Prepared& p, const char* keys, uint64_t seed);
 
 // Best greedy best-fit plan over a few orders; *arena receives its arena.
 std::vector<int64_t> best_greedy(const Prepared& p, int64_t* arena);

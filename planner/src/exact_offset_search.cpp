@@ -243,8 +243,10 @@ class Search {
     // Per-item bounds.
     int lo = std::numeric_limits<int>::max(), hi = 0;
     int64_t span_sum = 0;
+    int64_t min_height = kInf;  // lowest cand + size of an unplaced item
     for (int b : comp) {
       const int64_t c = cand_[b];
+      min_height = std::min(min_height, c + p_.size[b]);
       const bool open = c > last || (c == last && p_.rank[b] > last_rank);
       if (!open && unplaced_deg_[b] == 0) return false;  // can never rise to `last`
       int64_t e = c;
@@ -266,6 +268,8 @@ class Search {
       hi = std::max(hi, p_.s1[b]);
       span_sum += p_.s1[b] - p_.s0[b];
     }
+    // Gap dominance: nothing may be placed at or above min_height (see is_free's note).
+    if (opt_.dominance && last >= min_height) return false;
     if (comp.size() == 1) {
       const int b = comp[0];
       if (!open_[b]) return false;  // blocked (and see above)
@@ -412,6 +416,7 @@ class Search {
     // (open_ is overwritten by the children, so the branch list is fixed first.)
     sc.branch.clear();
     for (int b : sc.order) {
+      if (opt_.dominance && cand_[b] >= min_height) break;  // gap dominance
       if (!open_[b]) continue;  // blocked
       if (opt_.symmetry && p_.sym_prev[b] >= 0 && !placed_[p_.sym_prev[b]]) continue;
       if (use_positions_ && !position_ok(b)) continue;

@@ -30,6 +30,7 @@ Prepared prepare(const Problem& problem) {
   p.align.resize(n);
   p.s0.resize(n);
   p.s1.resize(n);
+  p.width.resize(n);
   auto index_of = [&](int64_t t) {
     return static_cast<int>(std::lower_bound(times.begin(), times.end(), t) - times.begin());
   };
@@ -40,6 +41,7 @@ Prepared prepare(const Problem& problem) {
     p.align[i] = b.alignment;
     p.s0[i] = index_of(b.start);
     p.s1[i] = index_of(b.end);
+    p.width[i] = b.end - b.start;
     diff[p.s0[i]] += b.size;
     diff[p.s1[i]] -= b.size;
   }
@@ -101,6 +103,37 @@ Prepared prepare(const Problem& problem) {
   return p;
 }
 
+std::vector<Part> split_parts(const Problem& problem, const Prepared& whole) {
+  std::vector<int> by_start(whole.n());
+  std::iota(by_start.begin(), by_start.end(), 0);
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [&](int a, int b) { return whole.s0[a] < whole.s0[b]; });
+  std::vector<Part> parts;
+  std::vector<int64_t> fullest;
+  int max_end = -1;
+  for (size_t x = 0; x <= by_start.size(); ++x) {
+    const bool cut = x == by_start.size() || (x > 0 && whole.s0[by_start[x]] >= max_end);
+    if (cut && !parts.empty()) {
+      Problem sub;
+      for (int i : parts.back().items) sub.buffers.push_back(problem.buffers[whole.orig[i]]);
+      parts.back().p = prepare(sub);  // every item has size > 0: part item k = buffer k
+      fullest.push_back(parts.back().p.lower_bound);
+    }
+    if (x == by_start.size()) break;
+    if (x == 0 || cut) parts.emplace_back();
+    parts.back().items.push_back(by_start[x]);
+    max_end = std::max(max_end, whole.s1[by_start[x]]);
+  }
+  std::vector<int> order(parts.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return fullest[a] > fullest[b]; });
+  std::vector<Part> sorted;
+  sorted.reserve(parts.size());
+  for (int k : order) sorted.push_back(std::move(parts[k]));
+  return sorted;
+}
+
 // Static preference orders tried in turn by the restarts; keys compared descending:
 // T = fullest section the item lives in, S = size, W = lifetime width, A = S * W.
 constexpr const char* const kOrderings[] = {"TWA", "TAW", "LSTW", "ALS",
@@ -111,8 +144,11 @@ static_assert(sizeof(kOrderings) / sizeof(kOrderings[0]) == kNumOrderings);
 // Sets rank / by_rank / sym_prev for ordering `which`; a nonzero seed jitters ties and
 // swaps near neighbours so later restarts differ.
 void apply_ordering(Prepared& p, int which, uint64_t seed) {
+  apply_ordering_keys(p, kOrderings[which % kNumOrderings], seed);
+}
+
+void apply_ordering_keys(Prepared& p, const char* keys, uint64_t seed) {
   const int n = p.n();
-  const char* keys = kOrderings[which % kNumOrderings];
   p.by_rank.resize(n);
   std::iota(p.by_rank.begin(), p.by_rank.end(), 0);
   auto key = [&](int a, char c) -> int64_t {
@@ -122,6 +158,8 @@ void apply_ordering(Prepared& p, int which, uint64_t seed) {
       case 'W': return p.s1[a] - p.s0[a];
       case 'L': return -p.s0[a];
       case 'R': return p.s1[a];
+      case 'w': return p.width[a];
+      case 'a': return p.size[a] * p.width[a];
       default: return p.size[a] * (p.s1[a] - p.s0[a]);
     }
   };
