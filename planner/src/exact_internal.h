@@ -41,7 +41,6 @@ struct Prepared {
   std::vector<int> orig;  // item -> index in Problem::buffers
   std::vector<int64_t> size, align;
   std::vector<int> s0, s1;  // covered sections [s0, s1)
-  std::vector<int64_t> width;  // lifetime in time units (end - start)
   int num_sections = 0;
   std::vector<int64_t> section_total;
   int64_t lower_bound = 0;
@@ -74,8 +73,6 @@ std::vector<Part> split_parts(const Problem& problem, const Prepared& whole);
 // by_rank / sym_prev for order `which` (a nonzero seed jitters it).
 constexpr int kNumOrderings = 8;
 void apply_ordering(Prepared& p, int which, uint64_t seed);
-// The same for an explicit key string (see kOrderings in exact_prepare.cpp).
-void apply_ordering_keys(Prepared& p, const char* keys, uint64_t seed);
 
 // Best greedy best-fit plan over a few orders; *arena receives its arena.
 std::vector<int64_t> best_greedy(const Prepared& p, int64_t* arena);

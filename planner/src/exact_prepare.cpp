@@ -30,7 +30,6 @@ Prepared prepare(const Problem& problem) {
   p.align.resize(n);
   p.s0.resize(n);
   p.s1.resize(n);
-  p.width.resize(n);
   auto index_of = [&](int64_t t) {
     return static_cast<int>(std::lower_bound(times.begin(), times.end(), t) - times.begin());
   };
@@ -41,7 +40,6 @@ Prepared prepare(const Problem& problem) {
     p.align[i] = b.alignment;
     p.s0[i] = index_of(b.start);
     p.s1[i] = index_of(b.end);
-    p.width[i] = b.end - b.start;
     diff[p.s0[i]] += b.size;
     diff[p.s1[i]] -= b.size;
   }
@@ -114,6 +112,8 @@ std::vector<Part> split_parts(const Problem& problem, const Prepared& whole) {
   for (size_t x = 0; x <= by_start.size(); ++x) {
     const bool cut = x == by_start.size() || (x > 0 && whole.s0[by_start[x]] >= max_end);
     if (cut && !parts.empty()) {
+      // Items keep their relative order (it breaks ties in the preference orders).
+      std::sort(parts.back().items.begin(), parts.back().items.end());
       Problem sub;
       for (int i : parts.back().items) sub.buffers.push_back(problem.buffers[whole.orig[i]]);
       parts.back().p = prepare(sub);  // every item has size > 0: part item k = buffer k
@@ -144,11 +144,8 @@ static_assert(sizeof(kOrderings) / sizeof(kOrderings[0]) == kNumOrderings);
 // Sets rank / by_rank / sym_prev for ordering `which`; a nonzero seed jitters ties and
 // swaps near neighbours so later restarts differ.
 void apply_ordering(Prepared& p, int which, uint64_t seed) {
-  apply_ordering_keys(p, kOrderings[which % kNumOrderings], seed);
-}
-
-void apply_ordering_keys(Prepared& p, const char* keys, uint64_t seed) {
   const int n = p.n();
+  const char* keys = kOrderings[which % kNumOrderings];
   p.by_rank.resize(n);
   std::iota(p.by_rank.begin(), p.by_rank.end(), 0);
   auto key = [&](int a, char c) -> int64_t {
@@ -158,8 +155,6 @@ void apply_ordering_keys(Prepared& p, const char* keys, uint64_t seed) {
       case 'W': return p.s1[a] - p.s0[a];
       case 'L': return -p.s0[a];
       case 'R': return p.s1[a];
-      case 'w': return p.width[a];
-      case 'a': return p.size[a] * p.width[a];
       default: return p.size[a] * (p.s1[a] - p.s0[a]);
     }
   };
