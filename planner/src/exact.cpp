@@ -36,6 +36,8 @@ namespace {
 
 using namespace exact_detail;
 
+constexpr int64_t kProbeLimit = 1500;  // nodes per run in the first restart round
+
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -83,13 +85,17 @@ Outcome search_part(Prepared& p, const ExactOptions& opt, int64_t capacity,
   run_with_stack(stack, [&] {
     FailCache cache, floor_cache;
     const int orderings = opt.restarts ? kNumOrderings : 1;
-    int64_t limit = opt.restarts ? 2000 + 20 * static_cast<int64_t>(p.n()) : INT64_MAX;
+    // Round 0 gives every run a short limit (many instances fall to some run within a
+    // few hundred nodes); then limits start at `base` and double.
+    const int64_t base = 2000 + 20 * static_cast<int64_t>(p.n());
+    int64_t limit = opt.restarts ? kProbeLimit : INT64_MAX;
     for (int round = 0;; ++round) {
       for (int o = 0; o < orderings; ++o) {
-        // Odd rounds jitter the order. Floor-search failures do not depend on the
-        // order, so all runs share one cache; the offset search's states do (through
-        // the tie-break), so it keeps one per plain order and a throw-away one otherwise.
-        const uint64_t seed = round % 2 == 1 ? mix64(round * 131 + o) : 0;
+        // Even rounds after the first jitter the order. Floor-search failures do not
+        // depend on the order, so all runs share one cache; the offset search's states do
+        // (through the tie-break), so it keeps one per plain order and a throw-away one
+        // otherwise.
+        const uint64_t seed = round > 0 && round % 2 == 0 ? mix64(round * 131 + o) : 0;
         apply_ordering(p, o, seed);
         SearchLimits lim{capacity, deadline, limit};
         FailCache scratch_cache;
@@ -110,7 +116,7 @@ Outcome search_part(Prepared& p, const ExactOptions& opt, int64_t capacity,
           if (out != Outcome::kNodeLimit) return;
         }
       }
-      limit = limit > INT64_MAX / 4 ? INT64_MAX : limit * 2;
+      limit = round == 0 ? base : limit > INT64_MAX / 4 ? INT64_MAX : limit * 2;
     }
   });
   return out;
