@@ -10,11 +10,14 @@
 // Search times are heavy-tailed in the branching order and differ a lot between the two,
 // so a feasibility probe runs a portfolio -- floor search (three rules for the
 // section), then offset search -- over several static preference orders (and jittered
-// variants) with geometrically growing node limits. A run that ends within its limit is
-// a proof either way, so the loop is complete. Failure caches: one shared by all floor
-// runs (their states do not depend on the order), one for the plain-order offset runs.
-// Without a capacity the arena is minimised by probes between the lower bound and the
-// best plan so far (greedy first).
+// variants): first every run with a short node limit, then with geometrically growing
+// limits. A run that ends within its limit is a proof either way, so the loop is
+// complete. Independent parts of the problem (split where no item spans a section
+// boundary) get a portfolio each: different parts often fall to different runs (the
+// MiniMalloc instance E does only this way). Failure caches: one shared by all floor
+// runs of a part (their states do not depend on the order), one for the plain-order
+// offset runs. Without a capacity the arena is minimised by probes between the lower
+// bound and the best plan so far (greedy first).
 #include "carve/planner/exact.h"
 
 #include <pthread.h>
