@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -252,17 +253,21 @@ TEST_CASE("planner/exact/edge_cases") {
   CHECK(too_big.status().code() == ErrorCode::kInfeasible);
 }
 
-Result<Problem> challenging(char which) {
-  return read_minimalloc_csv(carve::test::shared_dir() + "/data/minimalloc/challenging__" +
-                             std::string(1, which) + ".1048576.csv");
+// A MiniMalloc challenging instance; nullopt (and the test marked skipped) without the data.
+std::optional<Problem> challenging(char which) {
+  Result<Problem> p = read_minimalloc_csv(carve::test::shared_dir() +
+                                          "/data/minimalloc/challenging__" +
+                                          std::string(1, which) + ".1048576.csv");
+  if (!p.ok()) {
+    carve::test::skip("MiniMalloc data not found: " + p.status().to_string());
+    return std::nullopt;
+  }
+  return std::move(p).value();
 }
 
 TEST_CASE("planner/exact/time_limit_honoured") {
-  const Result<Problem> p = challenging('E');
-  if (!p.ok()) {
-    carve::test::skip("MiniMalloc data not found: " + p.status().to_string());
-    return;
-  }
+  const std::optional<Problem> p = challenging('E');
+  if (!p) return;
   // Feasibility at a capacity below the greedy: a plan or kTimeout, promptly.
   PlanOptions o;
   o.capacity = 1048576;
@@ -296,11 +301,8 @@ TEST_CASE("planner/exact/challenging_instance_at_capacity") {
   // in bench_exact.
   for (const char which : {'B', 'E'}) {
     CAPTURE(which);
-    const Result<Problem> p = challenging(which);
-    if (!p.ok()) {
-      carve::test::skip("MiniMalloc data not found: " + p.status().to_string());
-      return;
-    }
+    const std::optional<Problem> p = challenging(which);
+    if (!p) return;
     PlanOptions o;
     o.capacity = 1048576;
     o.time_limit_seconds = 60;
