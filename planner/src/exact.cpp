@@ -141,6 +141,17 @@ Outcome search_capacity(std::vector<Part>& parts, int n, const ExactOptions& opt
   return Outcome::kFound;
 }
 
+// The parts searched separately: split_parts with decomposition, else the whole.
+std::vector<Part> make_parts(const Problem& problem, const Prepared& p, bool decompose) {
+  if (decompose) return split_parts(problem, p);
+  std::vector<Part> parts;
+  if (p.n() > 0) {
+    parts.push_back(Part{p, std::vector<int>(p.n())});
+    std::iota(parts[0].items.begin(), parts[0].items.end(), 0);
+  }
+  return parts;
+}
+
 MemoryPlan to_plan(const Problem& problem, const Prepared& p,
                    const std::vector<int64_t>& item_offsets) {
   MemoryPlan plan;
@@ -180,13 +191,14 @@ Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options
 
   Prepared p = prepare(problem);
   apply_ordering(p, 0, 0);
+  // Split on first use: the greedy often settles the question without a search.
   std::vector<Part> parts;
-  if (exact_options.decompose) {
-    parts = split_parts(problem, p);
-  } else if (p.n() > 0) {
-    parts.push_back(Part{p, std::vector<int>(p.n())});
-    std::iota(parts[0].items.begin(), parts[0].items.end(), 0);
-  }
+  bool split = false;
+  auto get_parts = [&]() -> std::vector<Part>& {
+    if (!split) parts = make_parts(problem, p, exact_options.decompose);
+    split = true;
+    return parts;
+  };
   st.lower_bound = p.lower_bound;
   int64_t greedy_arena = 0;
   std::vector<int64_t> best = best_greedy(p, &greedy_arena);
@@ -213,7 +225,7 @@ Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options
     if (exact_options.greedy_first && greedy_arena <= cap) return finish(best, false);
     std::vector<int64_t> offs;
     ++st.probes;
-    switch (search_capacity(parts, p.n(), exact_options, cap, deadline, &offs, &st.nodes)) {
+    switch (search_capacity(get_parts(), p.n(), exact_options, cap, deadline, &offs, &st.nodes)) {
       case Outcome::kFound:
         return finish(offs, false);
       case Outcome::kInfeasible:
@@ -248,7 +260,7 @@ Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options
                                               std::chrono::duration<double>(slice)));
     std::vector<int64_t> offs;
     ++st.probes;
-    const Outcome out = search_capacity(parts, p.n(), exact_options, probe, probe_deadline,
+    const Outcome out = search_capacity(get_parts(), p.n(), exact_options, probe, probe_deadline,
                                         &offs, &st.nodes);
     if (out == Outcome::kFound) {
       best = std::move(offs);
