@@ -10,11 +10,14 @@
 // Search times are heavy-tailed in the branching order and differ a lot between the two,
 // so a feasibility probe runs a portfolio -- floor search (three rules for the
 // section), then offset search -- over several static preference orders (and jittered
-// variants) with geometrically growing node limits. A run that ends within its limit is
-// a proof either way, so the loop is complete. Failure caches: one shared by all floor
-// runs (their states do not depend on the order), one for the plain-order offset runs.
-// Without a capacity the arena is minimised by probes between the lower bound and the
-// best plan so far (greedy first).
+// variants): first every run with a short node limit, then with geometrically growing
+// limits. A run that ends within its limit is a proof either way, so the loop is
+// complete. Independent parts of the problem (split where no item spans a section
+// boundary) get a portfolio each: different parts often fall to different runs (the
+// MiniMalloc instance E does only this way). Failure caches: one shared by all floor
+// runs of a part (their states do not depend on the order), one for the plain-order
+// offset runs. Without a capacity the arena is minimised by probes between the lower
+// bound and the best plan so far (greedy first).
 #include "carve/planner/exact.h"
 
 #include <pthread.h>
@@ -23,6 +26,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +38,8 @@ namespace carve::planner {
 namespace {
 
 using namespace exact_detail;
+
+constexpr int64_t kProbeLimit = 1500;  // nodes per run in the first restart round
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -72,9 +78,9 @@ void run_with_stack(size_t stack_bytes, const std::function<void()>& fn) {
 // growing node limits (search times are heavy-tailed in the order), each ordering
 // keeping its own failure cache. A run that ends within its limit is a proof either
 // way, so the loop is complete.
-Outcome search_capacity(Prepared& p, const ExactOptions& opt, int64_t capacity,
-                        Clock::time_point deadline, std::vector<int64_t>* offsets,
-                        int64_t* nodes) {
+Outcome search_part(Prepared& p, const ExactOptions& opt, int64_t capacity,
+                    Clock::time_point deadline, std::vector<int64_t>* offsets,
+                    int64_t* nodes) {
   if (!p.adj_ok) return Outcome::kTimeout;  // too many conflicts to search
   Outcome out = Outcome::kTimeout;
   // Frames are small; 2 levels per item, ~1 KiB per level with sanitizer headroom.
@@ -82,13 +88,17 @@ Outcome search_capacity(Prepared& p, const ExactOptions& opt, int64_t capacity,
   run_with_stack(stack, [&] {
     FailCache cache, floor_cache;
     const int orderings = opt.restarts ? kNumOrderings : 1;
-    int64_t limit = opt.restarts ? 2000 + 20 * static_cast<int64_t>(p.n()) : INT64_MAX;
+    // Round 0 gives every run a short limit (many instances fall to some run within a
+    // few hundred nodes); then limits start at `base` and double.
+    const int64_t base = 2000 + 20 * static_cast<int64_t>(p.n());
+    int64_t limit = opt.restarts ? kProbeLimit : INT64_MAX;
     for (int round = 0;; ++round) {
       for (int o = 0; o < orderings; ++o) {
-        // Odd rounds jitter the order. Floor-search failures do not depend on the
-        // order, so all runs share one cache; the offset search's states do (through
-        // the tie-break), so it keeps one per plain order and a throw-away one otherwise.
-        const uint64_t seed = round % 2 == 1 ? mix64(round * 131 + o) : 0;
+        // Even rounds after the first jitter the order. Floor-search failures do not
+        // depend on the order, so all runs share one cache; the offset search's states do
+        // (through the tie-break), so it keeps one per plain order and a throw-away one
+        // otherwise.
+        const uint64_t seed = round > 0 && round % 2 == 0 ? mix64(round * 131 + o) : 0;
         apply_ordering(p, o, seed);
         SearchLimits lim{capacity, deadline, limit};
         FailCache scratch_cache;
@@ -109,10 +119,37 @@ Outcome search_capacity(Prepared& p, const ExactOptions& opt, int64_t capacity,
           if (out != Outcome::kNodeLimit) return;
         }
       }
-      limit = limit > INT64_MAX / 4 ? INT64_MAX : limit * 2;
+      limit = round == 0 ? base : limit > INT64_MAX / 4 ? INT64_MAX : limit * 2;
     }
   });
   return out;
+}
+
+// Feasibility of every independent part at `capacity`, each with its own portfolio
+// (different parts are often solved fast by different searches and orders); fullest
+// part first, so an infeasible one tends to be found early.
+Outcome search_capacity(std::vector<Part>& parts, int n, const ExactOptions& opt,
+                        int64_t capacity, Clock::time_point deadline,
+                        std::vector<int64_t>* offsets, int64_t* nodes) {
+  offsets->assign(n, 0);
+  std::vector<int64_t> part_offsets;
+  for (Part& part : parts) {
+    const Outcome out = search_part(part.p, opt, capacity, deadline, &part_offsets, nodes);
+    if (out != Outcome::kFound) return out;
+    for (size_t k = 0; k < part.items.size(); ++k) (*offsets)[part.items[k]] = part_offsets[k];
+  }
+  return Outcome::kFound;
+}
+
+// The parts searched separately: split_parts with decomposition, else the whole.
+std::vector<Part> make_parts(const Problem& problem, const Prepared& p, bool decompose) {
+  if (decompose) return split_parts(problem, p);
+  std::vector<Part> parts;
+  if (p.n() > 0) {
+    parts.push_back(Part{p, std::vector<int>(p.n())});
+    std::iota(parts[0].items.begin(), parts[0].items.end(), 0);
+  }
+  return parts;
 }
 
 MemoryPlan to_plan(const Problem& problem, const Prepared& p,
@@ -154,6 +191,14 @@ Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options
 
   Prepared p = prepare(problem);
   apply_ordering(p, 0, 0);
+  // Split on first use: the greedy often settles the question without a search.
+  std::vector<Part> parts;
+  bool split = false;
+  auto get_parts = [&]() -> std::vector<Part>& {
+    if (!split) parts = make_parts(problem, p, exact_options.decompose);
+    split = true;
+    return parts;
+  };
   st.lower_bound = p.lower_bound;
   int64_t greedy_arena = 0;
   std::vector<int64_t> best = best_greedy(p, &greedy_arena);
@@ -180,7 +225,7 @@ Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options
     if (exact_options.greedy_first && greedy_arena <= cap) return finish(best, false);
     std::vector<int64_t> offs;
     ++st.probes;
-    switch (search_capacity(p, exact_options, cap, deadline, &offs, &st.nodes)) {
+    switch (search_capacity(get_parts(), p.n(), exact_options, cap, deadline, &offs, &st.nodes)) {
       case Outcome::kFound:
         return finish(offs, false);
       case Outcome::kInfeasible:
@@ -215,8 +260,8 @@ Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options
                                               std::chrono::duration<double>(slice)));
     std::vector<int64_t> offs;
     ++st.probes;
-    const Outcome out = search_capacity(p, exact_options, probe, probe_deadline, &offs,
-                                        &st.nodes);
+    const Outcome out = search_capacity(get_parts(), p.n(), exact_options, probe, probe_deadline,
+                                        &offs, &st.nodes);
     if (out == Outcome::kFound) {
       best = std::move(offs);
       best_arena = 0;

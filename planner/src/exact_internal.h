@@ -59,6 +59,16 @@ struct Prepared {
 
 Prepared prepare(const Problem& problem);
 
+// An independent part of a prepared problem: items that share no time section with the
+// rest (the items split where none spans a section boundary), prepared on their own.
+struct Part {
+  Prepared p;
+  std::vector<int> items;  // part item -> item of the whole
+};
+// The parts of `whole` (prepared from `problem`), fullest section first; one part when
+// nothing splits.
+std::vector<Part> split_parts(const Problem& problem, const Prepared& whole);
+
 // Number of static preference orders; apply_ordering(p, which, seed) sets rank /
 // by_rank / sym_prev for order `which` (a nonzero seed jitters it).
 constexpr int kNumOrderings = 8;

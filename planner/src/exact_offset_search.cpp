@@ -29,6 +29,10 @@
 //    above its top), later branches are skipped (a sum-of-offsets-minimal plan places
 //    it first); identical items (interval, size, alignment) go in rank order, and equal
 //    offsets in rank order (the tie-break above);
+//  * gap dominance (MiniMalloc's): nothing is placed at or above min_height, the lowest
+//    cand + size of an unplaced item y: everything placed later would start above y's
+//    room at cand(y), so y could be lowered into it and the plan would not be
+//    sum-of-offsets-minimal; a node whose last offset reached min_height fails;
 //  * failed states are remembered by a 128-bit hash of (unplaced items and their
 //    candidates, last offset, last rank);
 //  * restarts: search times are heavy-tailed in the branching order, so feasibility
@@ -41,6 +45,7 @@
 #include <span>
 
 #include "exact_internal.h"
+#include "exact_positions.h"
 
 namespace carve::planner::exact_detail {
 namespace {
@@ -65,7 +70,6 @@ class Search {
     lfloor_.assign(p.num_sections + 1, 0);
     usum_.assign(p.num_sections + 1, 0);
     paint_.assign(p.num_sections + 1, 0);
-    tight_.assign(p.num_sections + 1, 0);
     slack_.assign(p.num_sections + 1, 0);
     for (int i = 0; i < n; ++i) flip(i, 0);
   }
@@ -163,43 +167,6 @@ class Search {
     return true;
   }
 
-  // bits |= bits << shift, over words_ words (bits past the capacity fall off).
-  void shift_or(uint64_t* w, int shift) {
-    if (shift <= 0) return;
-    const int ws = shift / 64, bs = shift % 64;
-    for (int i = words_ - 1; i >= ws; --i) {
-      uint64_t v = w[i - ws] << bs;
-      if (bs != 0 && i - ws - 1 >= 0) v |= w[i - ws - 1] >> (64 - bs);
-      w[i] |= v;
-    }
-  }
-  // Any bit set in [a, b] (clamped)?
-  bool any_bit(const uint64_t* w, int64_t a, int64_t b) const {
-    a = std::max<int64_t>(a, 0);
-    b = std::min<int64_t>(b, static_cast<int64_t>(words_) * 64 - 1);
-    for (int64_t i = a; i <= b;) {
-      const int64_t word = i / 64, bit = i % 64;
-      uint64_t v = w[word] >> bit;
-      const int64_t span = std::min<int64_t>(64 - bit, b - i + 1);
-      if (span < 64) v &= (uint64_t{1} << span) - 1;
-      if (v != 0) return true;
-      i += span;
-    }
-    return false;
-  }
-  bool position_ok(int b) const {
-    const int64_t g = p_.gran;
-    const int64_t at = cand_[b];
-    for (int s = p_.s0[b]; s < p_.s1[b]; ++s) {
-      if (!tight_[s]) continue;
-      const int64_t rel = (at - lfloor_[s]);
-      if (rel < 0) return false;
-      const uint64_t* w = &pos_[static_cast<size_t>(s) * words_];
-      if (!any_bit(w, (rel - slack_[s] + g - 1) / g, rel / g)) return false;
-    }
-    return true;
-  }
-
   int find_paint(int s) {
     int r = s;
     while (paint_[r] != r) r = paint_[r];
@@ -243,8 +210,10 @@ class Search {
     // Per-item bounds.
     int lo = std::numeric_limits<int>::max(), hi = 0;
     int64_t span_sum = 0;
+    int64_t min_height = kInf;  // lowest cand + size of an unplaced item
     for (int b : comp) {
       const int64_t c = cand_[b];
+      min_height = std::min(min_height, c + p_.size[b]);
       const bool open = c > last || (c == last && p_.rank[b] > last_rank);
       if (!open && unplaced_deg_[b] == 0) return false;  // can never rise to `last`
       int64_t e = c;
@@ -266,6 +235,8 @@ class Search {
       hi = std::max(hi, p_.s1[b]);
       span_sum += p_.s1[b] - p_.s0[b];
     }
+    // Gap dominance (see the file comment): nothing goes at or above min_height.
+    if (opt_.dominance && last >= min_height) return false;
     if (comp.size() == 1) {
       const int b = comp[0];
       if (!open_[b]) return false;  // blocked (and see above)
@@ -340,29 +311,9 @@ class Search {
     // item b lies at L(s) + (sizes of some unplaced items of s) + (at most slack(s)).
     // An open item whose candidate offset is no such position in one of its sections
     // cannot be placed there now, so it is not branched on.
-    use_positions_ = false;
-    if (opt_.section_inference && opt_.subset_sum && cap_ / p_.gran <= kMaxPositionUnits) {
-      use_positions_ = true;
-      const int64_t g = p_.gran;
-      const int units = static_cast<int>(cap_ / g);
-      words_ = units / 64 + 1;
-      if (pos_.size() < static_cast<size_t>(p_.num_sections) * words_) {
-        pos_.resize(static_cast<size_t>(p_.num_sections) * words_);
-      }
-      for (int s = lo; s < hi; ++s) {
-        tight_[s] = slack_[s] != kInf && slack_[s] * 8 <= cap_;
-        if (!tight_[s]) continue;
-        uint64_t* w = &pos_[static_cast<size_t>(s) * words_];
-        std::fill(w, w + words_, 0);
-        w[0] = 1;
-      }
-      for (int b : comp) {
-        const int shift = static_cast<int>(p_.size[b] / g);
-        for (int s = p_.s0[b]; s < p_.s1[b]; ++s) {
-          if (tight_[s]) shift_or(&pos_[static_cast<size_t>(s) * words_], shift);
-        }
-      }
-    }
+    use_positions_ = opt_.section_inference && opt_.subset_sum &&
+                     SectionPositions::usable(p_, cap_);
+    if (use_positions_) positions_.build(p_, cap_, comp, lo, hi, slack_);
 
     // Dynamic decomposition at cut points of the unplaced items.
     if (opt_.decompose) {
@@ -412,9 +363,10 @@ class Search {
     // (open_ is overwritten by the children, so the branch list is fixed first.)
     sc.branch.clear();
     for (int b : sc.order) {
+      if (opt_.dominance && cand_[b] >= min_height) break;  // gap dominance
       if (!open_[b]) continue;  // blocked
       if (opt_.symmetry && p_.sym_prev[b] >= 0 && !placed_[p_.sym_prev[b]]) continue;
-      if (use_positions_ && !position_ok(b)) continue;
+      if (use_positions_ && !positions_.ok(p_, b, cand_[b], lfloor_, slack_)) continue;
       sc.branch.push_back(b);
       if (opt_.dominance && is_free(b)) break;
     }
@@ -444,11 +396,8 @@ class Search {
   std::vector<Scratch> scratch_;
   std::vector<int64_t> lfloor_, usum_, slack_;
   std::vector<int> paint_;
-  static constexpr int64_t kMaxPositionUnits = 8192;
   bool use_positions_ = false;
-  int words_ = 0;
-  std::vector<uint64_t> pos_;
-  std::vector<char> tight_;
+  SectionPositions positions_;
   std::vector<std::pair<size_t, size_t>> parts_;
   const int64_t node_limit_;
   FailCache* const cache_;

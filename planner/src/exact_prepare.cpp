@@ -101,6 +101,39 @@ Prepared prepare(const Problem& problem) {
   return p;
 }
 
+std::vector<Part> split_parts(const Problem& problem, const Prepared& whole) {
+  std::vector<int> by_start(whole.n());
+  std::iota(by_start.begin(), by_start.end(), 0);
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [&](int a, int b) { return whole.s0[a] < whole.s0[b]; });
+  std::vector<Part> parts;
+  std::vector<int64_t> fullest;
+  int max_end = -1;
+  for (size_t x = 0; x <= by_start.size(); ++x) {
+    const bool cut = x == by_start.size() || (x > 0 && whole.s0[by_start[x]] >= max_end);
+    if (cut && !parts.empty()) {
+      // Items keep their relative order (it breaks ties in the preference orders).
+      std::sort(parts.back().items.begin(), parts.back().items.end());
+      Problem sub;
+      for (int i : parts.back().items) sub.buffers.push_back(problem.buffers[whole.orig[i]]);
+      parts.back().p = prepare(sub);  // every item has size > 0: part item k = buffer k
+      fullest.push_back(parts.back().p.lower_bound);
+    }
+    if (x == by_start.size()) break;
+    if (x == 0 || cut) parts.emplace_back();
+    parts.back().items.push_back(by_start[x]);
+    max_end = std::max(max_end, whole.s1[by_start[x]]);
+  }
+  std::vector<int> order(parts.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return fullest[a] > fullest[b]; });
+  std::vector<Part> sorted;
+  sorted.reserve(parts.size());
+  for (int k : order) sorted.push_back(std::move(parts[k]));
+  return sorted;
+}
+
 // Static preference orders tried in turn by the restarts; keys compared descending:
 // T = fullest section the item lives in, S = size, W = lifetime width, A = S * W.
 constexpr const char* const kOrderings[] = {"TWA", "TAW", "LSTW", "ALS",

@@ -11,9 +11,11 @@
 // Search (see planner/src/exact.cpp): a portfolio of two complete searches -- branching
 // on what starts at the lowest free point of a time section (with an explicit "left
 // empty" branch), and canonical placements in (offset, rank) order -- with restarts over
-// static orders, cross-section inference, dynamic decomposition at cut points, symmetry
-// breaking for identical buffers, dominance and failure caches. Stateless between
-// calls; thread-compatible.
+// static orders (a short first round, then growing node limits), run separately on each
+// independent part of the problem; cross-section inference, dynamic decomposition at cut
+// points, symmetry breaking for identical buffers, dominance (no gap that an unplaced
+// buffer could drop into; a buffer nothing else can use the space of goes first) and
+// failure caches. Stateless between calls; thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +31,7 @@ struct ExactOptions {
   bool floor_search = true;       // lowest-free-point branching (exact_floor_search.cpp)
   bool offset_search = true;      // with floor_search: also (offset, rank)-order runs
   bool section_inference = true;  // cross-section pruning with unallocated floors
-  bool decompose = true;          // split into independent subproblems at cut points
+  bool decompose = true;          // split into independent parts at cut points
   bool symmetry = true;           // identical buffers are placed in a fixed order
   bool subset_sum = true;         // candidate offsets must be reachable stack positions
   bool dominance = true;          // stop branching after a buffer nothing can go under
