@@ -90,18 +90,28 @@ Status check_placement(const ir::Graph& graph, const CompileOptions& options, co
 
 }  // namespace
 
-Result<std::unique_ptr<CompiledProgram>> Session::compile_for_device(const ir::Graph& graph,
-                                                                     const CompileOptions& options) {
+Result<std::unique_ptr<Program>> build_device_program(const ir::Graph& graph, const CompileOptions& options,
+                                                      std::shared_ptr<Allocator> arena_allocator) {
   CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program,
-                         detail::build_program(graph, options, nullptr, device_->allocator));
+                         detail::build_program(graph, options, nullptr, std::move(arena_allocator)));
   std::vector<bool> host_handle;
   for (const auto& h : program->handles) host_handle.push_back(h->memory().is_cpu_accessible());
   CARVE_RETURN_IF_ERROR(add_device_transfers(*program, host_handle));
+  return program;
+}
+
+Result<Schedule> build_device_schedule(const Program& program, const CompileOptions& options) {
   ScheduleOptions schedule_options = options.schedule;
   schedule_options.threads = 1;
-  schedule_options.chunks_per_launch = 1;  // one task per launch: a GPU kernel is one launch
+  schedule_options.chunks_per_launch = 1;
   schedule_options.allow_fallback = false;
-  CARVE_ASSIGN_OR_RETURN(Schedule schedule, build_schedule(*program, schedule_options));
+  return build_schedule(program, schedule_options);
+}
+
+Result<std::unique_ptr<CompiledProgram>> Session::compile_for_device(const ir::Graph& graph,
+                                                                     const CompileOptions& options) {
+  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, build_device_program(graph, options, device_->allocator));
+  CARVE_ASSIGN_OR_RETURN(Schedule schedule, build_device_schedule(*program, options));
   std::unique_ptr<CompiledProgram> compiled(new CompiledProgram(nullptr, std::move(program), std::move(schedule)));
   CARVE_ASSIGN_OR_RETURN(compiled->device_, detail::DeviceExecutor::create(device_, *compiled->program_,
                                                                            compiled->schedule_, options.sequential));

@@ -139,6 +139,15 @@ class CompiledProgram {
   std::mutex run_mutex_;
 };
 
+// The device program a cuda Session's compile() builds, before its kernels are compiled
+// (device_program.h: Program::on_device, transfers added, kernels without CPU code). With
+// a CPU arena allocator it can be built and inspected on a machine without a GPU (tests,
+// tools); the CUDA executor is given one over a CudaAllocator. Errors as compile().
+Result<std::unique_ptr<Program>> build_device_program(const ir::Graph& graph, const CompileOptions& options,
+                                                      std::shared_ptr<Allocator> arena_allocator);
+// The hazard DAG of a device program: one task per launch (a GPU kernel is one launch).
+Result<Schedule> build_device_schedule(const Program& program, const CompileOptions& options);
+
 class Session {
  public:
   static Result<std::unique_ptr<Session>> create(const SessionOptions& options = {});
