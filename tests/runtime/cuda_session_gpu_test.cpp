@@ -82,8 +82,8 @@ void run_session_families(int streams, bool graphs) {
 
 }  // namespace
 
-TEST_CASE("cuda/gpu/session/every op family matches the reference (graph replay)") { run_session_families(4, true); }
-TEST_CASE("cuda/gpu/session/every op family matches the reference (streams)") { run_session_families(4, false); }
+TEST_CASE("cuda/gpu/session/every op family matches the reference with graph replay") { run_session_families(4, true); }
+TEST_CASE("cuda/gpu/session/every op family matches the reference with streams") { run_session_families(4, false); }
 
 TEST_CASE("cuda/gpu/session/parallel streams equal one stream, graph replay with new pointers") {
   if (skip_without_gpu()) return;
