@@ -46,7 +46,16 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
   if (schedule.task_count() != static_cast<int32_t>(p.launches.size()))
     return Status(ErrorCode::kInternal, "device schedule must have one task per launch");
   const auto& ctx = backend->allocator->context();
-  for (const ProgramKernel& k : p.kernels) {
+  std::vector<bool> device_kernel(p.kernels.size(), false);  // kernels only the host runs get no module
+  for (const Launch& l : p.launches)
+    if (l.kind == LaunchKind::kernel && !l.on_host) device_kernel[static_cast<size_t>(l.kernel)] = true;
+  for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
+    const ProgramKernel& k = p.kernels[ki];
+    if (!device_kernel[ki]) {
+      ex->modules_.push_back(nullptr);
+      ex->configs_.emplace_back();
+      continue;
+    }
     CARVE_ASSIGN_OR_RETURN(cu::KernelSource src, cu::generate_kernel(p.graph, k.group));
     auto bin = backend->nvrtc->compile(src.source, backend->info.arch());
     if (!bin.ok()) return bin.status().with_context(fmt::format("kernel group '{}'", k.group.name));
@@ -81,6 +90,11 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
     const auto& t = p.graph.value(v).type;
     CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(alloc, t.dtype, t.shape));
     ex->output_staging_.push_back(std::move(b));
+  }
+  if (p.mixed()) {  // the host copy of the arena (same offsets) for the CPU-placed kernels
+    CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(cpu_allocator(), ir::DType::u8,
+                                                      ir::Shape({std::max<int64_t>(1, p.plan.arena_bytes)})));
+    ex->host_arena_ = std::move(b);
   }
   CARVE_ASSIGN_OR_RETURN(ex->plan_, plan_streams(schedule, {.streams = sequential ? 1 : backend->streams}));
   for (int s = 0; s < ex->plan_.streams; ++s) {
@@ -134,6 +148,11 @@ Status DeviceExecutor::enqueue(const Program& p, const RegionBases& bases, const
     const int32_t l = schedule_->tasks()[static_cast<size_t>(t)].launch;
     const Launch& launch = p.launches[static_cast<size_t>(l)];
     if (capture && is_transfer(launch)) continue;
+    if (launch.on_host) {  // mixed placement: the host waits for the device, then runs the kernel
+      for (auto& s : streams_) CARVE_RETURN_IF_ERROR(named(p, l, s->synchronize()));
+      execute_launch(p, launch, bases, launch.tile_begin, launch.tile_end);
+      continue;
+    }
     cu::CudaStream* stream = streams_[static_cast<size_t>(plan_.stream_of[static_cast<size_t>(t)])].get();
     for (int32_t w : plan_.waits[static_cast<size_t>(t)]) {
       const int32_t wl = schedule_->tasks()[static_cast<size_t>(w)].launch;
@@ -182,8 +201,18 @@ Status DeviceExecutor::transfers(const Program& p, const RegionBases& bases, con
 
 Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std::span<Buffer> outputs,
                            RunRecord* record) {
+  if (p.mixed()) {
+    for (const Buffer& b : inputs)
+      if (on_device(b))
+        return Status(ErrorCode::kUnsupported, "a program with CPU-placed nodes takes host inputs and outputs");
+    for (const Buffer& b : outputs)
+      if (on_device(b))
+        return Status(ErrorCode::kUnsupported, "a program with CPU-placed nodes takes host inputs and outputs");
+  }
   RegionBases bases;
   bases.arena = p.arena->arena().unsafe_data();
+  if (host_arena_) bases.host_arena = host_arena_->unsafe_data();
+  for (const auto& c : p.constant_buffers) bases.host_constants.push_back(c ? c->unsafe_data() : nullptr);
   std::vector<uint8_t> skip(p.launches.size(), 0);
   std::vector<int32_t> upload_of_input(p.inputs.size(), -1), download_of_output(p.outputs.size(), -1);
   for (size_t l = 0; l < p.launches.size(); ++l) {
@@ -216,7 +245,7 @@ Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std
     record->threads = plan_.streams;
     record->fallback_reason = record->parallel ? "" : "one stream";
   }
-  if (!backend_->graphs) {
+  if (!backend_->graphs || p.mixed()) {  // host kernels cannot be captured: streams
     CARVE_RETURN_IF_ERROR(enqueue(p, bases, skip, /*capture=*/false));
     for (auto& s : streams_) CARVE_RETURN_IF_ERROR(s->synchronize());
     return Status();

@@ -13,6 +13,10 @@
 //        parameters updated in place when caller device pointers change; re-captured
 //        only when a captured device-to-device copy's addresses change), downloads on
 //        stream 0; and synchronises.
+// Mixed programs (Launch::on_host): host kernels run in task order on the calling thread
+// after every stream has synchronised (so every device predecessor is complete); device
+// work after them is enqueued only after they return. Such programs run on streams (no
+// graph capture) and take host inputs/outputs only (kUnsupported for DeviceResident ones).
 // Errors name the launch: "launch 5 'fused_add_relu': cuLaunchKernel: ...".
 // Thread-safety: one run at a time (CompiledProgram's lock).
 #pragma once
@@ -71,6 +75,7 @@ class DeviceExecutor {
   std::vector<jit::cuda::LaunchConfig> configs_;
   std::vector<std::optional<Buffer>> constants_, handle_mirrors_;
   std::vector<Buffer> input_staging_, output_staging_;
+  std::optional<Buffer> host_arena_;  // mixed programs: the CPU-placed kernels' arena
   std::vector<std::unique_ptr<jit::cuda::CudaStream>> streams_;
   std::vector<std::unique_ptr<jit::cuda::CudaEvent>> events_;  // per task (null: never waited on)
   std::vector<std::unique_ptr<jit::cuda::CudaEvent>> joins_;   // capture fork (0) and joins

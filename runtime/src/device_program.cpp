@@ -48,6 +48,7 @@ Status add_device_transfers(Program& p, const std::vector<bool>& host_handle) {
   }
   std::vector<Launch> downloads;
   for (size_t i = 0; i < p.outputs.size(); ++i) {
+    if (i < p.output_on_host.size() && p.output_on_host[i]) continue;  // written on the host already
     CARVE_ASSIGN_OR_RETURN(int64_t bytes, bytes_of(p, p.outputs[i]));
     const auto slot = static_cast<int32_t>(i);
     downloads.push_back(transfer(fmt::format("download_output_{}", i), LaunchKind::download,

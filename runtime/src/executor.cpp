@@ -16,6 +16,8 @@ std::byte* RegionBases::address(const MemoryRef& ref) const {
     case Region::host_input: base = host_inputs[slot]; break;
     case Region::host_output: base = host_outputs[slot]; break;
     case Region::host_handle: base = host_handles[slot]; break;
+    case Region::host_arena: base = host_arena; break;
+    case Region::host_constant: base = host_constants[slot]; break;
   }
   return base + ref.offset;
 }

@@ -23,6 +23,8 @@ std::string_view region_name(Region region) {
     case Region::host_input: return "host_input";
     case Region::host_output: return "host_output";
     case Region::host_handle: return "host_handle";
+    case Region::host_arena: return "host_arena";
+    case Region::host_constant: return "host_constant";
   }
   return "?";
 }
@@ -59,6 +61,7 @@ Result<std::unique_ptr<Session>> Session::create(const SessionOptions& options) 
                                                                        options.cuda_graphs));
     std::unique_ptr<Session> session(new Session(nullptr, threads));
     session->device_ = std::move(backend);
+    session->jit_options_ = options.jit;
     return session;
   }
   CARVE_ASSIGN_OR_RETURN(std::unique_ptr<jit::JitCompiler> jit, jit::JitCompiler::create(options.jit));
@@ -79,21 +82,55 @@ Status check_placement(const ir::Graph& graph, const CompileOptions& options, co
     if (it == graph.nodes.end())
       return Status(ErrorCode::kNotFound, fmt::format("CompileOptions::placement names node '{}', which graph '{}' "
                                                       "does not have", name, graph.name));
-    if (type != device.type)
+    if (device.type == DeviceType::cpu && type != DeviceType::cpu)
       return Status(ErrorCode::kUnsupported,
-                    fmt::format("{} is placed on {} but the session runs on {}: mixed CPU/GPU programs are not "
-                                "implemented yet", ir::describe_node(graph, it->id),
-                                type == DeviceType::cpu ? "cpu" : "cuda", device.to_string()));
+                    fmt::format("{} is placed on cuda but the session runs on cpu: mixed programs are built by a "
+                                "cuda Session (SessionOptions::device) with the CPU nodes placed on cpu",
+                                ir::describe_node(graph, it->id)));
   }
   return Status();
+}
+
+bool placed_on_cpu(const ir::Graph& graph, const CompileOptions& options, ir::NodeId n) {
+  const auto it = options.placement.find(graph.node(n).name);
+  return it != options.placement.end() && it->second == DeviceType::cpu;
+}
+
+// Per launch of a device program: whether its kernel group is placed on the CPU.
+Result<std::vector<bool>> host_launches(const Program& p, const CompileOptions& options) {
+  std::vector<bool> host(p.launches.size(), false);
+  for (size_t l = 0; l < p.launches.size(); ++l) {
+    const Launch& launch = p.launches[l];
+    if (launch.kind != LaunchKind::kernel) continue;
+    const jit::KernelGroup& group = p.kernels[static_cast<size_t>(launch.kernel)].group;
+    int cpu = 0;
+    for (ir::NodeId n : group.nodes) cpu += placed_on_cpu(p.graph, options, n) ? 1 : 0;
+    if (cpu > 0 && cpu != static_cast<int>(group.nodes.size()))
+      return Status(ErrorCode::kInternal, fmt::format("kernel group '{}' mixes CPU- and GPU-placed nodes", group.name));
+    host[l] = cpu > 0;
+  }
+  return host;
+}
+
+bool any_cpu_placement(const CompileOptions& options) {
+  return std::any_of(options.placement.begin(), options.placement.end(),
+                     [](const auto& kv) { return kv.second == DeviceType::cpu; });
 }
 
 }  // namespace
 
 Result<std::unique_ptr<Program>> build_device_program(const ir::Graph& graph, const CompileOptions& options,
                                                       std::shared_ptr<Allocator> arena_allocator) {
+  CARVE_RETURN_IF_ERROR(check_placement(graph, options, Device{DeviceType::cuda, 0}));
+  // Mixed programs are built unfused: no kernel group spans the CPU/GPU boundary.
+  CompileOptions build_options = options;
+  if (any_cpu_placement(options)) build_options.fuse = false;
   CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program,
-                         detail::build_program(graph, options, nullptr, std::move(arena_allocator)));
+                         detail::build_program(graph, build_options, nullptr, std::move(arena_allocator)));
+  if (any_cpu_placement(options)) {
+    CARVE_ASSIGN_OR_RETURN(std::vector<bool> host, host_launches(*program, options));
+    if (std::find(host.begin(), host.end(), true) != host.end()) CARVE_RETURN_IF_ERROR(place_on_host(*program, host));
+  }
   std::vector<bool> host_handle;
   for (const auto& h : program->handles) host_handle.push_back(h->memory().is_cpu_accessible());
   CARVE_RETURN_IF_ERROR(add_device_transfers(*program, host_handle));
@@ -108,11 +145,41 @@ Result<Schedule> build_device_schedule(const Program& program, const CompileOpti
   return build_schedule(program, schedule_options);
 }
 
+// CPU code for the kernels a mixed program runs on the host (the session's CPU JIT, made on
+// first use: kUnavailable in a build without it).
+Result<std::shared_ptr<jit::JitCompiler>> Session::compile_host_kernels(Program& p) {
+  std::shared_ptr<jit::JitCompiler> jit;
+  {
+    std::lock_guard lock(host_jit_mutex_);
+    if (!host_jit_) {
+      auto created = jit::JitCompiler::create(jit_options_);
+      if (!created.ok())
+        return created.status().with_context("nodes placed on the CPU need the CPU JIT");
+      host_jit_ = std::shared_ptr<jit::JitCompiler>(std::move(*created));
+    }
+    jit = host_jit_;
+  }
+  std::vector<int32_t> kernels;
+  std::vector<jit::KernelGroup> groups;
+  for (const Launch& l : p.launches)
+    if (l.on_host && std::find(kernels.begin(), kernels.end(), l.kernel) == kernels.end()) {
+      kernels.push_back(l.kernel);
+      groups.push_back(p.kernels[static_cast<size_t>(l.kernel)].group);
+    }
+  CARVE_ASSIGN_OR_RETURN(auto compiled, jit->compile(p.graph, groups));
+  for (size_t i = 0; i < compiled.size(); ++i) p.kernels[static_cast<size_t>(kernels[i])].fn = compiled[i].fn;
+  return jit;
+}
+
 Result<std::unique_ptr<CompiledProgram>> Session::compile_for_device(const ir::Graph& graph,
                                                                      const CompileOptions& options) {
   CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, build_device_program(graph, options, device_->allocator));
+  std::shared_ptr<jit::JitCompiler> host_jit;
+  if (program->mixed()) {
+    CARVE_ASSIGN_OR_RETURN(host_jit, compile_host_kernels(*program));
+  }
   CARVE_ASSIGN_OR_RETURN(Schedule schedule, build_device_schedule(*program, options));
-  std::unique_ptr<CompiledProgram> compiled(new CompiledProgram(nullptr, std::move(program), std::move(schedule)));
+  std::unique_ptr<CompiledProgram> compiled(new CompiledProgram(host_jit, std::move(program), std::move(schedule)));
   CARVE_ASSIGN_OR_RETURN(compiled->device_, detail::DeviceExecutor::create(device_, *compiled->program_,
                                                                            compiled->schedule_, options.sequential));
   return compiled;

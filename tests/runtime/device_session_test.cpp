@@ -2,7 +2,7 @@
 // the device program (one arena, transfers as launches, same kernel groups) is well formed,
 // its hazard DAG maps onto streams with every edge ordered, CUDA C is generated for every
 // kernel; CUDA-graph parameter updates touch exactly the launches whose pointers change;
-// mixed placement is reported as unsupported.
+// a CPU session placing nodes on cuda is unsupported (mixed programs: device_placement_test).
 #include <doctest/doctest.h>
 
 #include <algorithm>

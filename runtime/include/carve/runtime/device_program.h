@@ -14,6 +14,15 @@
 //    host handle, last one download per output and per host handle, so the hazard DAG
 //    orders them like any other launch. A run skips the transfer of a device buffer.
 //
+// Mixed placement (CompileOptions::placement puts nodes on cpu in a cuda Session): their
+// kernels are launches with on_host set, whose operands are host regions (arena ->
+// host_arena at the same offsets, input -> host_input, output -> host_output, constant ->
+// host_constant); wherever a launch reads bytes whose latest write is on the other side, a
+// download (device -> host) or upload (host -> device) of exactly those bytes is inserted
+// right before it, so the one hazard DAG orders writer -> copy -> reader (and the WAR/WAW
+// edges of arena reuse on both sides) like any other launches. An output whose final bytes
+// are written on the host is not downloaded (Program::output_on_host).
+//
 // Thread-safety: pure functions. Errors: kInvalidArgument for a malformed Program.
 #pragma once
 
@@ -39,6 +48,11 @@ struct Device {
 // h is host memory (mirrored). Inputs are uploaded first, in input order, then handles;
 // outputs downloaded last, then handles.
 Status add_device_transfers(Program& program, const std::vector<bool>& host_handle);
+
+// Mixed placement as above: `host_launch[l]` (per launch, before add_device_transfers) puts
+// kernel launch l on the CPU. kInvalidArgument for a wrong count or a flag on a copy;
+// kUnsupported for a host kernel that uses a handle (handles live on the device).
+Status place_on_host(Program& program, const std::vector<bool>& host_launch);
 
 // Whether a launch moves bytes between host and device (upload/download).
 inline bool is_transfer(const Launch& launch) {

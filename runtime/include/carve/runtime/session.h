@@ -30,8 +30,12 @@
 //    `cuda_graphs`). Session::create returns kUnavailable "no CUDA device: <why>" without
 //    a driver or device. run() then also takes DeviceResident buffers (this device's:
 //    used in place, no copy); host buffers are copied in and out by scheduled transfers.
-//    Placement: one device per program for now; CompileOptions::placement naming another
-//    device than the session's is kUnsupported (mixed CPU/GPU programs are not built yet).
+//    Placement: in a cuda Session, CompileOptions::placement may put nodes on cpu (mixed
+//    program, device_program.h): those kernels are compiled by the CPU JIT (kUnavailable
+//    in a build without it), host<->device copies are inserted where values cross, and
+//    the one hazard DAG orders everything; the program is built unfused, runs on streams
+//    (no CUDA graph; the host synchronises the streams before each CPU kernel) and takes
+//    host inputs/outputs only. A CPU Session with nodes placed on cuda is kUnsupported.
 //  - Thread-safety: Session::compile may be called concurrently. One CompiledProgram
 //    runs one call at a time: concurrent run() calls on the same program serialise on
 //    its internal lock (the arena is shared state); different programs run concurrently,
@@ -80,8 +84,9 @@ struct CompileOptions {
   // built, for statistics and the hazard checker). schedule.threads 0 = the session's.
   bool sequential = false;
   ScheduleOptions schedule{};
-  // Per-node placement by node name. Every named node must exist (kNotFound); a device
-  // other than the session's is kUnsupported until mixed programs are implemented.
+  // Per-node placement by node name. Every named node must exist (kNotFound). A cuda
+  // Session may place nodes on cpu (a mixed program, see above); a CPU Session placing a
+  // node on cuda is kUnsupported.
   std::map<std::string, DeviceType> placement{};
 };
 
@@ -140,7 +145,8 @@ class CompiledProgram {
 };
 
 // The device program a cuda Session's compile() builds, before its kernels are compiled
-// (device_program.h: Program::on_device, transfers added, kernels without CPU code). With
+// (device_program.h: Program::on_device, CPU placement applied, transfers added, kernels
+// without CPU code). With
 // a CPU arena allocator it can be built and inspected on a machine without a GPU (tests,
 // tools); the CUDA executor is given one over a CudaAllocator. Errors as compile().
 Result<std::unique_ptr<Program>> build_device_program(const ir::Graph& graph, const CompileOptions& options,
@@ -162,7 +168,11 @@ class Session {
  private:
   Session(std::shared_ptr<jit::JitCompiler> jit, int threads) : jit_(std::move(jit)), threads_(threads) {}
   Result<std::unique_ptr<CompiledProgram>> compile_for_device(const ir::Graph& graph, const CompileOptions& options);
+  Result<std::shared_ptr<jit::JitCompiler>> compile_host_kernels(Program& program);
   std::shared_ptr<jit::JitCompiler> jit_;  // null for a device session
+  jit::JitOptions jit_options_{};          // device session: for the CPU JIT of mixed programs
+  std::mutex host_jit_mutex_;
+  std::shared_ptr<jit::JitCompiler> host_jit_;  // device session: made on the first mixed compile
   int threads_;
   std::shared_ptr<detail::DeviceBackend> device_;
 };
