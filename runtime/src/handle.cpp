@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <vector>
 
 namespace carve::runtime {
 
@@ -15,6 +16,9 @@ Result<std::shared_ptr<BufferHandle>> BufferHandle::create(std::string name, ir:
   if (buffer.is_cpu_accessible()) {
     CARVE_ASSIGN_OR_RETURN(auto bytes, buffer.mutable_bytes());
     std::memset(bytes.data(), 0, bytes.size());
+  } else {  // device memory (e.g. a Session's CudaAllocator): zeroed through the backend
+    std::vector<std::byte> zeros(buffer.size());
+    CARVE_RETURN_IF_ERROR(buffer.copy_in(zeros).with_context(fmt::format("handle '{}'", name)));
   }
   return std::shared_ptr<BufferHandle>(new BufferHandle(std::move(name), std::move(type), std::move(buffer)));
 }

@@ -235,9 +235,10 @@ Status add_output_copies(Program& p) {
 }  // namespace
 
 Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const CompileOptions& options,
-                                               jit::JitCompiler& jit) {
+                                               jit::JitCompiler* jit, std::shared_ptr<Allocator> arena_allocator) {
   CARVE_RETURN_IF_ERROR(ir::verify(graph));
   auto p = std::make_unique<Program>();
+  p->on_device = jit == nullptr;
   p->graph = graph;
   if (options.order == "memory") {
     CARVE_ASSIGN_OR_RETURN(planner::MemoryOrder memory, planner::memory_aware_order(p->graph));
@@ -265,7 +266,7 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
   CARVE_ASSIGN_OR_RETURN(auto groups, reconcile_groups(*p, std::move(fused)));
   std::vector<int32_t> scratch_buffer;
   CARVE_RETURN_IF_ERROR(plan_memory(*p, options, groups, scratch_buffer));
-  CARVE_ASSIGN_OR_RETURN(Arena arena, materialize(p->problem.problem, p->plan, cpu_allocator()));
+  CARVE_ASSIGN_OR_RETURN(Arena arena, materialize(p->problem.problem, p->plan, std::move(arena_allocator)));
   p->arena = std::make_unique<Arena>(std::move(arena));
 
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -273,8 +274,13 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
     launch.kernel = static_cast<int32_t>(p->launches.size());
     p->launches.push_back(std::move(launch));
   }
+  if (p->on_device) {  // the device executor compiles the same groups with NVRTC
+    for (auto& group : groups) p->kernels.push_back({std::move(group), nullptr, false});
+    CARVE_RETURN_IF_ERROR(add_output_copies(*p));
+    return p;
+  }
   const auto start = std::chrono::steady_clock::now();
-  CARVE_ASSIGN_OR_RETURN(auto compiled, jit.compile(p->graph, groups));
+  CARVE_ASSIGN_OR_RETURN(auto compiled, jit->compile(p->graph, groups));
   p->jit_seconds = seconds_since(start);
   for (auto& kernel : compiled) {
     p->kernels_from_cache += kernel.from_memory_cache || kernel.from_disk_cache;

@@ -148,11 +148,12 @@ Status validate_launch(const Program& program, const Launch& launch, size_t inde
   if (launch.kind == LaunchKind::kernel) {
     if (launch.kernel < 0 || static_cast<size_t>(launch.kernel) >= program.kernels.size())
       return bad(fmt::format("kernel index {} out of range ({} kernels)", launch.kernel, program.kernels.size()));
-    if (program.kernels[static_cast<size_t>(launch.kernel)].fn == nullptr) return bad("kernel has no code");
+    if (!program.on_device && program.kernels[static_cast<size_t>(launch.kernel)].fn == nullptr)
+      return bad("kernel has no code");
     if (launch.tile_begin < 0 || launch.tile_end < launch.tile_begin)
       return bad(fmt::format("bad tile range [{},{})", launch.tile_begin, launch.tile_end));
   } else if (launch.operands.size() != 2) {
-    return bad("a copy needs {source, destination} operands");
+    return bad(fmt::format("a {} needs {{source, destination}} operands", launch_kind_name(launch.kind)));
   }
   for (const auto* list : {&launch.reads, &launch.writes, &launch.operands})
     for (const MemoryRef& r : *list)

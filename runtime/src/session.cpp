@@ -8,6 +8,7 @@
 #include "carve/jit/fusion.h"
 #include "carve/runtime/executor.h"
 #include "carve/runtime/trace.h"
+#include "device_executor.h"
 #include "program_build.h"
 
 namespace carve::runtime {
@@ -19,6 +20,21 @@ std::string_view region_name(Region region) {
     case Region::output: return "output";
     case Region::constant: return "constant";
     case Region::handle: return "handle";
+    case Region::host_input: return "host_input";
+    case Region::host_output: return "host_output";
+    case Region::host_handle: return "host_handle";
+    case Region::host_arena: return "host_arena";
+    case Region::host_constant: return "host_constant";
+  }
+  return "?";
+}
+
+std::string_view launch_kind_name(LaunchKind kind) {
+  switch (kind) {
+    case LaunchKind::kernel: return "kernel";
+    case LaunchKind::copy: return "copy";
+    case LaunchKind::upload: return "upload";
+    case LaunchKind::download: return "download";
   }
   return "?";
 }
@@ -38,15 +54,144 @@ Result<std::unique_ptr<Session>> Session::create(const SessionOptions& options) 
     return Status(ErrorCode::kInvalidArgument, fmt::format("SessionOptions::threads is {} (< 0)", options.threads));
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (options.device.type == DeviceType::cuda) {
+    if (options.streams < 1)
+      return Status(ErrorCode::kInvalidArgument, fmt::format("SessionOptions::streams is {} (< 1)", options.streams));
+    CARVE_ASSIGN_OR_RETURN(auto backend, detail::DeviceBackend::create(options.device, options.streams,
+                                                                       options.cuda_graphs));
+    std::unique_ptr<Session> session(new Session(nullptr, threads));
+    session->device_ = std::move(backend);
+    session->jit_options_ = options.jit;
+    return session;
+  }
   CARVE_ASSIGN_OR_RETURN(std::unique_ptr<jit::JitCompiler> jit, jit::JitCompiler::create(options.jit));
   return std::unique_ptr<Session>(new Session(std::shared_ptr<jit::JitCompiler>(std::move(jit)), threads));
+}
+
+Device Session::device() const { return device_ ? device_->device : Device{}; }
+
+std::shared_ptr<Allocator> Session::allocator() const {
+  return device_ ? std::static_pointer_cast<Allocator>(device_->allocator) : cpu_allocator();
+}
+
+namespace {
+
+Status check_placement(const ir::Graph& graph, const CompileOptions& options, const Device& device) {
+  for (const auto& [name, type] : options.placement) {
+    const auto it = std::find_if(graph.nodes.begin(), graph.nodes.end(), [&](const ir::Node& n) { return n.name == name; });
+    if (it == graph.nodes.end())
+      return Status(ErrorCode::kNotFound, fmt::format("CompileOptions::placement names node '{}', which graph '{}' "
+                                                      "does not have", name, graph.name));
+    if (device.type == DeviceType::cpu && type != DeviceType::cpu)
+      return Status(ErrorCode::kUnsupported,
+                    fmt::format("{} is placed on cuda but the session runs on cpu: mixed programs are built by a "
+                                "cuda Session (SessionOptions::device) with the CPU nodes placed on cpu",
+                                ir::describe_node(graph, it->id)));
+  }
+  return Status();
+}
+
+bool placed_on_cpu(const ir::Graph& graph, const CompileOptions& options, ir::NodeId n) {
+  const auto it = options.placement.find(graph.node(n).name);
+  return it != options.placement.end() && it->second == DeviceType::cpu;
+}
+
+// Per launch of a device program: whether its kernel group is placed on the CPU.
+Result<std::vector<bool>> host_launches(const Program& p, const CompileOptions& options) {
+  std::vector<bool> host(p.launches.size(), false);
+  for (size_t l = 0; l < p.launches.size(); ++l) {
+    const Launch& launch = p.launches[l];
+    if (launch.kind != LaunchKind::kernel) continue;
+    const jit::KernelGroup& group = p.kernels[static_cast<size_t>(launch.kernel)].group;
+    int cpu = 0;
+    for (ir::NodeId n : group.nodes) cpu += placed_on_cpu(p.graph, options, n) ? 1 : 0;
+    if (cpu > 0 && cpu != static_cast<int>(group.nodes.size()))
+      return Status(ErrorCode::kInternal, fmt::format("kernel group '{}' mixes CPU- and GPU-placed nodes", group.name));
+    host[l] = cpu > 0;
+  }
+  return host;
+}
+
+bool any_cpu_placement(const CompileOptions& options) {
+  return std::any_of(options.placement.begin(), options.placement.end(),
+                     [](const auto& kv) { return kv.second == DeviceType::cpu; });
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Program>> build_device_program(const ir::Graph& graph, const CompileOptions& options,
+                                                      std::shared_ptr<Allocator> arena_allocator) {
+  CARVE_RETURN_IF_ERROR(check_placement(graph, options, Device{DeviceType::cuda, 0}));
+  // Mixed programs are built unfused: no kernel group spans the CPU/GPU boundary.
+  CompileOptions build_options = options;
+  if (any_cpu_placement(options)) build_options.fuse = false;
+  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program,
+                         detail::build_program(graph, build_options, nullptr, std::move(arena_allocator)));
+  if (any_cpu_placement(options)) {
+    CARVE_ASSIGN_OR_RETURN(std::vector<bool> host, host_launches(*program, options));
+    if (std::find(host.begin(), host.end(), true) != host.end()) CARVE_RETURN_IF_ERROR(place_on_host(*program, host));
+  }
+  std::vector<bool> host_handle;
+  for (const auto& h : program->handles) host_handle.push_back(h->memory().is_cpu_accessible());
+  CARVE_RETURN_IF_ERROR(add_device_transfers(*program, host_handle));
+  return program;
+}
+
+Result<Schedule> build_device_schedule(const Program& program, const CompileOptions& options) {
+  ScheduleOptions schedule_options = options.schedule;
+  schedule_options.threads = 1;
+  schedule_options.chunks_per_launch = 1;
+  schedule_options.allow_fallback = false;
+  return build_schedule(program, schedule_options);
+}
+
+// CPU code for the kernels a mixed program runs on the host (the session's CPU JIT, made on
+// first use: kUnavailable in a build without it).
+Result<std::shared_ptr<jit::JitCompiler>> Session::compile_host_kernels(Program& p) {
+  std::shared_ptr<jit::JitCompiler> jit;
+  {
+    std::lock_guard lock(host_jit_mutex_);
+    if (!host_jit_) {
+      auto created = jit::JitCompiler::create(jit_options_);
+      if (!created.ok())
+        return created.status().with_context("nodes placed on the CPU need the CPU JIT");
+      host_jit_ = std::shared_ptr<jit::JitCompiler>(std::move(*created));
+    }
+    jit = host_jit_;
+  }
+  std::vector<int32_t> kernels;
+  std::vector<jit::KernelGroup> groups;
+  for (const Launch& l : p.launches)
+    if (l.on_host && std::find(kernels.begin(), kernels.end(), l.kernel) == kernels.end()) {
+      kernels.push_back(l.kernel);
+      groups.push_back(p.kernels[static_cast<size_t>(l.kernel)].group);
+    }
+  CARVE_ASSIGN_OR_RETURN(auto compiled, jit->compile(p.graph, groups));
+  for (size_t i = 0; i < compiled.size(); ++i) p.kernels[static_cast<size_t>(kernels[i])].fn = compiled[i].fn;
+  return jit;
+}
+
+Result<std::unique_ptr<CompiledProgram>> Session::compile_for_device(const ir::Graph& graph,
+                                                                     const CompileOptions& options) {
+  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, build_device_program(graph, options, device_->allocator));
+  std::shared_ptr<jit::JitCompiler> host_jit;
+  if (program->mixed()) {
+    CARVE_ASSIGN_OR_RETURN(host_jit, compile_host_kernels(*program));
+  }
+  CARVE_ASSIGN_OR_RETURN(Schedule schedule, build_device_schedule(*program, options));
+  std::unique_ptr<CompiledProgram> compiled(new CompiledProgram(host_jit, std::move(program), std::move(schedule)));
+  CARVE_ASSIGN_OR_RETURN(compiled->device_, detail::DeviceExecutor::create(device_, *compiled->program_,
+                                                                           compiled->schedule_, options.sequential));
+  return compiled;
 }
 
 Result<std::unique_ptr<CompiledProgram>> Session::compile(const ir::Graph& graph, const CompileOptions& options) {
   if (options.schedule.threads < 0)
     return Status(ErrorCode::kInvalidArgument,
                   fmt::format("CompileOptions::schedule.threads is {} (< 0)", options.schedule.threads));
-  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, detail::build_program(graph, options, *jit_));
+  CARVE_RETURN_IF_ERROR(check_placement(graph, options, device()));
+  if (device_) return compile_for_device(graph, options);
+  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, detail::build_program(graph, options, jit_.get()));
   ScheduleOptions schedule_options = options.schedule;
   if (schedule_options.threads == 0) schedule_options.threads = threads_;
   schedule_options.sequential = schedule_options.sequential || options.sequential;
@@ -57,11 +202,13 @@ Result<std::unique_ptr<CompiledProgram>> Session::compile(const ir::Graph& graph
 namespace {
 
 Status check_buffer(const Buffer& buffer, const ir::TensorType& type, std::string_view what,
-                    const std::string& name) {
+                    const std::string& name, const Device& device) {
   if (!buffer.is_allocated())
     return Status(ErrorCode::kNotAllocated, fmt::format("{} '{}': buffer #{} has no memory", what, name,
                                                         buffer.id().value));
-  if (!buffer.is_cpu_accessible())
+  const bool same_device = device.type == DeviceType::cuda && buffer.device_kind() == DeviceKind::kDevice &&
+                           buffer.device_id() == device.index;
+  if (!buffer.is_cpu_accessible() && !same_device)
     return Status(ErrorCode::kNotCpuAccessible, fmt::format("{} '{}': buffer #{} is not in host memory", what, name,
                                                             buffer.id().value));
   if (buffer.dtype() != type.dtype)
@@ -90,11 +237,11 @@ Status CompiledProgram::check_run_args(std::span<const Buffer> inputs, std::span
                   fmt::format("graph '{}' has {} outputs, got {}", p.graph.name, p.outputs.size(), outputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Value& v = p.graph.value(p.inputs[i]);
-    CARVE_RETURN_IF_ERROR(check_buffer(inputs[i], v.type, "input", v.name));
+    CARVE_RETURN_IF_ERROR(check_buffer(inputs[i], v.type, "input", v.name, device()));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const ir::Value& v = p.graph.value(p.outputs[i]);
-    CARVE_RETURN_IF_ERROR(check_buffer(outputs[i], v.type, "output", v.name));
+    CARVE_RETURN_IF_ERROR(check_buffer(outputs[i], v.type, "output", v.name, device()));
     if (!outputs[i].is_mutable())
       return Status(ErrorCode::kReadOnly, fmt::format("output '{}': buffer #{} is read-only", v.name,
                                                       outputs[i].id().value));
@@ -123,6 +270,7 @@ Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> ou
   std::vector<std::unique_lock<std::mutex>> handle_locks;
   for (BufferHandle* h : handles) handle_locks.emplace_back(h->run_mutex());
 
+  if (device_) return device_->run(p, inputs, outputs, record);
   RegionBases bases;
   bases.arena = p.arena->arena().unsafe_data();
   for (const Buffer& b : inputs) bases.inputs.push_back(b.unsafe_data());
@@ -136,6 +284,19 @@ Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> ou
   run_options.stretch_us = options.stretch_us;
   return executor_.run(p, schedule_, bases, run_options, record);
 }
+
+CompiledProgram::CompiledProgram(std::shared_ptr<jit::JitCompiler> jit, std::unique_ptr<Program> program,
+                                 Schedule schedule)
+    : jit_(std::move(jit)), program_(std::move(program)), schedule_(std::move(schedule)),
+      executor_(schedule_.threads()) {}
+
+CompiledProgram::~CompiledProgram() = default;
+
+Device CompiledProgram::device() const {
+  return device_ ? device_->backend_device() : Device{};
+}
+
+const StreamPlan* CompiledProgram::stream_plan() const { return device_ ? &device_->stream_plan() : nullptr; }
 
 Status CompiledProgram::write_trace(const std::string& path, const RunRecord& record) const {
   return write_trace_json(path, *program_, schedule_, record);

@@ -64,7 +64,7 @@ Result<std::string> trace_json(const Program& program, const Schedule& schedule,
     nlohmann::json args = {{"task", static_cast<int64_t>(i)},
                            {"launch", task.launch},
                            {"chunk", task.chunk},
-                           {"kind", launch.kind == LaunchKind::copy ? "copy" : "kernel"},
+                           {"kind", std::string(launch_kind_name(launch.kind))},
                            {"tiles", {task.tile_begin, task.tile_end}},
                            {"predecessors", schedule.predecessor_count(static_cast<int32_t>(i))},
                            {"successors", schedule.successors(static_cast<int32_t>(i)).size()}};
@@ -72,7 +72,7 @@ Result<std::string> trace_json(const Program& program, const Schedule& schedule,
     args["writes"] = ranges_json(launch.writes, storages);
     args["storages"] = storages;
     events.push_back({{"name", launch.name.empty() ? fmt::format("launch {}", task.launch) : launch.name},
-                      {"cat", launch.kind == LaunchKind::copy ? "copy" : "kernel"},
+                      {"cat", std::string(launch_kind_name(launch.kind))},
                       {"ph", "X"},
                       {"pid", 1},
                       {"tid", t.worker + 1},

@@ -21,7 +21,11 @@ struct DriverApi {
   X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD)   \
   X(cuMemsetD8) X(cuMemGetInfo) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)       \
   X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate)   \
-  X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)
+  X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamWaitEvent)   \
+  X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuStreamBeginCapture)           \
+  X(cuStreamEndCapture) X(cuStreamGetCaptureInfo) X(cuGraphInstantiate) X(cuGraphLaunch)            \
+  X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphKernelNodeGetParams)                             \
+  X(cuGraphExecKernelNodeSetParams)
 #define CARVE_CU_DECLARE(fn) decltype(&::fn) fn = nullptr;
   CARVE_CU_FNS(CARVE_CU_DECLARE)
 #undef CARVE_CU_DECLARE
@@ -53,5 +57,12 @@ std::string cu_error_text(const DriverApi& api, CUresult r);
 // Status for a failed driver call: "<what>: <CUresult name> (<text>)"; kOutOfMemory for
 // CUDA_ERROR_OUT_OF_MEMORY, kUnavailable for no-device errors, kInternal otherwise.
 Status cu_status(const DriverApi& api, CUresult r, std::string_view what);
+
+// Returns the Status of a failed driver call from the enclosing function.
+#define CARVE_CU_TRY(api, call, what)                                                           \
+  do {                                                                                          \
+    CUresult carve_r_ = (call);                                                                 \
+    if (carve_r_ != CUDA_SUCCESS) return ::carve::jit::cuda::detail::cu_status(api, carve_r_, what); \
+  } while (0)
 
 }  // namespace carve::jit::cuda::detail

@@ -15,12 +15,6 @@ using detail::DriverApi;
 
 namespace {
 
-#define CARVE_CU_TRY(api, call, what)                           \
-  do {                                                          \
-    CUresult carve_r_ = (call);                                 \
-    if (carve_r_ != CUDA_SUCCESS) return cu_status(api, carve_r_, what); \
-  } while (0)
-
 Status set_current(const DriverApi& api, void* ctx) {
   CUcontext cur = nullptr;
   if (api.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == static_cast<CUcontext>(ctx)) return Status();

@@ -34,6 +34,16 @@ Result<std::pair<int64_t, int64_t>> CudaContext::memory_info() { return no_devic
 Result<std::unique_ptr<CudaStream>> CudaStream::create(std::shared_ptr<CudaContext>) { return no_device(); }
 CudaStream::~CudaStream() = default;
 Status CudaStream::synchronize() { return no_device(); }
+Status CudaStream::wait(const CudaEvent&) { return no_device(); }
+Status CudaStream::copy_to_device_async(DevicePtr, const void*, size_t) { return no_device(); }
+Status CudaStream::copy_from_device_async(void*, DevicePtr, size_t) { return no_device(); }
+Status CudaStream::copy_device_async(DevicePtr, DevicePtr, size_t) { return no_device(); }
+Status CudaStream::begin_capture() { return no_device(); }
+Result<std::unique_ptr<CudaGraph>> CudaStream::end_capture() { return no_device(); }
+Result<GraphNode> CudaStream::last_captured_node() { return no_device(); }
+CudaGraph::~CudaGraph() = default;
+Status CudaGraph::launch(CudaStream*) { return no_device(); }
+Status CudaGraph::set_kernel_params(GraphNode, std::span<const DevicePtr>) { return no_device(); }
 Result<std::unique_ptr<CudaEvent>> CudaEvent::create(std::shared_ptr<CudaContext>) { return no_device(); }
 CudaEvent::~CudaEvent() = default;
 Status CudaEvent::record(CudaStream*) { return no_device(); }

@@ -15,6 +15,9 @@ namespace carve::runtime {
 struct RegionBases {
   std::byte* arena = nullptr;
   std::vector<std::byte*> inputs, outputs, constants, handles;
+  std::vector<std::byte*> host_inputs, host_outputs, host_handles;  // device programs only
+  std::byte* host_arena = nullptr;                                    // mixed programs only
+  std::vector<std::byte*> host_constants;                             // mixed programs only
 
   std::byte* address(const MemoryRef& ref) const;
 };

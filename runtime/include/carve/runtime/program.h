@@ -25,7 +25,13 @@
 
 namespace carve::runtime {
 
-enum class Region : uint8_t { arena, input, output, constant, handle };
+// host_*: caller host memory of a device program (the source of an upload, the target of
+// a download); every other region of a device program is device memory. host_arena and
+// host_constant exist only in mixed programs (Launch::on_host): the host copy of the arena
+// (same offsets) and the host constants.
+enum class Region : uint8_t {
+  arena, input, output, constant, handle, host_input, host_output, host_handle, host_arena, host_constant
+};
 std::string_view region_name(Region region);
 
 struct MemoryRef {
@@ -44,15 +50,20 @@ struct MemoryRef {
   }
 };
 
-enum class LaunchKind : uint8_t { kernel, copy };
+// copy: within one memory space; upload: host -> device; download: device -> host.
+enum class LaunchKind : uint8_t { kernel, copy, upload, download };
+std::string_view launch_kind_name(LaunchKind kind);
 
 struct Launch {
   std::string name;
   LaunchKind kind = LaunchKind::kernel;
   int32_t kernel = -1;            // index into Program::kernels (kind == kernel)
   int64_t tile_begin = 0, tile_end = 1;
-  std::vector<MemoryRef> operands;  // Kernel ABI order; for a copy: {source, destination}
+  std::vector<MemoryRef> operands;  // Kernel ABI order; for a copy/upload/download: {source, destination}
   std::vector<MemoryRef> reads, writes;
+  // Device program only: a kernel placed on the CPU (mixed placement, device_program.h);
+  // its operands are host regions and it runs with ProgramKernel::fn on the host.
+  bool on_host = false;
 };
 
 struct ProgramKernel {
@@ -87,6 +98,20 @@ struct Program {
   std::vector<Launch> launches;          // in program (execution) order
   double jit_seconds = 0;
   int64_t kernels_from_cache = 0;
+  // A device program (device_program.h): kernels have no CPU code (fn == nullptr), the
+  // arena/input/output/constant/handle regions are device memory, and uploads/downloads
+  // move caller host memory in and out.
+  bool on_device = false;
+  // Mixed placement: per output, whether its final bytes are written on the host (into
+  // host_output; no download). Empty when no launch is on the host.
+  std::vector<bool> output_on_host;
+
+  // Whether any launch runs on the host (a mixed program).
+  bool mixed() const {
+    for (const Launch& l : launches)
+      if (l.on_host) return true;
+    return false;
+  }
 
   // Index of graph input/output `v` (-1 when it is not one).
   int32_t input_index(ir::ValueId v) const;

@@ -24,6 +24,18 @@
 //    CompileOptions::sequential is set. Parallel and sequential runs write the same bytes.
 //    RunOptions::check_hazards runs in parallel whatever the fallback says, records
 //    when every task ran and reports conflicting tasks that overlapped (RunRecord).
+//  - Devices: SessionOptions::device = {cuda, i} runs programs on CUDA device i
+//    (device_program.h: one device arena, NVRTC kernels of the same fusion groups, the same
+//    hazard DAG on `streams` streams with events, replayed as a CUDA graph when
+//    `cuda_graphs`). Session::create returns kUnavailable "no CUDA device: <why>" without
+//    a driver or device. run() then also takes DeviceResident buffers (this device's:
+//    used in place, no copy); host buffers are copied in and out by scheduled transfers.
+//    Placement: in a cuda Session, CompileOptions::placement may put nodes on cpu (mixed
+//    program, device_program.h): those kernels are compiled by the CPU JIT (kUnavailable
+//    in a build without it), host<->device copies are inserted where values cross, and
+//    the one hazard DAG orders everything; the program is built unfused, runs on streams
+//    (no CUDA graph; the host synchronises the streams before each CPU kernel) and takes
+//    host inputs/outputs only. A CPU Session with nodes placed on cuda is kUnsupported.
 //  - Thread-safety: Session::compile may be called concurrently. One CompiledProgram
 //    runs one call at a time: concurrent run() calls on the same program serialise on
 //    its internal lock (the arena is shared state); different programs run concurrently,
@@ -40,14 +52,24 @@
 #include <vector>
 
 #include "carve/jit/jit.h"
+#include "carve/runtime/device_program.h"
 #include "carve/runtime/program.h"
 #include "carve/runtime/schedule.h"
+#include "carve/runtime/stream_plan.h"
 
 namespace carve::runtime {
+
+namespace detail {
+struct DeviceBackend;
+class DeviceExecutor;
+}  // namespace detail
 
 struct SessionOptions {
   jit::JitOptions jit{};
   int threads = 0;  // worker threads for parallel runs; 0 = hardware concurrency
+  Device device{};  // cpu, or {DeviceType::cuda, ordinal}
+  int streams = 4;  // device: streams the hazard DAG is spread over (1 = in order)
+  bool cuda_graphs = true;  // device: capture a run once as a CUDA graph and replay it
 };
 
 struct CompileOptions {
@@ -62,6 +84,10 @@ struct CompileOptions {
   // built, for statistics and the hazard checker). schedule.threads 0 = the session's.
   bool sequential = false;
   ScheduleOptions schedule{};
+  // Per-node placement by node name. Every named node must exist (kNotFound). A cuda
+  // Session may place nodes on cpu (a mixed program, see above); a CPU Session placing a
+  // node on cuda is kUnsupported.
+  std::map<std::string, DeviceType> placement{};
 };
 
 // Per-run switches (ParallelRunOptions without the thread count, which is fixed at compile).
@@ -74,6 +100,7 @@ struct RunOptions {
 
 class CompiledProgram {
  public:
+  ~CompiledProgram();
   // Caller-provided outputs, filled in place. `record` (optional) receives what ran:
   // parallel or the fallback and why, timings when asked, hazards when checked.
   Status run(std::span<const Buffer> inputs, std::span<Buffer> outputs, const RunOptions& options = {},
@@ -93,6 +120,9 @@ class CompiledProgram {
   Status write_handle(std::string_view name, const Buffer& value);
 
   const Program& program() const { return *program_; }
+  // Where the program runs; for a device program, its stream plan (null on the CPU).
+  Device device() const;
+  const StreamPlan* stream_plan() const;
   const PlanSummary& plan_summary() const { return program_->plan_summary; }
   // The hazard DAG the program runs by (statistics: schedule().stats()).
   const Schedule& schedule() const { return schedule_; }
@@ -103,31 +133,48 @@ class CompiledProgram {
 
  private:
   friend class Session;
-  CompiledProgram(std::shared_ptr<jit::JitCompiler> jit, std::unique_ptr<Program> program, Schedule schedule)
-      : jit_(std::move(jit)),
-        program_(std::move(program)),
-        schedule_(std::move(schedule)),
-        executor_(schedule_.threads()) {}
+  CompiledProgram(std::shared_ptr<jit::JitCompiler> jit, std::unique_ptr<Program> program, Schedule schedule);
   Status check_run_args(std::span<const Buffer> inputs, std::span<Buffer> outputs) const;
 
   std::shared_ptr<jit::JitCompiler> jit_;  // keeps kernel code alive
   std::unique_ptr<Program> program_;
   Schedule schedule_;
   ParallelExecutor executor_;  // owns the task_arena of schedule_.threads() slots
+  std::unique_ptr<detail::DeviceExecutor> device_;  // device programs only
   std::mutex run_mutex_;
 };
+
+// The device program a cuda Session's compile() builds, before its kernels are compiled
+// (device_program.h: Program::on_device, CPU placement applied, transfers added, kernels
+// without CPU code). With
+// a CPU arena allocator it can be built and inspected on a machine without a GPU (tests,
+// tools); the CUDA executor is given one over a CudaAllocator. Errors as compile().
+Result<std::unique_ptr<Program>> build_device_program(const ir::Graph& graph, const CompileOptions& options,
+                                                      std::shared_ptr<Allocator> arena_allocator);
+// The hazard DAG of a device program: one task per launch (a GPU kernel is one launch).
+Result<Schedule> build_device_schedule(const Program& program, const CompileOptions& options);
 
 class Session {
  public:
   static Result<std::unique_ptr<Session>> create(const SessionOptions& options = {});
   Result<std::unique_ptr<CompiledProgram>> compile(const ir::Graph& graph, const CompileOptions& options = {});
-  jit::JitStats jit_stats() const { return jit_->stats(); }
+  jit::JitStats jit_stats() const { return jit_ ? jit_->stats() : jit::JitStats{}; }
   int threads() const { return threads_; }
+  Device device() const;
+  // Memory of the session's device: DeviceResident buffers/handles made with it are used
+  // in place by run() (a cuda session's CudaAllocator; the CPU allocator otherwise).
+  std::shared_ptr<Allocator> allocator() const;
 
  private:
   Session(std::shared_ptr<jit::JitCompiler> jit, int threads) : jit_(std::move(jit)), threads_(threads) {}
-  std::shared_ptr<jit::JitCompiler> jit_;
+  Result<std::unique_ptr<CompiledProgram>> compile_for_device(const ir::Graph& graph, const CompileOptions& options);
+  Result<std::shared_ptr<jit::JitCompiler>> compile_host_kernels(Program& program);
+  std::shared_ptr<jit::JitCompiler> jit_;  // null for a device session
+  jit::JitOptions jit_options_{};          // device session: for the CPU JIT of mixed programs
+  std::mutex host_jit_mutex_;
+  std::shared_ptr<jit::JitCompiler> host_jit_;  // device session: made on the first mixed compile
   int threads_;
+  std::shared_ptr<detail::DeviceBackend> device_;
 };
 
 }  // namespace carve::runtime

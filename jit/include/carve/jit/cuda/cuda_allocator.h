@@ -1,7 +1,7 @@
 // A runtime::Allocator for CUDA device memory (cuMemAlloc/cuMemFree through the dlopen'ed
 // driver): device_kind() is kDevice, so runtime Storages over it are DeviceResident, and the
-// copy/synchronize hooks move bytes with cuMemcpy. Lives in the carve_cuda_runtime library
-// (it needs carve_runtime); no CUDA headers here.
+// copy/synchronize hooks move bytes with cuMemcpy. Built into carve_runtime (it needs
+// runtime::Allocator; carve_cuda_runtime names it too); no CUDA headers here.
 //
 // Blocks are at least 256-byte aligned (cuMemAlloc's guarantee); a larger alignment request
 // is kInvalidArgument, a non-power-of-two one too. 0 bytes yields a unique 1-byte block.

@@ -78,12 +78,30 @@ class CudaContext {
   void* ctx_ = nullptr;
 };
 
+class CudaEvent;
+class CudaGraph;
+using GraphNode = void*;  // CUgraphNode of a captured graph
+
 class CudaStream {
  public:
   static Result<std::unique_ptr<CudaStream>> create(std::shared_ptr<CudaContext> context);
   ~CudaStream();
   Status synchronize();
   void* raw() const { return stream_; }  // CUstream
+  // Later work on this stream waits until `event`'s latest record has completed.
+  Status wait(const CudaEvent& event);
+  // Asynchronous copies in stream order (host memory may be pageable: the driver then
+  // stages it; the bytes are only safe to reuse/read after the stream synchronises).
+  Status copy_to_device_async(DevicePtr dst, const void* src, size_t bytes);
+  Status copy_from_device_async(void* dst, DevicePtr src, size_t bytes);
+  Status copy_device_async(DevicePtr dst, DevicePtr src, size_t bytes);
+  // Stream capture (thread-local mode): work enqueued on this stream, and on streams that
+  // wait on events recorded on it, becomes a graph instead of running. end_capture()
+  // instantiates it. last_captured_node(): the single node the next captured operation
+  // on this stream would depend on (the node just captured); kInternal when not exactly one.
+  Status begin_capture();
+  Result<std::unique_ptr<CudaGraph>> end_capture();
+  Result<GraphNode> last_captured_node();
 
  private:
   CudaStream() = default;
@@ -97,6 +115,7 @@ class CudaEvent {
   ~CudaEvent();
   Status record(CudaStream* stream);  // null: the default stream
   Status synchronize();
+  void* raw() const { return event_; }  // CUevent
   // Milliseconds between two recorded events.
   static Result<float> elapsed_ms(const CudaEvent& start, const CudaEvent& end);
 
@@ -104,6 +123,23 @@ class CudaEvent {
   CudaEvent() = default;
   std::shared_ptr<CudaContext> ctx_;
   void* event_ = nullptr;
+};
+
+// An instantiated CUDA graph (from CudaStream::end_capture). launch() replays it on a
+// stream; set_kernel_params() changes one kernel node's pointer parameters in the
+// instantiated graph in place (cuGraphExecKernelNodeSetParams; no re-capture).
+class CudaGraph {
+ public:
+  ~CudaGraph();
+  Status launch(CudaStream* stream);
+  Status set_kernel_params(GraphNode node, std::span<const DevicePtr> params);
+
+ private:
+  friend class CudaStream;
+  CudaGraph() = default;
+  std::shared_ptr<CudaContext> ctx_;
+  void* graph_ = nullptr;  // CUgraph
+  void* exec_ = nullptr;   // CUgraphExec
 };
 
 // A loaded module (cuModuleLoadData of a cubin or PTX) and its kernel entry.
