@@ -345,7 +345,7 @@ int compile_cases(const std::vector<Case>& cases, std::string_view arch = "sm_90
   return kernels;
 }
 
-void run_nvrtc_family(const std::vector<Case>& cases, const char* family) {
+[[maybe_unused]] void run_nvrtc_family(const std::vector<Case>& cases, const char* family) {
   if (shared_nvrtc() == nullptr) {
     compile_cases(cases);  // codegen still checked
     carve::test::skip("no NVRTC: " + nvrtc_status().message());
