@@ -86,13 +86,15 @@ Result<std::vector<runtime::Buffer>> load_inputs(const runtime::CompiledProgram&
 }
 
 Status run_graph(const RunCommandOptions& options, std::ostream& out) {
-  CARVE_ASSIGN_OR_RETURN(ir::Graph graph, read_graph_file(options.graph));
+  CARVE_ASSIGN_OR_RETURN(LoadedGraph loaded, load_graph_file(options.graph));
+  const ir::Graph& graph = loaded.graph;
   CARVE_ASSIGN_OR_RETURN(auto session, runtime::Session::create());
   runtime::CompileOptions compile;
   compile.strategy = options.strategy;
   compile.order = options.order;
   compile.inplace = !options.no_inplace;
   compile.fuse = !options.no_fuse;
+  compile.constants = loaded.constants;
   for (const ir::Handle& h : graph.handles) {
     CARVE_ASSIGN_OR_RETURN(auto handle, runtime::BufferHandle::create(h.name, h.type.dtype, h.type.shape));
     compile.handles.push_back(std::move(handle));
