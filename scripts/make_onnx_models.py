@@ -481,7 +481,7 @@ def write_older_forms(out_dir):
               os.path.join(out_dir, "forms_opset10.onnx"))
     s0, s1 = x[:, :2], x[:, 2:]
     us = s1.mean(axis=2, keepdims=True).squeeze(2)[None]
-    p = np.pad(s0, [(0, 0), (1, 1), (0, 0)], constant_values=2.0)
+    p = np.pad(s0, [(0, 0), (0, 1), (1, 0)], constant_values=2.0)  # ONNX pads: all begins, then all ends
     np.save(os.path.join(out_dir, "forms_opset10.input.x.npy"), x)
     np.save(os.path.join(out_dir, "forms_opset10.output.us.npy"), us)
     np.save(os.path.join(out_dir, "forms_opset10.output.sl.npy"), np.clip(p, -0.5, 1.5)[:, :, 1:])

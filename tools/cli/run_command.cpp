@@ -129,7 +129,9 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out) {
   if (ec) return Status(ErrorCode::kIoError, fmt::format("cannot create '{}': {}", options.output_dir, ec.message()));
   const auto names = program->output_names();
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string path = (std::filesystem::path(options.output_dir) / (names[i] + ".npy")).string();
+    std::string file = names[i];  // ONNX names may contain '/' (e.g. "/head/MatMul_output_0")
+    std::replace(file.begin(), file.end(), '/', '_');
+    const std::string path = (std::filesystem::path(options.output_dir) / (file + ".npy")).string();
     CARVE_RETURN_IF_ERROR(runtime::write_npy(path, outputs[i]));
     fmt::print(out, "wrote {}\n", path);
   }

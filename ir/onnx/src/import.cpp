@@ -127,8 +127,9 @@ Status lower_node(const ::onnx::NodeProto& node, int index, Context& ctx) {
   return Status();
 }
 
-// The declared output type, where the model gives one, must match what carve inferred.
-Status check_output_type(const ::onnx::ValueInfoProto& info, const ir::TensorType& type) {
+// The declared output type, where the model gives one, must match what carve inferred
+// (dims only when the inputs keep their declared shapes).
+Status check_output_type(const ::onnx::ValueInfoProto& info, const ir::TensorType& type, bool check_dims) {
   if (!info.type().has_tensor_type()) return Status();
   const auto& tensor = info.type().tensor_type();
   Result<ir::DType> dtype = detail::dtype_from_onnx(tensor.elem_type());
@@ -137,7 +138,7 @@ Status check_output_type(const ::onnx::ValueInfoProto& info, const ir::TensorTyp
     same = same && tensor.shape().dim_size() == type.shape.rank();
     for (int i = 0; same && i < tensor.shape().dim_size(); ++i) {
       const auto& d = tensor.shape().dim(i);
-      same = !d.has_dim_value() || d.dim_value() == type.shape[i];
+      same = !check_dims || !d.has_dim_value() || d.dim_value() == type.shape[i];
     }
   }
   if (same) return Status();
@@ -152,7 +153,7 @@ Status mark_outputs(const ::onnx::GraphProto& graph, Context& ctx) {
     auto it = ctx.env.find(info.name());
     if (it == ctx.env.end())
       return Status(ErrorCode::kInvalidArgument, fmt::format("onnx output '{}' is never produced", info.name()));
-    CARVE_RETURN_IF_ERROR(check_output_type(info, it->second.type));
+    CARVE_RETURN_IF_ERROR(check_output_type(info, it->second.type, ctx.options.input_shapes.empty()));
     CARVE_ASSIGN_OR_RETURN(ir::ValueId v, ctx.materialize(it->second));
     const ir::Value& value = ctx.builder.graph().value(v);
     const bool reuse = value.kind == ir::ValueKind::intermediate && !ctx.builder.graph().is_output(v);
