@@ -35,8 +35,8 @@ std::string Context::unique_value_name(const std::string& base) {
 Result<ir::ValueId> Context::materialize(Tensor& t) {
   if (t.value != ir::kNoValue) return t.value;
   if (!t.data) return Status(ErrorCode::kInternal, "onnx import: a tensor with neither value nor data");
-  if (auto it = materialized_.find(t.data.get()); it != materialized_.end()) return t.value = it->second;
   Data& d = *t.data;
+  if (d.value != ir::kNoValue) return t.value = d.value;
   const std::string name = unique_value_name(d.name);
   std::optional<std::vector<uint8_t>> bytes;
   if (d.known && d.mapped) {
@@ -48,7 +48,7 @@ Result<ir::ValueId> Context::materialize(Tensor& t) {
   }
   t.value = builder.constant(name, t.type.dtype, t.type.shape, std::move(bytes));
   if (!builder.status().ok()) return builder.status();
-  materialized_[t.data.get()] = t.value;
+  d.value = t.value;
   return t.value;
 }
 

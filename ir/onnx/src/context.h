@@ -42,6 +42,7 @@ struct Data {
   std::vector<uint8_t> owned;
   std::optional<runtime::Buffer> mapped;
   std::span<const uint8_t> view;
+  ir::ValueId value = ir::kNoValue;  // the graph constant, once materialized (shared by copies)
 };
 
 struct Tensor {
@@ -77,7 +78,6 @@ class Context {
 
  private:
   std::set<std::string, std::less<>> node_names_;
-  std::map<const Data*, ir::ValueId> materialized_;
 };
 
 // Evaluates `op` on known inputs with the reference interpreter (fold.cpp).
