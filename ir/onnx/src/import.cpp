@@ -1,6 +1,7 @@
 // Model-level import: parse the ModelProto, check the opset, declare graph inputs and
 // initializers, lower the nodes that reach an output (in file order, which ONNX requires
 // to be topological), and mark the graph outputs.
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
@@ -85,7 +86,9 @@ Status declare_initializers(::onnx::GraphProto& graph, Context& ctx) {
                   fmt::format("onnx sparse initializer '{}' is not supported", graph.sparse_initializer(0).values().name()));
   for (auto& proto : *graph.mutable_initializer()) {
     CARVE_ASSIGN_OR_RETURN(Tensor t, detail::decode_tensor(proto, ctx, ctx.options.load_weights));
-    proto.clear_raw_data();  // decoded: free the protobuf copy now, not at the end
+    // Decoded: free protobuf's copy now, not at the end (clear() would keep the capacity).
+    std::string().swap(*proto.mutable_raw_data());
+    proto.clear_float_data();
     ctx.env[proto.name()] = std::move(t);
   }
   return Status();
@@ -193,12 +196,12 @@ Result<ImportedModel> import_model(::onnx::ModelProto& model, const ImportOption
 
 bool is_onnx_path(std::string_view path) { return path.ends_with(".onnx"); }
 
-Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::string_view name,
-                                         const ImportOptions& options) {
-  ::onnx::ModelProto model;
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
-    return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+namespace {
+
+// Imports a ModelProto that `parsed` says was read successfully; `name` for messages.
+Result<ImportedModel> import_parsed(::onnx::ModelProto& model, bool parsed, std::string_view name,
+                                    const ImportOptions& options) {
+  if (!parsed)
     return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model (protobuf parse failed)", name));
   if (!model.has_graph())
     return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model (no graph)", name));
@@ -207,20 +210,34 @@ Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::
   return result;
 }
 
+}  // namespace
+
+Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::string_view name,
+                                         const ImportOptions& options) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
+  ::onnx::ModelProto model;
+  const bool parsed = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  return import_parsed(model, parsed, name, options);
+}
+
+// Parses straight from the file (no copy of its bytes besides protobuf's own), so the
+// peak is the protobuf message plus the weights decoded so far (each initializer's
+// protobuf bytes are freed as soon as it is decoded).
 Result<ImportedModel> import_model_file(const std::string& path, const ImportOptions& options) {
-  std::vector<std::byte> bytes;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}'", path));
+  ::onnx::ModelProto model;
+  bool parsed = false;
   {
-    std::ifstream file(path, std::ios::binary | std::ios::ate);
-    if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}'", path));
-    bytes.resize(static_cast<size_t>(file.tellg()));
-    file.seekg(0);
-    if (!file.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size())))
-      return Status(ErrorCode::kIoError, fmt::format("cannot read '{}'", path));
+    google::protobuf::io::IstreamInputStream stream(&file);
+    parsed = model.ParseFromZeroCopyStream(&stream);
   }
+  if (file.bad()) return Status(ErrorCode::kIoError, fmt::format("cannot read '{}'", path));
   ImportOptions with_dir = options;
   if (with_dir.external_data_dir.empty())
     with_dir.external_data_dir = std::filesystem::path(path).parent_path().string();
-  return import_model_bytes(bytes, path, with_dir);
+  return import_parsed(model, parsed, path, with_dir);
 }
 
 Status materialize_weights(ImportedModel& model) {
