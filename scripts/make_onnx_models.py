@@ -175,6 +175,21 @@ class LayerNormOp(nn.Module):
         return self.ln(x)
 
 
+class OneD(nn.Module):
+    """1-D Conv/MaxPool/AveragePool (run as height-1 2-D ops), BatchNorm1d, PReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(3, 6, 3, stride=2, padding=2, dilation=2)
+        self.dw = nn.Conv1d(6, 6, 5, padding=2, groups=6, bias=False)
+        self.bn = nn.BatchNorm1d(6)
+        self.act = nn.PReLU(6, init=0.1)
+
+    def forward(self, x):
+        y = self.act(self.bn(self.dw(self.conv(x))))
+        return F.max_pool1d(y, 3, stride=2, ceil_mode=True), F.avg_pool1d(y, 2, padding=1)
+
+
 class HardSwishOp(nn.Module):
     def forward(self, x):
         return F.hardswish(x) + F.gelu(x)
@@ -376,6 +391,7 @@ def small_models():
         ("op_trilu", TriluMask(), [rand(2, 4, 4, seed=14)], 14, ["x"], ["y"]),
         ("op_layernorm", LayerNormOp(), [rand(2, 3, 6, seed=15)], 17, ["x"], ["y"]),
         ("op_hardswish", HardSwishOp(), [rand(2, 8, seed=16) * 4], 14, ["x"], ["y"]),
+        ("op_1d", randomize(OneD(), 17), [rand(2, 3, 19, seed=18)], 13, ["x"], ["max", "avg"]),
         ("resnet_tiny", randomize(tiny_resnet(), 20), [rand(1, 3, 32, 32, seed=21)], 11, ["image"], ["logits"]),
         ("mobilenet_v2_tiny", randomize(tiny_mobilenet_v2(), 22), [rand(1, 3, 32, 32, seed=23)], 12, ["image"],
          ["logits"]),
@@ -497,18 +513,25 @@ def write_older_forms(out_dir):
                          value=numpy_helper.from_array(np.array([3.0], dtype=np.float32))),
         helper.make_node("Add", ["t", "rf"], ["a"], name="add"),
         helper.make_node("Mul", ["a", "cs"], ["y"], name="mul"),
-        helper.make_node("ReduceSum", ["y", "axes"], ["z"], keepdims=0, name="sum"),
+        helper.make_node("Cast", ["shape"], ["shape_f"], to=TensorProto.FLOAT, name="shape_float"),
+        helper.make_node("Div", ["shape_f", "three"], ["third"], name="third"),
+        helper.make_node("Floor", ["third"], ["fl"], name="floor"),
+        helper.make_node("Ceil", ["third"], ["ce"], name="ceil"),
+        helper.make_node("Add", ["fl", "ce"], ["flce"], name="add_rounded"),
+        helper.make_node("Add", ["y", "flce"], ["y2"], name="add_y"),
+        helper.make_node("ReduceSum", ["y2", "axes"], ["z"], keepdims=0, name="sum"),
         helper.make_node("Split", ["x", "sizes"], ["h0", "h1"], axis=2, name="split"),
         helper.make_node("Concat", ["h1", "h0"], ["swap"], axis=2, name="concat"),
     ]
     graph = helper.make_graph(nodes, "newer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
                               [helper.make_tensor_value_info("z", TensorProto.FLOAT, None),
                                helper.make_tensor_value_info("swap", TensorProto.FLOAT, None)],
-                              [i64("k", 1), i64("zero", 0), i64("one", 1), i64("axes", [1]), i64("sizes", [1, 3])])
+                              [i64("k", 1), i64("zero", 0), i64("one", 1), i64("axes", [1]), i64("sizes", [1, 3]),
+                               numpy_helper.from_array(np.array(3.0, dtype=np.float32), "three")])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)]),
               os.path.join(out_dir, "forms_opset15.onnx"))
     t = np.tril(x, k=1)
-    y = (t + np.arange(4, dtype=np.float32)) * 3.0
+    y = (t + np.arange(4, dtype=np.float32)) * 3.0 + (np.floor(4 / 3) + np.ceil(4 / 3))
     np.save(os.path.join(out_dir, "forms_opset15.input.x.npy"), x)
     np.save(os.path.join(out_dir, "forms_opset15.output.z.npy"), y.sum(axis=1))
     np.save(os.path.join(out_dir, "forms_opset15.output.swap.npy"), np.concatenate([x[:, :, 1:], x[:, :, :1]], axis=2))

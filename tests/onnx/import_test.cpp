@@ -163,15 +163,19 @@ TEST_CASE("onnx/weights/no_weights_reads_structure_only") {
   auto without = onnx::import_model_file(ot::model_path("resnet_tiny"), {.load_weights = false});
   REQUIRE(with.ok());
   REQUIRE_MESSAGE(without.ok(), without.status().to_string());
-  int64_t with_bytes = 0, without_bytes = 0, constants = 0;
+  // Only float tensors of at most 64 elements (scalars, tiny BatchNorm vectors) are read.
+  int64_t with_bytes = 0, without_bytes = 0, unread = 0;
   for (const auto& v : with->graph.values) with_bytes += v.data ? static_cast<int64_t>(v.data->size()) : 0;
   for (const auto& v : without->graph.values) {
+    if (v.kind != carve::ir::ValueKind::constant) continue;
+    INFO(v.name);
     without_bytes += v.data ? static_cast<int64_t>(v.data->size()) : 0;
-    constants += v.kind == carve::ir::ValueKind::constant;
+    unread += !v.data.has_value();
+    if (*v.type.shape.num_elements() > 64) CHECK_FALSE(v.data.has_value());
   }
   CHECK(with_bytes > 10000);
-  CHECK(without_bytes == 0);
-  CHECK(constants > 10);
+  CHECK(without_bytes * 10 < with_bytes);
+  CHECK(unread >= 9);  // the conv weights and the classifier
   CHECK(with->graph.num_nodes() == without->graph.num_nodes());
 }
 

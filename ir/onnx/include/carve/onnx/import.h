@@ -19,9 +19,9 @@
 //    and left out of the graph's data: ImportedModel::mapped_weights binds them by value
 //    name (CompileOptions::constants), so they are never copied. A mapping whose offset
 //    is not aligned to its element size is copied into the graph instead.
-//  - load_weights = false (`carve plan --no-weights`): float initializers become
-//    constants without data (enough to plan memory); integer initializers are still read
-//    because shapes are computed from them.
+//  - load_weights = false (`carve plan --no-weights`): float initializers of more than
+//    64 elements become constants without data (enough to plan memory); integer and small
+//    float initializers are still read because shapes may be computed from them.
 //
 // Errors (Status, never exceptions; messages name the ONNX node as
 // "onnx node 'NAME' (OpType)" and say what is missing):
@@ -47,7 +47,7 @@
 namespace carve::onnx {
 
 struct ImportOptions {
-  // false: float initializers carry no data (plan the model from its structure alone).
+  // false: float initializers over 64 elements carry no data (plan from the structure).
   bool load_weights = true;
   // Shapes for graph inputs by name (replace the declared shape; must have its rank).
   std::map<std::string, ir::Shape, std::less<>> input_shapes;
