@@ -537,6 +537,64 @@ def write_older_forms(out_dir):
     np.save(os.path.join(out_dir, "forms_opset15.output.swap.npy"), np.concatenate([x[:, :, 1:], x[:, :, :1]], axis=2))
 
 
+def write_edge_forms(out_dir):
+    """Negative axes, reversed slices, non-last Softmax, 1-D MatMul, 2-D BatchNorm, Expand,
+    Not/And/Or, Min/Max/Sum, Reciprocal, LeakyRelu (opset 13), checked against numpy."""
+    rng = np.random.default_rng(70)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    v = rng.standard_normal((4,)).astype(np.float32)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    bn = [rng.uniform(0.5, 1.5, 4).astype(np.float32), rng.standard_normal(4).astype(np.float32),
+          rng.standard_normal(4).astype(np.float32), rng.uniform(0.5, 2.0, 4).astype(np.float32)]
+    i64 = lambda name, vals: numpy_helper.from_array(np.array(vals, dtype=np.int64), name)
+    f32 = lambda name, vals: numpy_helper.from_array(np.array(vals, dtype=np.float32), name)
+    node = helper.make_node
+    nodes = [
+        node("Unsqueeze", ["x", "ax_m1_0"], ["u"]), node("Squeeze", ["u", "ax_m1"], ["s"]),
+        node("ReduceMean", ["s"], ["m"], axes=[-1], keepdims=0),
+        node("Concat", ["s", "s"], ["c"], axis=-1),
+        node("Gather", ["c", "idx"], ["g"], axis=-1), node("Flatten", ["g"], ["f"], axis=-1),
+        node("Slice", ["c", "st", "en", "ax_m1", "step"], ["r"]),
+        node("Softmax", ["c"], ["sm"], axis=1),
+        node("MatMul", ["v", "w"], ["mv"]),
+        node("BatchNormalization", ["x"] + ["bn%d" % i for i in range(4)], ["b"], epsilon=1e-3),
+        node("Expand", ["col", "shape"], ["e"]),
+        node("Greater", ["x", "zero"], ["pos"]), node("Not", ["pos"], ["neg"]),
+        node("And", ["pos", "big"], ["and"]), node("Or", ["neg", "big"], ["or"]),
+        node("Cast", ["or"], ["or_f"], to=TensorProto.FLOAT), node("Where", ["and", "x", "or_f"], ["wh"]),
+        node("Max", ["x", "b", "wh"], ["mx"]), node("Min", ["x", "b"], ["mn"]), node("Sum", ["mx", "mn", "x"], ["sum"]),
+        node("Reciprocal", ["den"], ["rc"]), node("LeakyRelu", ["x"], ["lr"], alpha=0.3),
+        node("Add", ["sum", "rc"], ["t0"]), node("Add", ["t0", "lr"], ["y"]),
+    ]
+    col = rng.standard_normal((3, 1)).astype(np.float32)
+    inits = [i64("ax_m1_0", [-1, 0]), i64("ax_m1", [-1]), i64("idx", [[0, -1]]), i64("st", [-1]),
+             i64("en", [-(2 ** 63)]), i64("step", [-3]), f32("w", w), f32("zero", 0.0), i64("shape", [2, 1, 4])] + \
+        [f32("bn%d" % i, bn[i]) for i in range(4)] + [f32("col", col)]
+    outs = ["m", "f", "r", "sm", "mv", "e", "y"]
+    graph = helper.make_graph(
+        nodes, "edges",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape), helper.make_tensor_value_info("v", TensorProto.FLOAT, v.shape),
+         helper.make_tensor_value_info("big", TensorProto.BOOL, [3, 1]), helper.make_tensor_value_info("den", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(out_dir, "forms_edges.onnx"))
+    big = np.array([[True], [False], [True]])
+    den = rng.uniform(0.5, 2.0, 4).astype(np.float32)
+    s = x[None]
+    c = np.concatenate([s, s], axis=-1)
+    g = c[..., np.array([[0, 7]])]
+    e = np.exp(c - c.max(axis=1, keepdims=True))
+    b = (x - bn[2]) / np.sqrt(bn[3] + 1e-3) * bn[0] + bn[1]
+    pos = x > 0
+    wh = np.where(pos & big, x, (~pos | big).astype(np.float32))
+    y = np.maximum(np.maximum(x, b), wh) + np.minimum(x, b) + x + 1.0 / den + np.where(x < 0, 0.3 * x, x)
+    expected = {"m": s.mean(axis=-1), "f": g.reshape(-1, 2), "r": c[..., ::-3], "sm": e / e.sum(axis=1, keepdims=True),
+                "mv": v @ w, "e": np.broadcast_to(col, (2, 3, 4)), "y": y}
+    for name, arr in [("x", x), ("v", v), ("big", big), ("den", den)]:
+        np.save(os.path.join(out_dir, f"forms_edges.input.{name}.npy"), arr)
+    for name, arr in expected.items():
+        np.save(os.path.join(out_dir, f"forms_edges.output.{name}.npy"), np.ascontiguousarray(arr, dtype=np.float32))
+
+
 def write_error_models(out_dir):
     """Models carve must reject with a clear error (listed in errors.txt: file, expected text)."""
     single_node("err_unsupported_op", "NonZero", [("x", [2, 3])], [("y", [2, 3])], out_dir)
@@ -573,8 +631,9 @@ def main():
         return
     write_external(out_dir)
     write_older_forms(out_dir)
+    write_edge_forms(out_dir)
     write_error_models(out_dir)
-    names = [m[0] for m in models] + ["external_weights", "forms_opset10", "forms_opset15"]
+    names = [m[0] for m in models] + ["external_weights", "forms_opset10", "forms_opset15", "forms_edges"]
     with open(os.path.join(out_dir, "manifest.txt"), "w") as f:
         f.write("".join(n + "\n" for n in names))
     print("ONNX ops covered by the torch exports:", " ".join(sorted(seen)))
