@@ -595,6 +595,22 @@ def write_edge_forms(out_dir):
         np.save(os.path.join(out_dir, f"forms_edges.output.{name}.npy"), np.ascontiguousarray(arr, dtype=np.float32))
 
 
+def write_io_forms(out_dir):
+    """Outputs that are an input, an initializer, or aliases (Identity) of one value; a
+    symbolic batch dim (imported as 1)."""
+    nodes = [helper.make_node("Identity", ["x"], ["y"]), helper.make_node("Identity", ["c"], ["z"]),
+             helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Identity", ["r"], ["r2"])]
+    graph = helper.make_graph(nodes, "io", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ["y", "z", "r", "r2", "x"]],
+                              [numpy_helper.from_array(np.arange(3, dtype=np.float32), "c")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(out_dir, "forms_io.onnx"))
+    x = np.array([[-1, 2, -3]], dtype=np.float32)
+    np.save(os.path.join(out_dir, "forms_io.input.x.npy"), x)
+    for name, arr in [("y", x), ("z", np.arange(3, dtype=np.float32)), ("r", np.maximum(x, 0)), ("r2", np.maximum(x, 0)),
+                      ("x", x)]:
+        np.save(os.path.join(out_dir, f"forms_io.output.{name}.npy"), arr)
+
+
 def write_error_models(out_dir):
     """Models carve must reject with a clear error (listed in errors.txt: file, expected text)."""
     single_node("err_unsupported_op", "NonZero", [("x", [2, 3])], [("y", [2, 3])], out_dir)
@@ -632,8 +648,9 @@ def main():
     write_external(out_dir)
     write_older_forms(out_dir)
     write_edge_forms(out_dir)
+    write_io_forms(out_dir)
     write_error_models(out_dir)
-    names = [m[0] for m in models] + ["external_weights", "forms_opset10", "forms_opset15", "forms_edges"]
+    names = [m[0] for m in models] + ["external_weights", "forms_opset10", "forms_opset15", "forms_edges", "forms_io"]
     with open(os.path.join(out_dir, "manifest.txt"), "w") as f:
         f.write("".join(n + "\n" for n in names))
     print("ONNX ops covered by the torch exports:", " ".join(sorted(seen)))

@@ -149,8 +149,10 @@ Status check_output_type(const ::onnx::ValueInfoProto& info, const ir::TensorTyp
                                                     info.name(), type.to_string(), info.type().DebugString()));
 }
 
-// Marks each ONNX output, giving the graph value the output's name (an identity node
-// when the value is an input, a constant, or already another output).
+// Marks each ONNX output, giving the graph value the output's name: the value itself when
+// it already has that name (an input or constant may be an output), else the value
+// renamed, or an identity node when the value is an input, a constant or already another
+// output under its own name.
 Status mark_outputs(const ::onnx::GraphProto& graph, Context& ctx) {
   for (const auto& info : graph.output()) {
     auto it = ctx.env.find(info.name());
@@ -159,10 +161,12 @@ Status mark_outputs(const ::onnx::GraphProto& graph, Context& ctx) {
     CARVE_RETURN_IF_ERROR(check_output_type(info, it->second.type, ctx.options.input_shapes.empty()));
     CARVE_ASSIGN_OR_RETURN(ir::ValueId v, ctx.materialize(it->second));
     const ir::Value& value = ctx.builder.graph().value(v);
-    const bool reuse = value.kind == ir::ValueKind::intermediate && !ctx.builder.graph().is_output(v);
-    if (!reuse || value.name != info.name()) {
-      if (!reuse) v = ctx.builder.op1(ir::OpKind::identity, {v}, {}, ctx.unique_node_name(info.name()));
-      if (const ir::Value* other = ctx.builder.graph().find_value(info.name()); other && other->id != v)
+    const bool is_output = ctx.builder.graph().is_output(v);
+    if (value.name != info.name() || is_output) {
+      if (value.kind != ir::ValueKind::intermediate || is_output)
+        v = ctx.builder.op1(ir::OpKind::identity, {v}, {}, ctx.unique_node_name(info.name()));
+      const ir::Value* other = ctx.builder.graph().find_value(info.name());
+      if (other && other->id != v && other->kind == ir::ValueKind::intermediate)
         ctx.builder.rename(other->id, ctx.unique_value_name(info.name() + "#internal"));
       ctx.builder.rename(v, info.name());
     }
