@@ -595,6 +595,46 @@ def write_edge_forms(out_dir):
         np.save(os.path.join(out_dir, f"forms_edges.output.{name}.npy"), np.ascontiguousarray(arr, dtype=np.float32))
 
 
+def write_misc_forms(out_dir):
+    """Log, Less/LessOrEqual/GreaterOrEqual, Tile, GlobalMaxPool, LogSoftmax, ReduceMax/Min,
+    Size and Round (folded), Dropout (opset 13), checked against numpy."""
+    rng = np.random.default_rng(80)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    img = rng.standard_normal((1, 2, 3, 3)).astype(np.float32)
+    node = helper.make_node
+    f = lambda name: helper.make_node("Cast", [name], [name + "_f"], to=TensorProto.FLOAT)
+    nodes = [
+        node("Abs", ["x"], ["ax"]), node("Add", ["ax", "one"], ["ax1"]), node("Log", ["ax1"], ["lg"]),
+        node("Less", ["x", "zero"], ["lt"]), node("LessOrEqual", ["x", "zero"], ["le"]),
+        node("GreaterOrEqual", ["x", "zero"], ["ge"]), f("lt"), f("le"), f("ge"),
+        node("Size", ["x"], ["n"]), node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT), node("Div", ["nf", "five"], ["q"]),
+        node("Round", ["q"], ["rq"]),
+        node("Sum", ["lg", "lt_f", "le_f", "ge_f", "rq"], ["s0"]),
+        node("Dropout", ["s0"], ["s"], ratio=0.5),
+        node("Tile", ["s", "reps"], ["t"]),
+        node("LogSoftmax", ["t"], ["ls"], axis=-1),
+        node("ReduceMax", ["ls"], ["rmax"], axes=[1], keepdims=1),
+        node("ReduceMin", ["ls"], ["rmin"], axes=[0], keepdims=0),
+        node("GlobalMaxPool", ["img"], ["gmp"]),
+    ]
+    inits = [numpy_helper.from_array(np.array(v, dtype=np.float32), n) for n, v in [("one", 1.0), ("zero", 0.0), ("five", 5.0)]]
+    inits.append(numpy_helper.from_array(np.array([2, 1], dtype=np.int64), "reps"))
+    outs = ["rmax", "rmin", "gmp"]
+    graph = helper.make_graph(nodes, "misc", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape),
+                                              helper.make_tensor_value_info("img", TensorProto.FLOAT, img.shape)],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(out_dir, "forms_misc.onnx"))
+    s = np.log(np.abs(x) + 1) + (x < 0) + (x <= 0) + (x >= 0) + np.round(12 / 5)
+    t = np.tile(s, (2, 1))
+    ls = t - t.max(axis=-1, keepdims=True)
+    ls = ls - np.log(np.exp(ls).sum(axis=-1, keepdims=True))
+    np.save(os.path.join(out_dir, "forms_misc.input.x.npy"), x)
+    np.save(os.path.join(out_dir, "forms_misc.input.img.npy"), img)
+    for name, arr in [("rmax", ls.max(axis=1, keepdims=True)), ("rmin", ls.min(axis=0)),
+                      ("gmp", img.max(axis=(2, 3), keepdims=True))]:
+        np.save(os.path.join(out_dir, f"forms_misc.output.{name}.npy"), arr.astype(np.float32))
+
+
 def write_io_forms(out_dir):
     """Outputs that are an input, an initializer, or aliases (Identity) of one value; a
     symbolic batch dim (imported as 1)."""
@@ -649,8 +689,9 @@ def main():
     write_older_forms(out_dir)
     write_edge_forms(out_dir)
     write_io_forms(out_dir)
+    write_misc_forms(out_dir)
     write_error_models(out_dir)
-    names = [m[0] for m in models] + ["external_weights", "forms_opset10", "forms_opset15", "forms_edges", "forms_io"]
+    names = [m[0] for m in models] + ["external_weights", "forms_opset10", "forms_opset15", "forms_edges", "forms_io", "forms_misc"]
     with open(os.path.join(out_dir, "manifest.txt"), "w") as f:
         f.write("".join(n + "\n" for n in names))
     print("ONNX ops covered by the torch exports:", " ".join(sorted(seen)))
