@@ -85,8 +85,21 @@ Result<std::vector<runtime::Buffer>> load_inputs(const runtime::CompiledProgram&
   return inputs;
 }
 
+// Shapes of the readable --input files (their headers), which fix an ONNX model's
+// symbolic dims; bad arguments and files are reported later, by load_inputs.
+std::map<std::string, ir::Shape, std::less<>> input_file_shapes(const RunCommandOptions& options) {
+  std::map<std::string, ir::Shape, std::less<>> shapes;
+  auto files = parse_input_args(options.inputs);
+  if (!files.ok() || !options.graph.ends_with(".onnx")) return shapes;
+  for (const auto& [name, file] : *files)
+    if (auto b = runtime::map_npy(file); b.ok()) shapes[name] = b->shape();
+  return shapes;
+}
+
 Status run_graph(const RunCommandOptions& options, std::ostream& out) {
-  CARVE_ASSIGN_OR_RETURN(LoadedGraph loaded, load_graph_file(options.graph));
+  LoadGraphOptions load;
+  load.input_shapes = input_file_shapes(options);
+  CARVE_ASSIGN_OR_RETURN(LoadedGraph loaded, load_graph_file(options.graph, load));
   const ir::Graph& graph = loaded.graph;
   CARVE_ASSIGN_OR_RETURN(auto session, runtime::Session::create());
   runtime::CompileOptions compile;

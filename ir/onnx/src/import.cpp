@@ -59,10 +59,19 @@ Result<ir::Shape> input_shape(const ::onnx::ValueInfoProto& info, const ImportOp
   for (const auto& d : tensor.shape().dim())
     dims.push_back(d.has_dim_value() ? d.dim_value() : options.symbolic_dim);
   if (given == options.input_shapes.end()) return ir::Shape(std::move(dims));
-  if (given->second.rank() != static_cast<int>(dims.size()))
+  const ir::Shape& shape = given->second;
+  if (shape.rank() != static_cast<int>(dims.size()))
     return Status(ErrorCode::kShapeError, fmt::format("onnx input '{}': given shape {} but the model declares rank {}",
-                                                      info.name(), given->second.to_string(), dims.size()));
-  return given->second;
+                                                      info.name(), shape.to_string(), dims.size()));
+  // A given shape fixes symbolic dims only: a model's fixed dims are part of its meaning.
+  for (int i = 0; i < shape.rank(); ++i) {
+    const auto& d = tensor.shape().dim(i);
+    if (d.has_dim_value() && d.dim_value() != shape[i])
+      return Status(ErrorCode::kShapeError,
+                    fmt::format("onnx input '{}': given shape {} but the model fixes dim {} to {}", info.name(),
+                                shape.to_string(), i, d.dim_value()));
+  }
+  return shape;
 }
 
 Status declare_inputs(const ::onnx::GraphProto& graph, Context& ctx) {

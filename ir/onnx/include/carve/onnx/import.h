@@ -65,7 +65,8 @@ namespace carve::onnx {
 struct ImportOptions {
   // false: float initializers over 64 elements carry no data (plan from the structure).
   bool load_weights = true;
-  // Shapes for graph inputs by name (replace the declared shape; must have its rank).
+  // Shapes for graph inputs by name: they fix the symbolic/unknown dims and must agree
+  // with the declared rank and fixed dims (kShapeError otherwise).
   std::map<std::string, ir::Shape, std::less<>> input_shapes;
   // Size of a symbolic or unknown input dim not fixed by input_shapes.
   int64_t symbolic_dim = 1;
