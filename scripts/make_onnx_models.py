@@ -340,13 +340,19 @@ def randomize(model, seed):
     return model.eval()
 
 
-def export(model, name, inputs, opset, out_dir, input_names, output_names):
+def export(model, name, inputs, opset, out_dir, input_names, output_names, dynamic=None):
+    """Exports `model` traced on `inputs`. With `dynamic` = (dynamic_axes, test inputs) the
+    export has symbolic dims and the saved inputs/outputs are the test inputs' (another
+    shape than the traced one: carve fixes the symbolic dims from them)."""
     model.eval()
     path = os.path.join(out_dir, name + ".onnx")
     with torch.no_grad():
-        expected = model(*inputs)
         torch.onnx.export(model, tuple(inputs), path, opset_version=opset, input_names=input_names,
-                          output_names=output_names, do_constant_folding=True)
+                          output_names=output_names, do_constant_folding=True,
+                          dynamic_axes=dynamic[0] if dynamic else None)
+        if dynamic:
+            inputs = dynamic[1]
+        expected = model(*inputs)
     if not isinstance(expected, (tuple, list)):
         expected = (expected,)
     for n, t in zip(input_names, inputs):
@@ -365,6 +371,20 @@ def rand(*shape, seed=0):
 
 def ids(high, *shape, seed=0):
     return torch.randint(0, high, shape, generator=torch.Generator().manual_seed(seed), dtype=torch.long)
+
+
+def dynamic_bert(out_dir):
+    """bert_tiny exported with symbolic batch and length (Shape/Range/Concat chains stay in
+    the file), tested at batch 2, length 6."""
+    torch.manual_seed(5)
+    axes = {n: {0: "batch", 1: "length"} for n in ["ids", "segments", "mask"]}
+    axes.update({"hidden": {0: "batch", 1: "length"}, "pooled": {0: "batch"}})
+    mask = torch.ones(2, 6, dtype=torch.long)
+    mask[1, 4:] = 0
+    test = [ids(60, 2, 6, seed=34), ids(2, 2, 6, seed=35), mask]
+    traced = [ids(60, 1, 8, seed=31), ids(2, 1, 8, seed=32), torch.ones(1, 8, dtype=torch.long)]
+    return export(Bert(), "bert_dynamic", traced, 14, out_dir, ["ids", "segments", "mask"], ["hidden", "pooled"],
+                  dynamic=(axes, test))
 
 
 def small_models():
@@ -685,13 +705,14 @@ def main():
         seen.update(export(model, name, inputs, opset, out_dir, input_names, output_names))
     if args.full or args.only:
         return
+    seen.update(dynamic_bert(out_dir))
     write_external(out_dir)
     write_older_forms(out_dir)
     write_edge_forms(out_dir)
     write_io_forms(out_dir)
     write_misc_forms(out_dir)
     write_error_models(out_dir)
-    names = [m[0] for m in models] + ["external_weights", "forms_opset10", "forms_opset15", "forms_edges", "forms_io", "forms_misc"]
+    names = [m[0] for m in models] + ["bert_dynamic", "external_weights", "forms_opset10", "forms_opset15", "forms_edges", "forms_io", "forms_misc"]
     with open(os.path.join(out_dir, "manifest.txt"), "w") as f:
         f.write("".join(n + "\n" for n in names))
     print("ONNX ops covered by the torch exports:", " ".join(sorted(seen)))
