@@ -109,10 +109,27 @@ Result<std::vector<jit::KernelGroup>> reconcile_groups(const Program& p, std::ve
   return kept;
 }
 
-Status bind_constants(Program& p) {
+// A caller-bound constant (CompileOptions::constants) must match the declared type.
+Status check_bound_constant(const ir::Value& v, const Buffer& b) {
+  if (b.dtype() != v.type.dtype)
+    return Status(ErrorCode::kTypeMismatch, fmt::format("constant '{}' is {}, the bound buffer {}", v.name,
+                                                        v.type.to_string(), b.describe()));
+  if (b.shape() != v.type.shape)
+    return Status(ErrorCode::kShapeError, fmt::format("constant '{}' is {}, the bound buffer {}", v.name,
+                                                      v.type.to_string(), b.describe()));
+  return Status();
+}
+
+Status bind_constants(Program& p, const CompileOptions& options) {
   for (const ir::Value& v : p.graph.values) {
     if (v.kind != ir::ValueKind::constant) continue;
     p.constants.push_back(v.id);
+    auto bound = v.data ? options.constants.end() : options.constants.find(v.name);
+    if (bound != options.constants.end()) {
+      CARVE_RETURN_IF_ERROR(check_bound_constant(v, bound->second));
+      p.constant_buffers.push_back(bound->second);
+      continue;
+    }
     if (!v.data) {
       p.constant_buffers.emplace_back(std::nullopt);  // unused constants may lack data; used ones are checked when bound
       continue;
@@ -251,7 +268,7 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
   for (const ir::Value& v : p->graph.values)
     if (v.kind == ir::ValueKind::input) p->inputs.push_back(v.id);
   p->outputs = p->graph.outputs;
-  CARVE_RETURN_IF_ERROR(bind_constants(*p));
+  CARVE_RETURN_IF_ERROR(bind_constants(*p, options));
   CARVE_RETURN_IF_ERROR(bind_handles(*p, options));
 
   CARVE_ASSIGN_OR_RETURN(auto fused, jit::form_kernel_groups(p->graph, p->order, {.fuse = options.fuse}));

@@ -88,6 +88,10 @@ struct CompileOptions {
   // Session may place nodes on cpu (a mixed program, see above); a CPU Session placing a
   // node on cuda is kUnsupported.
   std::map<std::string, DeviceType> placement{};
+  // Bytes for graph constants that carry no data, by value name, used in place (never
+  // copied; the program keeps them alive), e.g. the mmapped external-data weights of an
+  // ONNX import. Each must have the constant's dtype and shape (kTypeMismatch/kShapeError).
+  std::map<std::string, Buffer> constants{};
 };
 
 // Per-run switches (ParallelRunOptions without the thread count, which is fixed at compile).
