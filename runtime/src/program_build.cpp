@@ -109,10 +109,27 @@ Result<std::vector<jit::KernelGroup>> reconcile_groups(const Program& p, std::ve
   return kept;
 }
 
-Status bind_constants(Program& p) {
+// A caller-bound constant (CompileOptions::constants) must match the declared type.
+Status check_bound_constant(const ir::Value& v, const Buffer& b) {
+  if (b.dtype() != v.type.dtype)
+    return Status(ErrorCode::kTypeMismatch, fmt::format("constant '{}' is {}, the bound buffer {}", v.name,
+                                                        v.type.to_string(), b.describe()));
+  if (b.shape() != v.type.shape)
+    return Status(ErrorCode::kShapeError, fmt::format("constant '{}' is {}, the bound buffer {}", v.name,
+                                                      v.type.to_string(), b.describe()));
+  return Status();
+}
+
+Status bind_constants(Program& p, const CompileOptions& options) {
   for (const ir::Value& v : p.graph.values) {
     if (v.kind != ir::ValueKind::constant) continue;
     p.constants.push_back(v.id);
+    auto bound = v.data ? options.constants.end() : options.constants.find(v.name);
+    if (bound != options.constants.end()) {
+      CARVE_RETURN_IF_ERROR(check_bound_constant(v, bound->second));
+      p.constant_buffers.push_back(bound->second);
+      continue;
+    }
     if (!v.data) {
       p.constant_buffers.emplace_back(std::nullopt);  // unused constants may lack data; used ones are checked when bound
       continue;
@@ -145,11 +162,37 @@ Status bind_handles(Program& p, const CompileOptions& options) {
   return Status();
 }
 
+// A fused group runs as one kernel, so its inputs must stay live until its last node and
+// its outputs from its first: node-level lifetimes would let a group output share bytes
+// with an input that an earlier node of the group read last (a matmul -> div -> where
+// group then overwrote its own operands between tiles).
+void span_group_lifetimes(Program& p, const std::vector<jit::KernelGroup>& groups) {
+  std::vector<int64_t> step(static_cast<size_t>(p.graph.num_nodes()), 0);
+  for (size_t i = 0; i < p.order.size(); ++i) step[static_cast<size_t>(p.order[i])] = static_cast<int64_t>(i);
+  for (const auto& group : groups) {
+    if (group.nodes.size() < 2) continue;
+    int64_t first = step[static_cast<size_t>(group.nodes.front())], last = first;
+    for (ir::NodeId n : group.nodes) {
+      first = std::min(first, step[static_cast<size_t>(n)]);
+      last = std::max(last, step[static_cast<size_t>(n)]);
+    }
+    for (const auto& operand : group.operands) {
+      if (operand.role == jit::OperandRole::scratch) continue;
+      const auto& place = p.problem.values[static_cast<size_t>(operand.value)];
+      if (place.placement != Placement::arena || place.buffer < 0) continue;
+      auto& buffer = p.problem.problem.buffers[static_cast<size_t>(place.buffer)];
+      buffer.start = std::min(buffer.start, first + 1);
+      buffer.end = std::max(buffer.end, last + 2);
+    }
+  }
+}
+
 // Plans the arena; `scratch_buffer[g]` receives group g's scratch buffer index (-1: none).
 Status plan_memory(Program& p, const CompileOptions& options, const std::vector<jit::KernelGroup>& groups,
                    std::vector<int32_t>& scratch_buffer) {
   const auto start = std::chrono::steady_clock::now();
   scratch_buffer.assign(groups.size(), -1);
+  span_group_lifetimes(p, groups);
   for (size_t g = 0; g < groups.size(); ++g)
     if (groups[g].scratch_bytes > 0) {
       CARVE_ASSIGN_OR_RETURN(scratch_buffer[g],
@@ -250,7 +293,7 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
   for (const ir::Value& v : p->graph.values)
     if (v.kind == ir::ValueKind::input) p->inputs.push_back(v.id);
   p->outputs = p->graph.outputs;
-  CARVE_RETURN_IF_ERROR(bind_constants(*p));
+  CARVE_RETURN_IF_ERROR(bind_constants(*p, options));
   CARVE_RETURN_IF_ERROR(bind_handles(*p, options));
 
   CARVE_ASSIGN_OR_RETURN(auto fused, jit::form_kernel_groups(p->graph, p->order, {.fuse = options.fuse}));

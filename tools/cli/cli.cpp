@@ -15,8 +15,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   auto* demo = app.add_subcommand("demo", "build a small graph with the C++ API, verify, print, plan it");
 
   PlanCommandOptions plan_options;
-  auto* plan = app.add_subcommand("plan", "plan the arena of a MiniMalloc .csv or a text-format graph");
-  plan->add_option("input", plan_options.input, "MiniMalloc CSV (id,lower,upper,size[,alignment]) or graph text")
+  auto* plan = app.add_subcommand("plan", "plan the arena of a MiniMalloc .csv, a text-format graph or an ONNX model");
+  plan->add_option("input", plan_options.input, "MiniMalloc CSV (id,lower,upper,size[,alignment]), graph text or MODEL.onnx")
       ->required();
   plan->add_option("--strategy", plan_options.strategy, "strategy name, or 'all'");
   plan->add_option("--capacity", plan_options.capacity, "exact: is there a plan with arena <= BYTES?");
@@ -28,13 +28,15 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   plan->add_flag("--no-inplace", plan_options.no_inplace, "graphs: no in-place reuse of dying inputs");
   plan->add_flag("--parallel-safe", plan_options.parallel_safe,
                  "graphs: share bytes only between values ordered by the dependency graph");
+  plan->add_flag("--no-weights", plan_options.no_weights,
+                 "ONNX models: plan from the structure alone (float initializers are not read)");
   plan->add_option("--json", plan_options.json_path, "write results as JSON");
   plan->add_option("--csv", plan_options.csv_path, "write the best plan as MiniMalloc CSV (+offset)");
   plan->add_option("--svg", plan_options.svg_path, "draw the best plan (time x offset)");
 
   RunCommandOptions run_options;
-  auto* run = app.add_subcommand("run", "compile a text-format graph, run it, write its outputs as .npy");
-  run->add_option("graph", run_options.graph, "graph in the text format")->required();
+  auto* run = app.add_subcommand("run", "compile a text-format graph or ONNX model, run it, write its outputs as .npy");
+  run->add_option("graph", run_options.graph, "graph in the text format, or MODEL.onnx")->required();
   run->add_option("--input", run_options.inputs, "NAME=FILE.npy (repeatable)");
   run->add_option("--output-dir", run_options.output_dir, "write DIR/<output name>.npy");
   run->add_option("--random-inputs", run_options.random_seed, "generate missing inputs from this seed");

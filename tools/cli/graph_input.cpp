@@ -11,6 +11,9 @@
 #include "carve/planner/graph_problem.h"
 #include "carve/planner/memory_order.h"
 #include "carve/planner/strategy.h"
+#ifdef CARVE_HAVE_ONNX
+#include "carve/onnx/import.h"
+#endif
 
 namespace carve::cli {
 namespace {
@@ -22,7 +25,37 @@ Result<int64_t> greedy_arena(const planner::Problem& problem) {
   return result.plan.arena_bytes;
 }
 
+bool has_onnx_extension(const std::string& path) { return path.ends_with(".onnx"); }
+
+Result<LoadedGraph> load_onnx_file(const std::string& path, const LoadGraphOptions& options) {
+#ifdef CARVE_HAVE_ONNX
+  onnx::ImportOptions import;
+  import.load_weights = options.weights;
+  CARVE_ASSIGN_OR_RETURN(onnx::ImportedModel model, onnx::import_model_file(path, import));
+  LoadedGraph loaded;
+  loaded.notes.push_back(fmt::format("onnx '{}': opset {}, producer '{}', {} ops folded at import, {} mapped weights{}",
+                                     path, model.opset, model.producer, model.folded_nodes,
+                                     model.mapped_weights.size(), options.weights ? "" : " (--no-weights)"));
+  loaded.graph = std::move(model.graph);
+  loaded.constants = std::move(model.mapped_weights);
+  return loaded;
+#else
+  (void)options;
+  return Status(ErrorCode::kUnavailable,
+                fmt::format("'{}': this carve was built without the ONNX importer (CARVE_WITH_ONNX=OFF)", path));
+#endif
+}
+
 }  // namespace
+
+Result<LoadedGraph> load_graph_file(const std::string& path, const LoadGraphOptions& options) {
+  if (has_onnx_extension(path)) return load_onnx_file(path, options);
+  if (!options.weights)
+    return Status(ErrorCode::kInvalidArgument, fmt::format("'{}': --no-weights applies to ONNX models", path));
+  LoadedGraph loaded;
+  CARVE_ASSIGN_OR_RETURN(loaded.graph, read_graph_file(path));
+  return loaded;
+}
 
 Result<ir::Graph> read_graph_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -36,7 +69,9 @@ Result<ir::Graph> read_graph_file(const std::string& path) {
 }
 
 Status load_graph_plan_input(const PlanCommandOptions& options, PlannedInput& input) {
-  CARVE_ASSIGN_OR_RETURN(ir::Graph graph, read_graph_file(options.input));
+  CARVE_ASSIGN_OR_RETURN(LoadedGraph loaded, load_graph_file(options.input, {.weights = !options.no_weights}));
+  ir::Graph graph = std::move(loaded.graph);
+  input.notes.insert(input.notes.end(), loaded.notes.begin(), loaded.notes.end());
   planner::GraphPlanOptions graph_options;
   graph_options.inplace = !options.no_inplace;
 

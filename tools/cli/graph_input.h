@@ -1,12 +1,30 @@
-// `carve plan GRAPH`: read a text-format graph, verify it, choose the execution order
-// and turn it into a planner Problem (views, in-place), adding notes and facts.
+// `carve plan GRAPH` / `carve run GRAPH`: read a text-format graph or an ONNX model
+// (by the .onnx extension), verify it; for plan, choose the execution order and turn it
+// into a planner Problem (views, in-place), adding notes and facts.
 #pragma once
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "carve/ir/graph.h"
+#include "carve/runtime/buffer.h"
 #include "cli/plan_input.h"
 
 namespace carve::cli {
 
+struct LoadedGraph {
+  ir::Graph graph;
+  // Constants without data bound by name at compile (ONNX external-data weights, mmapped).
+  std::map<std::string, runtime::Buffer> constants;
+  std::vector<std::string> notes;  // e.g. what the ONNX import did
+};
+
+struct LoadGraphOptions {
+  bool weights = true;  // false: ONNX float initializers are not read (plan only)
+};
+
+Result<LoadedGraph> load_graph_file(const std::string& path, const LoadGraphOptions& options = {});
 Result<ir::Graph> read_graph_file(const std::string& path);
 Status load_graph_plan_input(const PlanCommandOptions& options, PlannedInput& input);
 

@@ -18,6 +18,7 @@ struct PlanCommandOptions {
   std::string order = "given";  // given | memory (graphs)
   bool no_inplace = false;      // graphs
   bool parallel_safe = false;   // graphs
+  bool no_weights = false;      // ONNX models: do not read float initializers
   std::string json_path, csv_path, svg_path;
 };
 

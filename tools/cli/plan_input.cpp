@@ -20,9 +20,9 @@ Result<PlannedInput> load_plan_input(const PlanCommandOptions& options) {
   PlannedInput input;
   input.source = options.input;
   if (ends_with(options.input, ".csv")) {
-    if (options.order != "given" || options.no_inplace || options.parallel_safe)
+    if (options.order != "given" || options.no_inplace || options.parallel_safe || options.no_weights)
       return Status(ErrorCode::kInvalidArgument,
-                    "--order, --no-inplace and --parallel-safe apply to graphs, not to a CSV of buffers");
+                    "--order, --no-inplace, --parallel-safe and --no-weights apply to graphs, not to a CSV of buffers");
     CARVE_ASSIGN_OR_RETURN(input.problem, planner::read_minimalloc_csv(options.input));
   } else {
     CARVE_RETURN_IF_ERROR(load_graph_plan_input(options, input));

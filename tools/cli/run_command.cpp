@@ -97,7 +97,8 @@ Result<std::vector<runtime::Buffer>> load_inputs(const runtime::CompiledProgram&
 }
 
 Status run_graph(const RunCommandOptions& options, std::ostream& out) {
-  CARVE_ASSIGN_OR_RETURN(ir::Graph graph, read_graph_file(options.graph));
+  CARVE_ASSIGN_OR_RETURN(LoadedGraph loaded, load_graph_file(options.graph));
+  const ir::Graph& graph = loaded.graph;
   if (options.threads < 0) return Status(ErrorCode::kInvalidArgument, "--threads must be >= 0");
   if (options.sequential && options.check_hazards)
     return Status(ErrorCode::kInvalidArgument, "--check-hazards needs a parallel run: drop --sequential");
@@ -114,6 +115,7 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out) {
   compile.order = options.order;
   compile.inplace = !options.no_inplace;
   compile.fuse = !options.no_fuse;
+  compile.constants = loaded.constants;
   for (const ir::Handle& h : graph.handles) {
     CARVE_ASSIGN_OR_RETURN(auto handle, runtime::BufferHandle::create(h.name, h.type.dtype, h.type.shape));
     compile.handles.push_back(std::move(handle));
@@ -166,7 +168,9 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out) {
   if (ec) return Status(ErrorCode::kIoError, fmt::format("cannot create '{}': {}", options.output_dir, ec.message()));
   const auto names = program->output_names();
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string path = (std::filesystem::path(options.output_dir) / (names[i] + ".npy")).string();
+    std::string file = names[i];  // ONNX names may contain '/' (e.g. "/head/MatMul_output_0")
+    std::replace(file.begin(), file.end(), '/', '_');
+    const std::string path = (std::filesystem::path(options.output_dir) / (file + ".npy")).string();
     CARVE_RETURN_IF_ERROR(runtime::write_npy(path, outputs[i]));
     fmt::print(out, "wrote {}\n", path);
   }

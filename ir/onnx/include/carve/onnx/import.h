@@ -1,0 +1,82 @@
+// ONNX import: an ONNX model file (opset 11-17, as PyTorch exports them) -> a carve graph.
+//
+//   auto model = onnx::import_model_file("resnet18.onnx");
+//   runtime::CompileOptions options;
+//   options.constants = model->mapped_weights;        // external-data weights, mmapped
+//   auto program = session->compile(model->graph, options);
+//
+// What it does
+//  - Every ONNX node becomes IR ops (ops_*.cpp lower the ONNX operators carve lacks onto
+//    existing ones: Trilu -> where with a constant mask, Expand -> where broadcast, ...).
+//  - Shapes are static: graph inputs take their declared dims; a symbolic or unknown dim
+//    takes ImportOptions::input_shapes when given, else ImportOptions::symbolic_dim (1:
+//    batch 1). Everything computed from shapes and constants alone (Shape, Range,
+//    ConstantOfShape, the integer arithmetic on shapes, Reshape targets, ...) is folded
+//    to constants at import, so the graph holds only the data-dependent computation.
+//  - Weights: initializers stored in the .onnx file become graph constants that own
+//    their bytes (one copy, the protobuf message is freed after import). Initializers in
+//    external data files are mapped read-only (runtime::Buffer::map_file, FileBacked)
+//    and left out of the graph's data: ImportedModel::mapped_weights binds them by value
+//    name (CompileOptions::constants), so they are never copied. A mapping whose offset
+//    is not aligned to its element size is copied into the graph instead.
+//  - load_weights = false (`carve plan --no-weights`): float initializers become
+//    constants without data (enough to plan memory); integer initializers are still read
+//    because shapes are computed from them.
+//
+// Errors (Status, never exceptions; messages name the ONNX node as
+// "onnx node 'NAME' (OpType)" and say what is missing):
+//   kIoError       the file (or an external data file) cannot be read;
+//   kParseError    the bytes are not an ONNX ModelProto, or a tensor's data is malformed;
+//   kUnsupported   an operator, attribute value, dtype or opset carve does not handle
+//                  (e.g. Pad mode 'reflect', a non-constant Reshape shape);
+//   kInvalidArgument / kShapeError / kTypeMismatch  an inconsistent model or node.
+// Thread-safety: no shared state; concurrent imports are fine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "carve/ir/graph.h"
+#include "carve/runtime/buffer.h"
+#include "carve/status.h"
+
+namespace carve::onnx {
+
+struct ImportOptions {
+  // false: float initializers carry no data (plan the model from its structure alone).
+  bool load_weights = true;
+  // Shapes for graph inputs by name (replace the declared shape; must have its rank).
+  std::map<std::string, ir::Shape, std::less<>> input_shapes;
+  // Size of a symbolic or unknown input dim not fixed by input_shapes.
+  int64_t symbolic_dim = 1;
+  // Directory external data paths are relative to ("" = the model file's directory).
+  std::string external_data_dir;
+};
+
+struct ImportedModel {
+  ir::Graph graph;
+  // Read-only FileBacked buffers, by graph constant name, for constants without data.
+  std::map<std::string, runtime::Buffer> mapped_weights;
+  int64_t opset = 0;           // of the default ("" / "ai.onnx") domain
+  std::string producer;        // e.g. "pytorch 1.13.1"
+  int64_t folded_nodes = 0;    // ONNX nodes evaluated at import (constant inputs)
+};
+
+// Reads and imports `path`.
+Result<ImportedModel> import_model_file(const std::string& path, const ImportOptions& options = {});
+// Imports a serialized ModelProto; `name` appears in messages.
+Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::string_view name,
+                                         const ImportOptions& options = {});
+
+// Copies mapped_weights into the graph's constants (and clears the map), for consumers
+// that need every constant's bytes in the graph (e.g. the reference interpreter).
+Status materialize_weights(ImportedModel& model);
+
+// True when `path` names an ONNX model (by its ".onnx" extension).
+bool is_onnx_path(std::string_view path);
+
+}  // namespace carve::onnx

@@ -1,0 +1,168 @@
+// Internal state of one ONNX import: the tensors seen so far, the graph under
+// construction, and the per-node helpers every lowering uses (ops_*.cpp).
+//
+// An ONNX tensor is a Tensor: its type, and either known contents (Data: an initializer,
+// a Constant, or anything folded from them) or a graph value. Known tensors enter the
+// graph only when a node that cannot be folded reads them (materialize), so folded shape
+// arithmetic leaves nothing behind. No protobuf types here except in NodeContext, which
+// wraps the NodeProto being lowered.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "carve/ir/builder.h"
+#include "carve/onnx/import.h"
+#include "carve/runtime/buffer.h"
+#include "carve/status.h"
+
+namespace onnx {
+class NodeProto;
+class AttributeProto;
+class TensorProto;
+}  // namespace onnx
+
+namespace carve::onnx::detail {
+
+// Known contents of a tensor. `view` always points at the bytes while `known`: at
+// `owned`, at a mapped file, or (after materialize moved `owned` into the graph) at the
+// graph constant's heap buffer, which moving the vector does not relocate.
+struct Data {
+  std::string name;  // the ONNX name a materialized constant gets
+  bool known = true;  // false: a --no-weights initializer (type only)
+  std::vector<uint8_t> owned;
+  std::optional<runtime::Buffer> mapped;
+  std::span<const uint8_t> view;
+  ir::ValueId value = ir::kNoValue;  // the graph constant, once materialized (shared by copies)
+};
+
+struct Tensor {
+  ir::TensorType type;
+  ir::ValueId value = ir::kNoValue;  // set once it is in the graph
+  std::shared_ptr<Data> data;        // set for constants (known or, with --no-weights, not)
+
+  bool is_known() const { return data && data->known; }
+  std::span<const uint8_t> bytes() const { return data->view; }
+};
+
+// A known tensor owning `bytes` (exactly type.byte_size()).
+Tensor known_tensor(std::string name, ir::TensorType type, std::vector<uint8_t> bytes);
+
+class Context {
+ public:
+  Context(const ImportOptions& options, std::string graph_name)
+      : options(options), builder(std::move(graph_name)) {}
+
+  const ImportOptions& options;
+  ir::GraphBuilder builder;
+  std::map<std::string, Tensor, std::less<>> env;  // ONNX tensor name -> tensor
+  std::map<std::string, runtime::Buffer> mapped_weights;
+  int64_t opset = 0;
+  int64_t folded_nodes = 0;
+
+  // The graph value of `t`, declaring a known tensor as a constant on first use.
+  Result<ir::ValueId> materialize(Tensor& t);
+  // A node name not used yet, starting from `base`.
+  std::string unique_node_name(std::string base);
+  // A value name not used yet, starting from `base`.
+  std::string unique_value_name(const std::string& base);
+
+ private:
+  std::set<std::string, std::less<>> node_names_;
+};
+
+// Evaluates `op` on known inputs with the reference interpreter (fold.cpp).
+Result<std::vector<Tensor>> fold(ir::OpKind op, std::span<const Tensor> inputs, const ir::Attrs& attrs,
+                                 const std::string& name);
+
+// Element access on known tensors (any int/float/bool dtype), widened.
+std::vector<int64_t> to_int64s(const Tensor& t);
+std::vector<double> to_doubles(const Tensor& t);
+// A known tensor of `dtype` from values (converted with carve's cast rules).
+Tensor from_int64s(std::string name, ir::DType dtype, ir::Shape shape, const std::vector<int64_t>& values);
+Tensor from_doubles(std::string name, ir::DType dtype, ir::Shape shape, const std::vector<double>& values);
+
+// Decodes an ONNX TensorProto (inline or external data) into a Tensor (tensor.cpp).
+// `load_data` false leaves float tensors unknown (--no-weights).
+Result<Tensor> decode_tensor(const ::onnx::TensorProto& proto, Context& ctx, bool load_data);
+// ONNX TensorProto.DataType -> carve dtype (kUnsupported naming the type otherwise).
+Result<ir::DType> dtype_from_onnx(int32_t elem_type);
+
+// One ONNX node being lowered.
+class NodeContext {
+ public:
+  NodeContext(Context& ctx, const ::onnx::NodeProto& node, std::string name);
+
+  Context& ctx;
+  const ::onnx::NodeProto& node;
+  const std::string& name() const { return name_; }
+  const std::string& op_type() const;
+  int64_t opset() const { return ctx.opset; }
+
+  // --- errors: "onnx node 'NAME' (OpType): ..." ---
+  std::string where() const;
+  Status error(ErrorCode code, std::string_view message) const;
+  Status unsupported(std::string_view message) const { return error(ErrorCode::kUnsupported, message); }
+  Status invalid(std::string_view message) const { return error(ErrorCode::kInvalidArgument, message); }
+
+  // --- inputs (an empty name is an omitted optional input) ---
+  int num_inputs() const;
+  bool has_input(int i) const;
+  Result<Tensor> input(int i) const;
+  Result<ir::TensorType> input_type(int i) const;
+  // A known input's elements; kUnsupported "input i (what) must be a constant" otherwise.
+  Result<std::vector<int64_t>> const_ints(int i, std::string_view what) const;
+  Result<std::vector<double>> const_doubles(int i, std::string_view what) const;
+  Result<double> const_scalar(int i, std::string_view what) const;
+
+  // --- attributes ---
+  bool has_attr(std::string_view attr) const;
+  Result<int64_t> attr_int(std::string_view attr, std::optional<int64_t> fallback = std::nullopt) const;
+  Result<double> attr_float(std::string_view attr, std::optional<double> fallback = std::nullopt) const;
+  Result<std::string> attr_string(std::string_view attr, std::optional<std::string> fallback = std::nullopt) const;
+  Result<std::vector<int64_t>> attr_ints(std::string_view attr,
+                                         std::optional<std::vector<int64_t>> fallback = std::nullopt) const;
+  Result<std::vector<double>> attr_floats(std::string_view attr) const;
+  const ::onnx::AttributeProto* attr(std::string_view attr) const;
+
+  // --- building: folds when every input is known, else adds IR nodes ---
+  Result<Tensor> op(ir::OpKind kind, std::vector<Tensor> inputs, ir::Attrs attrs = {});
+  Result<std::vector<Tensor>> op_n(ir::OpKind kind, std::vector<Tensor> inputs, ir::Attrs attrs = {});
+  // A known tensor made by this node (e.g. a mask), named after it.
+  Tensor constant_ints(ir::DType dtype, ir::Shape shape, const std::vector<int64_t>& values);
+  Tensor constant_doubles(ir::DType dtype, ir::Shape shape, const std::vector<double>& values);
+
+  // --- outputs ---
+  int num_outputs() const;
+  bool output_used(int i) const;  // non-empty output name
+  Status set_output(int i, Tensor t);
+
+ private:
+  std::string name_;
+  int constants_ = 0;
+};
+
+// Rank-normalised axis (kInvalidArgument via the node when out of range).
+Result<int64_t> normalize_axis(const NodeContext& n, int64_t axis, int64_t rank);
+
+using Lowering = Status (*)(NodeContext&);
+struct OpEntry {
+  Lowering lower;
+  std::vector<std::string_view> attrs;  // every attribute the lowering reads
+};
+// Registries of the ops_*.cpp families (name -> entry).
+void register_elementwise_ops(std::map<std::string, OpEntry, std::less<>>& table);
+void register_nn_ops(std::map<std::string, OpEntry, std::less<>>& table);
+void register_shape_ops(std::map<std::string, OpEntry, std::less<>>& table);
+void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& table);
+
+}  // namespace carve::onnx::detail

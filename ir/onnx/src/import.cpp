@@ -1,0 +1,238 @@
+// Model-level import: parse the ModelProto, check the opset, declare graph inputs and
+// initializers, lower the nodes that reach an output (in file order, which ONNX requires
+// to be topological), and mark the graph outputs.
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "context.h"
+
+namespace carve::onnx {
+namespace {
+
+using detail::Context;
+using detail::NodeContext;
+using detail::OpEntry;
+using detail::Tensor;
+
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 18;
+
+const std::map<std::string, OpEntry, std::less<>>& op_table() {
+  static const auto* table = [] {
+    auto* t = new std::map<std::string, OpEntry, std::less<>>();
+    detail::register_elementwise_ops(*t);
+    detail::register_nn_ops(*t);
+    detail::register_shape_ops(*t);
+    detail::register_tensor_ops(*t);
+    return t;
+  }();
+  return *table;
+}
+
+bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+Result<int64_t> default_opset(const ::onnx::ModelProto& model) {
+  for (const auto& o : model.opset_import()) {
+    if (!is_default_domain(o.domain())) continue;
+    if (o.version() < kMinOpset || o.version() > kMaxOpset)
+      return Status(ErrorCode::kUnsupported, fmt::format("onnx opset {} is not supported (carve imports {}..{})",
+                                                         o.version(), kMinOpset, kMaxOpset));
+    return o.version();
+  }
+  return Status(ErrorCode::kUnsupported, "onnx model imports no default-domain opset");
+}
+
+// The input's declared shape with symbolic/unknown dims fixed (options or symbolic_dim).
+Result<ir::Shape> input_shape(const ::onnx::ValueInfoProto& info, const ImportOptions& options) {
+  const auto& tensor = info.type().tensor_type();
+  auto given = options.input_shapes.find(info.name());
+  if (!tensor.has_shape()) {
+    if (given != options.input_shapes.end()) return given->second;
+    return Status(ErrorCode::kUnsupported,
+                  fmt::format("onnx input '{}' has no shape: pass its shape (ImportOptions::input_shapes)", info.name()));
+  }
+  std::vector<int64_t> dims;
+  for (const auto& d : tensor.shape().dim())
+    dims.push_back(d.has_dim_value() ? d.dim_value() : options.symbolic_dim);
+  if (given == options.input_shapes.end()) return ir::Shape(std::move(dims));
+  if (given->second.rank() != static_cast<int>(dims.size()))
+    return Status(ErrorCode::kShapeError, fmt::format("onnx input '{}': given shape {} but the model declares rank {}",
+                                                      info.name(), given->second.to_string(), dims.size()));
+  return given->second;
+}
+
+Status declare_inputs(const ::onnx::GraphProto& graph, Context& ctx) {
+  for (const auto& info : graph.input()) {
+    if (ctx.env.contains(info.name())) continue;  // an initializer (IR version < 4 lists them as inputs)
+    if (!info.type().has_tensor_type())
+      return Status(ErrorCode::kUnsupported, fmt::format("onnx input '{}' is not a tensor", info.name()));
+    Result<ir::DType> dtype = detail::dtype_from_onnx(info.type().tensor_type().elem_type());
+    if (!dtype.ok()) return dtype.status().with_context(fmt::format("onnx input '{}'", info.name()));
+    CARVE_ASSIGN_OR_RETURN(ir::Shape shape, input_shape(info, ctx.options));
+    ir::ValueId v = ctx.builder.input(info.name(), *dtype, shape);
+    if (!ctx.builder.status().ok()) return ctx.builder.status();
+    ctx.env[info.name()] = Tensor{ir::TensorType{*dtype, std::move(shape)}, v, nullptr};
+  }
+  return Status();
+}
+
+Status declare_initializers(::onnx::GraphProto& graph, Context& ctx) {
+  if (graph.sparse_initializer_size() > 0)
+    return Status(ErrorCode::kUnsupported,
+                  fmt::format("onnx sparse initializer '{}' is not supported", graph.sparse_initializer(0).values().name()));
+  for (auto& proto : *graph.mutable_initializer()) {
+    CARVE_ASSIGN_OR_RETURN(Tensor t, detail::decode_tensor(proto, ctx, ctx.options.load_weights));
+    proto.clear_raw_data();  // decoded: free the protobuf copy now, not at the end
+    ctx.env[proto.name()] = std::move(t);
+  }
+  return Status();
+}
+
+// Nodes some graph output depends on (ONNX exports can carry dead nodes).
+std::vector<bool> live_nodes(const ::onnx::GraphProto& graph) {
+  std::set<std::string, std::less<>> needed;
+  for (const auto& o : graph.output()) needed.insert(o.name());
+  std::vector<bool> live(static_cast<size_t>(graph.node_size()), false);
+  for (int i = graph.node_size() - 1; i >= 0; --i) {
+    const auto& node = graph.node(i);
+    for (const auto& out : node.output()) live[static_cast<size_t>(i)] = live[static_cast<size_t>(i)] || needed.contains(out);
+    if (!live[static_cast<size_t>(i)]) continue;
+    for (const auto& in : node.input()) needed.insert(in);
+  }
+  return live;
+}
+
+Status check_attributes(const NodeContext& n, const OpEntry& entry) {
+  for (const auto& a : n.node.attribute()) {
+    if (std::find(entry.attrs.begin(), entry.attrs.end(), a.name()) == entry.attrs.end())
+      return n.unsupported(fmt::format("attribute '{}' is not supported", a.name()));
+  }
+  return Status();
+}
+
+Status lower_node(const ::onnx::NodeProto& node, int index, Context& ctx) {
+  NodeContext n(ctx, node, node.name().empty() ? fmt::format("{}_{}", node.op_type(), index) : node.name());
+  if (!is_default_domain(node.domain()))
+    return n.unsupported(fmt::format("operator domain '{}' is not supported", node.domain()));
+  auto it = op_table().find(node.op_type());
+  if (it == op_table().end()) return n.unsupported("operator is not supported by carve's ONNX importer");
+  CARVE_RETURN_IF_ERROR(check_attributes(n, it->second));
+  CARVE_RETURN_IF_ERROR(it->second.lower(n));
+  for (int i = 0; i < n.num_outputs(); ++i)
+    if (n.output_used(i) && !ctx.env.contains(node.output(i)))
+      return n.unsupported(fmt::format("output {} '{}' is not supported", i, node.output(i)));
+  return Status();
+}
+
+// The declared output type, where the model gives one, must match what carve inferred
+// (dims only when the inputs keep their declared shapes).
+Status check_output_type(const ::onnx::ValueInfoProto& info, const ir::TensorType& type, bool check_dims) {
+  if (!info.type().has_tensor_type()) return Status();
+  const auto& tensor = info.type().tensor_type();
+  Result<ir::DType> dtype = detail::dtype_from_onnx(tensor.elem_type());
+  bool same = !dtype.ok() || tensor.elem_type() == 0 || *dtype == type.dtype;
+  if (tensor.has_shape()) {
+    same = same && tensor.shape().dim_size() == type.shape.rank();
+    for (int i = 0; same && i < tensor.shape().dim_size(); ++i) {
+      const auto& d = tensor.shape().dim(i);
+      same = !check_dims || !d.has_dim_value() || d.dim_value() == type.shape[i];
+    }
+  }
+  if (same) return Status();
+  return Status(ErrorCode::kShapeError, fmt::format("onnx output '{}': carve computes {}, the model declares {}",
+                                                    info.name(), type.to_string(), info.type().DebugString()));
+}
+
+// Marks each ONNX output, giving the graph value the output's name (an identity node
+// when the value is an input, a constant, or already another output).
+Status mark_outputs(const ::onnx::GraphProto& graph, Context& ctx) {
+  for (const auto& info : graph.output()) {
+    auto it = ctx.env.find(info.name());
+    if (it == ctx.env.end())
+      return Status(ErrorCode::kInvalidArgument, fmt::format("onnx output '{}' is never produced", info.name()));
+    CARVE_RETURN_IF_ERROR(check_output_type(info, it->second.type, ctx.options.input_shapes.empty()));
+    CARVE_ASSIGN_OR_RETURN(ir::ValueId v, ctx.materialize(it->second));
+    const ir::Value& value = ctx.builder.graph().value(v);
+    const bool reuse = value.kind == ir::ValueKind::intermediate && !ctx.builder.graph().is_output(v);
+    if (!reuse || value.name != info.name()) {
+      if (!reuse) v = ctx.builder.op1(ir::OpKind::identity, {v}, {}, ctx.unique_node_name(info.name()));
+      if (const ir::Value* other = ctx.builder.graph().find_value(info.name()); other && other->id != v)
+        ctx.builder.rename(other->id, ctx.unique_value_name(info.name() + "#internal"));
+      ctx.builder.rename(v, info.name());
+    }
+    ctx.builder.output(v);
+    if (!ctx.builder.status().ok()) return ctx.builder.status();
+  }
+  return Status();
+}
+
+Result<ImportedModel> import_model(::onnx::ModelProto& model, const ImportOptions& options) {
+  CARVE_ASSIGN_OR_RETURN(int64_t opset, default_opset(model));
+  ::onnx::GraphProto& graph = *model.mutable_graph();
+  Context ctx(options, graph.name().empty() ? "main" : graph.name());
+  ctx.opset = opset;
+  CARVE_RETURN_IF_ERROR(declare_initializers(graph, ctx));
+  CARVE_RETURN_IF_ERROR(declare_inputs(graph, ctx));
+  const std::vector<bool> live = live_nodes(graph);
+  for (int i = 0; i < graph.node_size(); ++i)
+    if (live[static_cast<size_t>(i)]) CARVE_RETURN_IF_ERROR(lower_node(graph.node(i), i, ctx));
+  CARVE_RETURN_IF_ERROR(mark_outputs(graph, ctx));
+  ImportedModel result;
+  result.opset = opset;
+  result.producer = fmt::format("{} {}", model.producer_name(), model.producer_version());
+  result.folded_nodes = ctx.folded_nodes;
+  result.mapped_weights = std::move(ctx.mapped_weights);
+  CARVE_ASSIGN_OR_RETURN(result.graph, ctx.builder.build());
+  return result;
+}
+
+}  // namespace
+
+bool is_onnx_path(std::string_view path) { return path.ends_with(".onnx"); }
+
+Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::string_view name,
+                                         const ImportOptions& options) {
+  ::onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model (protobuf parse failed)", name));
+  if (!model.has_graph())
+    return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model (no graph)", name));
+  Result<ImportedModel> result = import_model(model, options);
+  if (!result.ok()) return result.status().with_context(name);
+  return result;
+}
+
+Result<ImportedModel> import_model_file(const std::string& path, const ImportOptions& options) {
+  std::vector<std::byte> bytes;
+  {
+    std::ifstream file(path, std::ios::binary | std::ios::ate);
+    if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}'", path));
+    bytes.resize(static_cast<size_t>(file.tellg()));
+    file.seekg(0);
+    if (!file.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size())))
+      return Status(ErrorCode::kIoError, fmt::format("cannot read '{}'", path));
+  }
+  ImportOptions with_dir = options;
+  if (with_dir.external_data_dir.empty())
+    with_dir.external_data_dir = std::filesystem::path(path).parent_path().string();
+  return import_model_bytes(bytes, path, with_dir);
+}
+
+Status materialize_weights(ImportedModel& model) {
+  for (auto& [name, buffer] : model.mapped_weights) {
+    const ir::Value* found = model.graph.find_value(name);
+    if (found == nullptr) return Status(ErrorCode::kNotFound, fmt::format("mapped weight '{}' is not in the graph", name));
+    CARVE_ASSIGN_OR_RETURN(std::span<const std::byte> bytes, buffer.bytes());
+    const auto* first = reinterpret_cast<const uint8_t*>(bytes.data());
+    model.graph.value(found->id).data = std::vector<uint8_t>(first, first + bytes.size());
+  }
+  model.mapped_weights.clear();
+  return Status();
+}
+
+}  // namespace carve::onnx

@@ -1,0 +1,211 @@
+// Elementwise ONNX operators: unary math, binary arithmetic with broadcasting,
+// comparisons and logic, Where, Cast, Clip and the activation functions built on them.
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <limits>
+
+#include "context.h"
+
+namespace carve::onnx::detail {
+namespace {
+
+using ir::OpKind;
+
+Result<std::vector<Tensor>> inputs(const NodeContext& n, int count) {
+  std::vector<Tensor> out;
+  for (int i = 0; i < count; ++i) {
+    CARVE_ASSIGN_OR_RETURN(Tensor t, n.input(i));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+template <OpKind kind>
+Status lower_unary(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(kind, {x}));
+  return n.set_output(0, y);
+}
+
+template <OpKind kind>
+Status lower_binary(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs(n, 2));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(kind, in));
+  return n.set_output(0, y);
+}
+
+// Max, Min, Sum: variadic, folded left to right.
+template <OpKind kind>
+Status lower_variadic(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor acc, n.input(0));
+  for (int i = 1; i < n.num_inputs(); ++i) {
+    CARVE_ASSIGN_OR_RETURN(Tensor next, n.input(i));
+    CARVE_ASSIGN_OR_RETURN(acc, n.op(kind, {acc, next}));
+  }
+  return n.set_output(0, acc);
+}
+
+// Pow's exponent may have another dtype than the base: convert it to the base's.
+Status lower_pow(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs(n, 2));
+  if (in[1].type.dtype != in[0].type.dtype) {
+    CARVE_ASSIGN_OR_RETURN(in[1], n.op(OpKind::cast, {in[1]}, {{"to", ir::dtype_name(in[0].type.dtype)}}));
+  }
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::pow, in));
+  return n.set_output(0, y);
+}
+
+Status lower_reciprocal(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  Tensor one = n.constant_doubles(x.type.dtype, {}, {1.0});
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::div, {one, x}));
+  return n.set_output(0, y);
+}
+
+Status lower_where(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs(n, 3));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::where, in));
+  return n.set_output(0, y);
+}
+
+Status lower_not(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::equal, {x, n.constant_ints(ir::DType::boolean, {}, {0})}));
+  return n.set_output(0, y);
+}
+
+// And(a, b) = where(a, b, false); Or(a, b) = where(a, true, b).
+template <bool is_and>
+Status lower_logic(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs(n, 2));
+  Tensor fixed = n.constant_ints(ir::DType::boolean, {}, {is_and ? 0 : 1});
+  std::vector<Tensor> args = is_and ? std::vector<Tensor>{in[0], in[1], fixed} : std::vector<Tensor>{in[0], fixed, in[1]};
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::where, args));
+  return n.set_output(0, y);
+}
+
+Status lower_cast(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(int64_t to, n.attr_int("to"));
+  Result<ir::DType> dtype = dtype_from_onnx(static_cast<int32_t>(to));
+  if (!dtype.ok()) return n.unsupported(dtype.status().message());
+  if (*dtype == x.type.dtype) return n.set_output(0, x);
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::cast, {x}, {{"to", ir::dtype_name(*dtype)}}));
+  return n.set_output(0, y);
+}
+
+// Clip: min/max are attributes before opset 11 and optional constant inputs after.
+Status lower_clip(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  if (n.opset() < 11) {
+    CARVE_ASSIGN_OR_RETURN(lo, n.attr_float("min", lo));
+    CARVE_ASSIGN_OR_RETURN(hi, n.attr_float("max", hi));
+  } else if (n.has_attr("min") || n.has_attr("max")) {
+    return n.unsupported("attributes min/max are opset < 11; from opset 11 they are inputs");
+  }
+  if (n.has_input(1)) {
+    CARVE_ASSIGN_OR_RETURN(lo, n.const_scalar(1, "min"));
+  }
+  if (n.has_input(2)) {
+    CARVE_ASSIGN_OR_RETURN(hi, n.const_scalar(2, "max"));
+  }
+  if (lo > hi) return n.unsupported(fmt::format("min {} > max {}", lo, hi));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::clip, {x}, {{"min", lo}, {"max", hi}}));
+  return n.set_output(0, y);
+}
+
+Status lower_hard_sigmoid(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(double alpha, n.attr_float("alpha", 0.2));
+  CARVE_ASSIGN_OR_RETURN(double beta, n.attr_float("beta", 0.5));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::hard_sigmoid, {x}, {{"alpha", alpha}, {"beta", beta}}));
+  return n.set_output(0, y);
+}
+
+// HardSwish(x) = x * HardSigmoid(x; 1/6, 1/2).
+Status lower_hard_swish(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor s, n.op(OpKind::hard_sigmoid, {x}, {{"alpha", 1.0 / 6.0}, {"beta", 0.5}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::mul, {x, s}));
+  return n.set_output(0, y);
+}
+
+// LeakyRelu(x) = x < 0 ? alpha * x : x.
+Status lower_leaky_relu(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(double alpha, n.attr_float("alpha", 0.01));
+  Tensor zero = n.constant_doubles(x.type.dtype, {}, {0.0});
+  CARVE_ASSIGN_OR_RETURN(Tensor negative, n.op(OpKind::less, {x, zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor scaled, n.op(OpKind::mul, {x, n.constant_doubles(x.type.dtype, {}, {alpha})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::where, {negative, scaled, x}));
+  return n.set_output(0, y);
+}
+
+// Gelu (opset 20, or com.microsoft exports rewritten to the default domain): exact erf form only.
+Status lower_gelu(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(std::string approximate, n.attr_string("approximate", "none"));
+  if (approximate != "none") return n.unsupported(fmt::format("approximate='{}' (only 'none')", approximate));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::gelu, {x}));
+  return n.set_output(0, y);
+}
+
+Status lower_identity(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  return n.set_output(0, x);
+}
+
+// Inference-mode Dropout is the identity; its mask output is not produced.
+Status lower_dropout(NodeContext& n) {
+  if (n.output_used(1)) return n.unsupported("the mask output is not supported (inference only)");
+  if (n.has_input(2)) {
+    CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> training, n.const_ints(2, "training_mode"));
+    if (!training.empty() && training[0] != 0) return n.unsupported("training_mode=1 (inference only)");
+  }
+  return lower_identity(n);
+}
+
+}  // namespace
+
+void register_elementwise_ops(std::map<std::string, OpEntry, std::less<>>& t) {
+  t["Relu"] = {lower_unary<OpKind::relu>, {}};
+  t["Sigmoid"] = {lower_unary<OpKind::sigmoid>, {}};
+  t["Tanh"] = {lower_unary<OpKind::tanh>, {}};
+  t["Sqrt"] = {lower_unary<OpKind::sqrt>, {}};
+  t["Erf"] = {lower_unary<OpKind::erf>, {}};
+  t["Exp"] = {lower_unary<OpKind::exp>, {}};
+  t["Log"] = {lower_unary<OpKind::log>, {}};
+  t["Neg"] = {lower_unary<OpKind::neg>, {}};
+  t["Abs"] = {lower_unary<OpKind::abs>, {}};
+  t["Reciprocal"] = {lower_reciprocal, {}};
+  t["Add"] = {lower_binary<OpKind::add>, {}};
+  t["Sub"] = {lower_binary<OpKind::sub>, {}};
+  t["Mul"] = {lower_binary<OpKind::mul>, {}};
+  t["Div"] = {lower_binary<OpKind::div>, {}};
+  t["Pow"] = {lower_pow, {}};
+  t["Max"] = {lower_variadic<OpKind::max>, {}};
+  t["Min"] = {lower_variadic<OpKind::min>, {}};
+  t["Sum"] = {lower_variadic<OpKind::add>, {}};
+  t["Equal"] = {lower_binary<OpKind::equal>, {}};
+  t["Less"] = {lower_binary<OpKind::less>, {}};
+  t["LessOrEqual"] = {lower_binary<OpKind::less_equal>, {}};
+  t["Greater"] = {lower_binary<OpKind::greater>, {}};
+  t["GreaterOrEqual"] = {lower_binary<OpKind::greater_equal>, {}};
+  t["Not"] = {lower_not, {}};
+  t["And"] = {lower_logic<true>, {}};
+  t["Or"] = {lower_logic<false>, {}};
+  t["Where"] = {lower_where, {}};
+  t["Cast"] = {lower_cast, {"to"}};
+  t["Clip"] = {lower_clip, {"min", "max"}};
+  t["HardSigmoid"] = {lower_hard_sigmoid, {"alpha", "beta"}};
+  t["HardSwish"] = {lower_hard_swish, {}};
+  t["LeakyRelu"] = {lower_leaky_relu, {"alpha"}};
+  t["Gelu"] = {lower_gelu, {"approximate"}};
+  t["Identity"] = {lower_identity, {}};
+  t["Dropout"] = {lower_dropout, {"ratio", "seed"}};
+}
+
+}  // namespace carve::onnx::detail

@@ -1,0 +1,255 @@
+// Neural-network ONNX operators: Conv, BatchNormalization, pooling, Gemm, MatMul,
+// Softmax/LogSoftmax, LayerNormalization and the reductions.
+#include <onnx/onnx_pb.h>
+
+#include <numeric>
+
+#include "context.h"
+
+namespace carve::onnx::detail {
+namespace {
+
+using ir::OpKind;
+
+// Spatial attributes shared by Conv and the pools, resolved to carve's 2-D form.
+struct Window {
+  std::array<int64_t, 2> kernel{1, 1};
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 2> dilations{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right (ONNX order too)
+};
+
+Result<std::array<int64_t, 2>> pair_attr(const NodeContext& n, std::string_view name, int64_t fallback) {
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> v, n.attr_ints(name, std::vector<int64_t>{fallback, fallback}));
+  if (v.size() != 2) return n.unsupported(fmt::format("attribute '{}' has {} values; carve supports 2-D only", name, v.size()));
+  return std::array<int64_t, 2>{v[0], v[1]};
+}
+
+// auto_pad SAME_*: pad so that out = ceil(in / stride); the odd element goes at the end
+// (SAME_UPPER) or the beginning (SAME_LOWER).
+Status resolve_auto_pad(const NodeContext& n, const ir::Shape& x, Window& w) {
+  CARVE_ASSIGN_OR_RETURN(std::string mode, n.attr_string("auto_pad", "NOTSET"));
+  if (mode == "NOTSET") return Status();
+  if (mode == "VALID") {
+    w.pads = {0, 0, 0, 0};
+    return Status();
+  }
+  if (mode != "SAME_UPPER" && mode != "SAME_LOWER") return n.unsupported(fmt::format("auto_pad='{}'", mode));
+  for (int i = 0; i < 2; ++i) {
+    const int64_t in = x[2 + i], s = w.strides[static_cast<size_t>(i)];
+    const int64_t extent = (w.kernel[static_cast<size_t>(i)] - 1) * w.dilations[static_cast<size_t>(i)] + 1;
+    const int64_t total = std::max<int64_t>(((in + s - 1) / s - 1) * s + extent - in, 0);
+    const int64_t small = total / 2, large = total - small;
+    w.pads[static_cast<size_t>(i)] = mode == "SAME_UPPER" ? small : large;
+    w.pads[static_cast<size_t>(i + 2)] = mode == "SAME_UPPER" ? large : small;
+  }
+  return Status();
+}
+
+Result<Window> read_window(const NodeContext& n, const ir::Shape& x, std::array<int64_t, 2> kernel) {
+  if (x.rank() != 4) return n.unsupported(fmt::format("input of rank {}; carve supports 2-D (NCHW) only", x.rank()));
+  Window w;
+  CARVE_ASSIGN_OR_RETURN(w.kernel, pair_attr(n, "kernel_shape", 0));
+  if (w.kernel[0] == 0) w.kernel = kernel;  // Conv may omit kernel_shape (from the weights)
+  if (w.kernel != kernel && kernel[0] != 0)
+    return n.invalid(fmt::format("kernel_shape [{},{}] differs from the weights' [{},{}]", w.kernel[0], w.kernel[1],
+                                 kernel[0], kernel[1]));
+  CARVE_ASSIGN_OR_RETURN(w.strides, pair_attr(n, "strides", 1));
+  CARVE_ASSIGN_OR_RETURN(w.dilations, pair_attr(n, "dilations", 1));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> pads, n.attr_ints("pads", std::vector<int64_t>{0, 0, 0, 0}));
+  if (pads.size() != 4) return n.unsupported(fmt::format("attribute 'pads' has {} values; expected 4", pads.size()));
+  std::copy(pads.begin(), pads.end(), w.pads.begin());
+  CARVE_RETURN_IF_ERROR(resolve_auto_pad(n, x, w));
+  return w;
+}
+
+Status lower_conv(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor weight, n.input(1));
+  if (weight.type.shape.rank() != 4)
+    return n.unsupported(fmt::format("weights of rank {}; carve supports 2-D convolution only", weight.type.shape.rank()));
+  CARVE_ASSIGN_OR_RETURN(Window w, read_window(n, x.type.shape, {weight.type.shape[2], weight.type.shape[3]}));
+  CARVE_ASSIGN_OR_RETURN(int64_t groups, n.attr_int("group", 1));
+  std::vector<Tensor> in{x, weight};
+  if (n.has_input(2)) {
+    CARVE_ASSIGN_OR_RETURN(Tensor bias, n.input(2));
+    in.push_back(bias);
+  }
+  ir::Attrs attrs{{"groups", groups},
+                  {"strides", std::vector<int64_t>(w.strides.begin(), w.strides.end())},
+                  {"pads", std::vector<int64_t>(w.pads.begin(), w.pads.end())},
+                  {"dilations", std::vector<int64_t>(w.dilations.begin(), w.dilations.end())}};
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::conv2d, in, std::move(attrs)));
+  return n.set_output(0, y);
+}
+
+template <OpKind kind>
+Status lower_pool(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  if (n.output_used(1)) return n.unsupported("the Indices output is not supported");
+  CARVE_ASSIGN_OR_RETURN(Window w, read_window(n, x.type.shape, {0, 0}));
+  if (w.kernel[0] <= 0 || w.kernel[1] <= 0) return n.invalid("attribute 'kernel_shape' is required");
+  if (w.dilations != std::array<int64_t, 2>{1, 1}) return n.unsupported("dilations other than 1");
+  CARVE_ASSIGN_OR_RETURN(int64_t storage_order, n.attr_int("storage_order", 0));
+  if (storage_order != 0) return n.unsupported("storage_order=1");
+  CARVE_ASSIGN_OR_RETURN(int64_t ceil_mode, n.attr_int("ceil_mode", 0));
+  ir::Attrs attrs{{"kernel", std::vector<int64_t>(w.kernel.begin(), w.kernel.end())},
+                  {"strides", std::vector<int64_t>(w.strides.begin(), w.strides.end())},
+                  {"pads", std::vector<int64_t>(w.pads.begin(), w.pads.end())},
+                  {"ceil_mode", ceil_mode}};
+  if (kind == OpKind::avg_pool) {
+    CARVE_ASSIGN_OR_RETURN(int64_t include, n.attr_int("count_include_pad", 0));
+    attrs["count_include_pad"] = include;
+  }
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(kind, {x}, std::move(attrs)));
+  return n.set_output(0, y);
+}
+
+Status lower_global_avg_pool(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::global_avg_pool, {x}));
+  return n.set_output(0, y);
+}
+
+// GlobalMaxPool = reduce_max over the spatial axes, keeping them.
+Status lower_global_max_pool(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  std::vector<int64_t> axes(static_cast<size_t>(std::max(x.type.shape.rank() - 2, 0)));
+  std::iota(axes.begin(), axes.end(), 2);
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::reduce_max, {x}, {{"axes", axes}, {"keepdims", 1}}));
+  return n.set_output(0, y);
+}
+
+Status lower_batch_norm(NodeContext& n) {
+  for (int i = 1; i < n.num_outputs(); ++i)
+    if (n.output_used(i)) return n.unsupported("training outputs (running mean/var) are not supported");
+  CARVE_ASSIGN_OR_RETURN(int64_t training, n.attr_int("training_mode", 0));
+  if (training != 0) return n.unsupported("training_mode=1 (inference only)");
+  CARVE_ASSIGN_OR_RETURN(int64_t spatial, n.attr_int("spatial", 1));
+  if (spatial != 1) return n.unsupported("spatial=0");
+  CARVE_ASSIGN_OR_RETURN(double epsilon, n.attr_float("epsilon", 1e-5));
+  std::vector<Tensor> in;
+  for (int i = 0; i < 5; ++i) {
+    CARVE_ASSIGN_OR_RETURN(Tensor t, n.input(i));
+    in.push_back(std::move(t));
+  }
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::batch_norm, in, {{"epsilon", epsilon}}));
+  return n.set_output(0, y);
+}
+
+Status lower_gemm(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor a, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor b, n.input(1));
+  CARVE_ASSIGN_OR_RETURN(int64_t trans_a, n.attr_int("transA", 0));
+  CARVE_ASSIGN_OR_RETURN(int64_t trans_b, n.attr_int("transB", 0));
+  CARVE_ASSIGN_OR_RETURN(double alpha, n.attr_float("alpha", 1.0));
+  CARVE_ASSIGN_OR_RETURN(double beta, n.attr_float("beta", 1.0));
+  std::vector<Tensor> in{a, b};
+  if (n.has_input(2)) {
+    CARVE_ASSIGN_OR_RETURN(Tensor c, n.input(2));
+    in.push_back(c);
+  }
+  ir::Attrs attrs{{"trans_a", trans_a}, {"trans_b", trans_b}, {"alpha", alpha}, {"beta", beta}};
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::gemm, in, std::move(attrs)));
+  return n.set_output(0, y);
+}
+
+Status lower_matmul(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor a, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor b, n.input(1));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::matmul, {a, b}));
+  return n.set_output(0, y);
+}
+
+// Softmax over `axis`. Before opset 13 ONNX Softmax flattens to 2-D at `axis` (default 1)
+// and normalises over everything from axis on: reshape, softmax the last dim, reshape back.
+Result<Tensor> softmax(NodeContext& n, Tensor x) {
+  const int64_t rank = x.type.shape.rank();
+  CARVE_ASSIGN_OR_RETURN(int64_t raw, n.attr_int("axis", n.opset() < 13 ? 1 : -1));
+  CARVE_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(n, raw, std::max<int64_t>(rank, 1)));
+  if (n.opset() >= 13 || axis == rank - 1) return n.op(OpKind::softmax, {x}, {{"axis", axis}});
+  const auto& dims = x.type.shape.dims();
+  const int64_t outer = std::accumulate(dims.begin(), dims.begin() + axis, int64_t{1}, std::multiplies<>());
+  CARVE_ASSIGN_OR_RETURN(Tensor flat, n.op(OpKind::reshape, {x}, {{"shape", std::vector<int64_t>{outer, -1}}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::softmax, {flat}, {{"axis", int64_t{1}}}));
+  return n.op(OpKind::reshape, {y}, {{"shape", dims}});
+}
+
+Status lower_softmax(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, softmax(n, x));
+  return n.set_output(0, y);
+}
+
+Status lower_log_softmax(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor s, softmax(n, x));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::log, {s}));
+  return n.set_output(0, y);
+}
+
+Status lower_layer_norm(NodeContext& n) {
+  if (n.output_used(1) || n.output_used(2)) return n.unsupported("the Mean/InvStdDev outputs are not supported");
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor scale, n.input(1));
+  CARVE_ASSIGN_OR_RETURN(int64_t axis, n.attr_int("axis", -1));
+  CARVE_ASSIGN_OR_RETURN(double epsilon, n.attr_float("epsilon", 1e-5));
+  std::vector<Tensor> in{x, scale};
+  if (n.has_input(2)) {
+    CARVE_ASSIGN_OR_RETURN(Tensor bias, n.input(2));
+    in.push_back(bias);
+  }
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::layer_norm, in, {{"axis", axis}, {"epsilon", epsilon}}));
+  return n.set_output(0, y);
+}
+
+// Reduce*: axes as an attribute (ReduceSum before 13, the others before 18) or as an
+// optional constant input; no axes reduces everything unless noop_with_empty_axes.
+template <OpKind kind, bool negate = false>
+Status lower_reduce(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(int64_t keepdims, n.attr_int("keepdims", 1));
+  CARVE_ASSIGN_OR_RETURN(int64_t noop, n.attr_int("noop_with_empty_axes", 0));
+  std::vector<int64_t> axes;
+  if (n.has_input(1)) {
+    CARVE_ASSIGN_OR_RETURN(axes, n.const_ints(1, "axes"));
+  } else {
+    CARVE_ASSIGN_OR_RETURN(axes, n.attr_ints("axes", std::vector<int64_t>{}));
+  }
+  if (axes.empty() && noop) return n.set_output(0, x);
+  ir::Attrs attrs{{"keepdims", keepdims}};
+  if (!axes.empty()) attrs["axes"] = axes;
+  if (!negate) {
+    CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(kind, {x}, std::move(attrs)));
+    return n.set_output(0, y);
+  }
+  // ReduceMin(x) = -ReduceMax(-x).
+  CARVE_ASSIGN_OR_RETURN(Tensor neg, n.op(OpKind::neg, {x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor m, n.op(kind, {neg}, std::move(attrs)));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::neg, {m}));
+  return n.set_output(0, y);
+}
+
+}  // namespace
+
+void register_nn_ops(std::map<std::string, OpEntry, std::less<>>& t) {
+  t["Conv"] = {lower_conv, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}};
+  t["MaxPool"] = {lower_pool<OpKind::max_pool>,
+                  {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}};
+  t["AveragePool"] = {lower_pool<OpKind::avg_pool>,
+                      {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"}};
+  t["GlobalAveragePool"] = {lower_global_avg_pool, {}};
+  t["GlobalMaxPool"] = {lower_global_max_pool, {}};
+  t["BatchNormalization"] = {lower_batch_norm, {"epsilon", "momentum", "training_mode", "spatial"}};
+  t["Gemm"] = {lower_gemm, {"alpha", "beta", "transA", "transB"}};
+  t["MatMul"] = {lower_matmul, {}};
+  t["Softmax"] = {lower_softmax, {"axis"}};
+  t["LogSoftmax"] = {lower_log_softmax, {"axis"}};
+  t["LayerNormalization"] = {lower_layer_norm, {"axis", "epsilon", "stash_type"}};
+  t["ReduceMean"] = {lower_reduce<OpKind::reduce_mean>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceSum"] = {lower_reduce<OpKind::reduce_sum>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceMax"] = {lower_reduce<OpKind::reduce_max>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceMin"] = {lower_reduce<OpKind::reduce_max, true>, {"axes", "keepdims", "noop_with_empty_axes"}};
+}
+
+}  // namespace carve::onnx::detail

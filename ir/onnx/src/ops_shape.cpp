@@ -1,0 +1,192 @@
+// Shape and layout ONNX operators: Reshape, Flatten, Squeeze, Unsqueeze, Transpose,
+// Concat, Split, Slice, Expand, Tile, Shape, Size. Sizes that ONNX passes as tensors
+// (opset 10/13+) must be known at import; older opsets pass them as attributes.
+#include <onnx/onnx_pb.h>
+
+#include <numeric>
+
+#include "carve/ir/infer.h"
+#include "context.h"
+
+namespace carve::onnx::detail {
+namespace {
+
+using ir::OpKind;
+
+// A size list given as input `index` (newer opsets) or as attribute `attr` (older ones).
+Result<std::optional<std::vector<int64_t>>> ints_input_or_attr(const NodeContext& n, int index,
+                                                               std::string_view attr) {
+  if (n.has_input(index)) {
+    CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> v, n.const_ints(index, attr));
+    return std::optional<std::vector<int64_t>>(std::move(v));
+  }
+  if (!n.has_attr(attr)) return std::optional<std::vector<int64_t>>();
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> v, n.attr_ints(attr));
+  return std::optional<std::vector<int64_t>>(std::move(v));
+}
+
+Status lower_reshape(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(auto shape, ints_input_or_attr(n, 1, "shape"));
+  if (!shape) return n.invalid("the target shape is missing");
+  CARVE_ASSIGN_OR_RETURN(int64_t allowzero, n.attr_int("allowzero", 0));
+  if (allowzero && std::find(shape->begin(), shape->end(), 0) != shape->end())
+    return n.unsupported("allowzero=1 with a 0 in the shape (empty tensors)");
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::reshape, {x}, {{"shape", *shape}}));
+  return n.set_output(0, y);
+}
+
+Status lower_flatten(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(int64_t axis, n.attr_int("axis", 1));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::flatten, {x}, {{"axis", axis}}));
+  return n.set_output(0, y);
+}
+
+Status lower_squeeze(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(auto axes, ints_input_or_attr(n, 1, "axes"));
+  ir::Attrs attrs;
+  if (axes && !axes->empty()) attrs["axes"] = *axes;
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::squeeze, {x}, std::move(attrs)));
+  return n.set_output(0, y);
+}
+
+Status lower_unsqueeze(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(auto axes, ints_input_or_attr(n, 1, "axes"));
+  if (!axes) return n.invalid("axes are missing");
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::unsqueeze, {x}, {{"axes", *axes}}));
+  return n.set_output(0, y);
+}
+
+Status lower_transpose(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  std::vector<int64_t> reversed(static_cast<size_t>(x.type.shape.rank()));
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> perm, n.attr_ints("perm", reversed));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::transpose, {x}, {{"perm", perm}}));
+  return n.set_output(0, y);
+}
+
+Status lower_concat(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(int64_t axis, n.attr_int("axis"));
+  std::vector<Tensor> in;
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    CARVE_ASSIGN_OR_RETURN(Tensor t, n.input(i));
+    in.push_back(std::move(t));
+  }
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::concat, in, {{"axis", axis}}));
+  return n.set_output(0, y);
+}
+
+// Split sizes: the 'split' attribute (< 13) or input (>= 13); else equal parts, one per
+// output (num_outputs in opset 18, the last part smaller when it does not divide).
+Status lower_split(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(int64_t raw_axis, n.attr_int("axis", 0));
+  CARVE_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(n, raw_axis, x.type.shape.rank()));
+  CARVE_ASSIGN_OR_RETURN(auto sizes, ints_input_or_attr(n, 1, "split"));
+  if (!sizes) {
+    CARVE_ASSIGN_OR_RETURN(int64_t parts, n.attr_int("num_outputs", n.num_outputs()));
+    const int64_t dim = x.type.shape[static_cast<int>(axis)];
+    const int64_t each = (dim + parts - 1) / std::max<int64_t>(parts, 1);
+    sizes.emplace();
+    for (int64_t i = 0; i < parts; ++i) sizes->push_back(std::clamp<int64_t>(dim - i * each, 0, each));
+  }
+  if (static_cast<int>(sizes->size()) != n.num_outputs())
+    return n.invalid(fmt::format("{} split sizes for {} outputs", sizes->size(), n.num_outputs()));
+  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> parts, n.op_n(OpKind::split, {x}, {{"axis", axis}, {"sizes", *sizes}}));
+  for (size_t i = 0; i < parts.size(); ++i) CARVE_RETURN_IF_ERROR(n.set_output(static_cast<int>(i), parts[i]));
+  return Status();
+}
+
+// Slice: starts/ends/axes as attributes before opset 10, then (with steps) as inputs.
+Status lower_slice(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(auto starts, ints_input_or_attr(n, 1, "starts"));
+  CARVE_ASSIGN_OR_RETURN(auto ends, ints_input_or_attr(n, 2, "ends"));
+  CARVE_ASSIGN_OR_RETURN(auto axes, ints_input_or_attr(n, 3, "axes"));
+  CARVE_ASSIGN_OR_RETURN(auto steps, ints_input_or_attr(n, 4, "steps"));
+  if (!starts || !ends) return n.invalid("starts and ends are required");
+  ir::Attrs attrs{{"starts", *starts}, {"ends", *ends}};
+  if (axes) attrs["axes"] = *axes;
+  if (steps) attrs["steps"] = *steps;
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::slice, {x}, std::move(attrs)));
+  return n.set_output(0, y);
+}
+
+// Expand broadcasts x to broadcast(x.shape, shape). carve has no broadcast op, so it is
+// where(all-true mask, x, x): the mask has the output's rank but 1 wherever x already
+// has the output's dim, so it stays as small as the expansion.
+Status lower_expand(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> shape, n.const_ints(1, "shape"));
+  Result<ir::Shape> out = ir::broadcast_shapes(x.type.shape, ir::Shape(shape));
+  if (!out.ok()) return n.error(ErrorCode::kShapeError, out.status().message());
+  if (*out == x.type.shape) return n.set_output(0, x);
+  std::vector<int64_t> mask_dims = out->dims();
+  const int offset = out->rank() - x.type.shape.rank();
+  for (int i = 0; i < x.type.shape.rank(); ++i)
+    if (x.type.shape[i] == (*out)[offset + i]) mask_dims[static_cast<size_t>(offset + i)] = 1;
+  ir::Shape mask_shape(mask_dims);
+  const int64_t count = *mask_shape.num_elements();
+  Tensor mask = n.constant_ints(ir::DType::boolean, mask_shape, std::vector<int64_t>(static_cast<size_t>(count), 1));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::where, {mask, x, x}));
+  return n.set_output(0, y);
+}
+
+// Tile: concatenate `repeats[axis]` copies along each axis.
+Status lower_tile(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> repeats, n.const_ints(1, "repeats"));
+  if (static_cast<int>(repeats.size()) != x.type.shape.rank())
+    return n.invalid(fmt::format("{} repeats for rank {}", repeats.size(), x.type.shape.rank()));
+  for (size_t axis = 0; axis < repeats.size(); ++axis) {
+    if (repeats[axis] < 1) return n.unsupported(fmt::format("repeats {} (empty tensors)", repeats[axis]));
+    if (repeats[axis] == 1) continue;
+    std::vector<Tensor> copies(static_cast<size_t>(repeats[axis]), x);
+    CARVE_ASSIGN_OR_RETURN(x, n.op(OpKind::concat, copies, {{"axis", static_cast<int64_t>(axis)}}));
+  }
+  return n.set_output(0, x);
+}
+
+// Shape (with opset 15's start/end) is known at import: shapes are static.
+Status lower_shape(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(ir::TensorType type, n.input_type(0));
+  const int64_t rank = type.shape.rank();
+  CARVE_ASSIGN_OR_RETURN(int64_t start, n.attr_int("start", 0));
+  CARVE_ASSIGN_OR_RETURN(int64_t end, n.attr_int("end", rank));
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  std::vector<int64_t> dims(type.shape.dims().begin() + start, type.shape.dims().begin() + end);
+  const auto count = static_cast<int64_t>(dims.size());
+  return n.set_output(0, n.constant_ints(ir::DType::i64, ir::Shape{count}, dims));
+}
+
+Status lower_size(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(ir::TensorType type, n.input_type(0));
+  CARVE_ASSIGN_OR_RETURN(int64_t count, type.shape.num_elements());
+  return n.set_output(0, n.constant_ints(ir::DType::i64, ir::Shape{}, {count}));
+}
+
+}  // namespace
+
+void register_shape_ops(std::map<std::string, OpEntry, std::less<>>& t) {
+  t["Reshape"] = {lower_reshape, {"allowzero", "shape"}};
+  t["Flatten"] = {lower_flatten, {"axis"}};
+  t["Squeeze"] = {lower_squeeze, {"axes"}};
+  t["Unsqueeze"] = {lower_unsqueeze, {"axes"}};
+  t["Transpose"] = {lower_transpose, {"perm"}};
+  t["Concat"] = {lower_concat, {"axis"}};
+  t["Split"] = {lower_split, {"axis", "split", "num_outputs"}};
+  t["Slice"] = {lower_slice, {"starts", "ends", "axes"}};
+  t["Expand"] = {lower_expand, {}};
+  t["Tile"] = {lower_tile, {}};
+  t["Shape"] = {lower_shape, {"start", "end"}};
+  t["Size"] = {lower_size, {}};
+}
+
+}  // namespace carve::onnx::detail

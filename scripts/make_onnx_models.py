@@ -1,0 +1,561 @@
+#!/usr/bin/python3
+"""Makes the ONNX test models of tests/onnx/models and their PyTorch reference outputs.
+
+Needs Debian's python3-torch, python3-torchvision and python3-onnx (the build and the
+tests do not: the models and .npy files are committed). Weights are random (seeded),
+never downloaded.
+
+  scripts/make_onnx_models.py                 # regenerate tests/onnx/models (small models)
+  scripts/make_onnx_models.py --full DIR      # full-size torchvision models + GPT/BERT, batch 1
+
+For each model NAME it writes NAME.onnx, NAME.input.<input>.npy and
+NAME.output.<output>.npy (torch's outputs for those inputs), and lists NAME in
+manifest.txt. Error-case models (unsupported operator, bad attribute) get no outputs and
+are listed in errors.txt. Runs with /usr/bin/python3 (Debian's torch), e.g.
+  /usr/bin/python3 scripts/make_onnx_models.py
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+from onnx import TensorProto, helper, numpy_helper
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SMALL_DIR = os.path.join(REPO, "tests", "onnx", "models")
+
+
+# ----------------------------------------------------------------------------- operators
+
+
+class Unary(nn.Module):
+    """Relu, Sigmoid, Tanh, Sqrt, Erf, HardSigmoid, Clip (ReLU6 / clamp), Neg, Exp."""
+
+    def forward(self, x):
+        a = torch.relu(x) + torch.sigmoid(x) * torch.tanh(x)
+        b = torch.sqrt(torch.abs(x) + 1.0) + torch.erf(x)
+        c = F.hardsigmoid(x) + F.relu6(x * 4.0) + torch.clamp(x, min=-0.5, max=0.25)
+        return a * b - c + torch.exp(-x)
+
+
+class Binary(nn.Module):
+    """Add/Sub/Mul/Div/Pow with numpy broadcasting against inputs and constants."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.rand(1, 4, 1, 1) + 0.5)
+
+    def forward(self, x, y):
+        a = (x + y) * self.w - y / (self.w + 1.0)
+        b = torch.pow(torch.abs(x) + 0.1, 1.5) + torch.pow(y, 2.0)
+        return a - b / 3.0
+
+
+class WhereEqual(nn.Module):
+    """Where with a bool mask (masked_fill), Equal, Cast (bool/float/int)."""
+
+    def forward(self, x, ids):
+        mask = torch.eq(ids, 2)
+        y = x.masked_fill(mask, -1.0)
+        z = torch.where(x > 0.2, x, y * 2.0)
+        return z + mask.float() + (ids * 2).float()
+
+
+class ConvVariants(nn.Module):
+    """Conv: groups/depthwise, non-square kernels, pads, strides, dilations, no bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 6, (3, 5), stride=(2, 1), padding=(1, 2))
+        self.b = nn.Conv2d(6, 6, 3, padding=2, dilation=2, groups=6, bias=False)
+        self.c = nn.Conv2d(6, 4, (1, 3), stride=(1, 2), padding=(0, 1), groups=2)
+        self.d = nn.Conv2d(4, 4, 3, padding=1)
+
+    def forward(self, x):
+        return self.d(self.c(F.relu(self.b(self.a(x)))))
+
+
+class BatchNorm(nn.Module):
+    """BatchNormalization not next to a Conv (the exporter folds those), eval mode."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(4)
+        self.bn.running_mean.uniform_(-0.5, 0.5)
+        self.bn.running_var.uniform_(0.5, 2.0)
+        self.bn.weight.data.uniform_(0.5, 1.5)
+        self.bn.bias.data.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return self.bn(torch.relu(x))
+
+
+class Pools(nn.Module):
+    """MaxPool (ceil_mode, pads), AveragePool (pads, count_include_pad), GlobalAveragePool, Pad."""
+
+    def forward(self, x):
+        a = F.max_pool2d(x, 3, stride=2, ceil_mode=True)
+        b = F.max_pool2d(x, (2, 3), stride=(2, 1), padding=(1, 1))
+        c = F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False)
+        d = F.avg_pool2d(x, 2, stride=2, padding=1, count_include_pad=True, ceil_mode=True)
+        e = F.adaptive_avg_pool2d(x, 1)
+        p = F.pad(x, (1, 2, 0, 1), value=0.5)
+        return (a.sum() + b.mean() + c.sum() + d.sum()) * e + p[:, :, :1, :1]
+
+
+class LinearAlgebra(nn.Module):
+    """Gemm (Linear, transB), MatMul 2-D, 3-D x 2-D, 4-D batched; Flatten; Softmax; ReduceMean."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 5)
+        self.w = nn.Parameter(torch.randn(5, 3))
+        self.register_buffer("c", torch.randn(4, 6))
+
+    def forward(self, x, q, k):
+        a = self.fc(torch.flatten(x, 1))                 # Gemm
+        b = torch.matmul(a, self.w)                      # MatMul 2-D
+        c = torch.matmul(q, self.c)                       # 3-D x 2-D (constant)
+        s = torch.softmax(torch.matmul(k, k.transpose(-1, -2)), dim=-1)  # 4-D batched
+        m = c.mean(dim=-1, keepdim=True) + s.mean(dim=(1, 3)).sum()
+        return b.sum(dim=1, keepdim=True) + m.sum(), s
+
+
+class Layout(nn.Module):
+    """Reshape/Split/Slice/Unsqueeze/Squeeze/Transpose/Concat/Expand, shapes from Shape chains."""
+
+    def forward(self, x):
+        n, c, h, w = x.shape
+        y = x.reshape(n, c, h * w).transpose(1, 2)       # Shape/Gather/Mul/Concat -> Reshape
+        a, b = torch.split(y, [2, c - 2], dim=2)         # Split with sizes
+        z = torch.cat([b, a * 2.0], dim=2)[:, 1:-1:2, :]  # Concat, Slice with steps
+        u = z.unsqueeze(1).squeeze(1)
+        e = x[:, :1].expand(n, c, h, w)                  # Expand
+        return u, e + x.view(n, -1).view(n, c, h, w)
+
+
+class Embedding(nn.Module):
+    """Gather (embedding with int64 indices), Range (arange from a shape), ConstantOfShape."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(11, 6)
+        self.pos = nn.Embedding(8, 6)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1], dtype=torch.long).unsqueeze(0)
+        x = self.emb(ids) + self.pos(pos)
+        ones = torch.ones(ids.shape, dtype=torch.float32)
+        return x + ones.unsqueeze(-1), x[:, -1]
+
+
+class TriluMask(nn.Module):
+    """Trilu (triu/tril) masks and Where, as causal attention exports them."""
+
+    def forward(self, x):
+        t = x.shape[-1]
+        upper = torch.triu(torch.ones(t, t), diagonal=1).bool()
+        s = x.masked_fill(upper, float("-inf"))
+        return torch.softmax(s, dim=-1) + torch.tril(x, diagonal=-1)
+
+
+class LayerNormOp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(6)
+        self.ln.weight.data.uniform_(0.5, 1.5)
+        self.ln.bias.data.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return self.ln(x)
+
+
+class HardSwishOp(nn.Module):
+    def forward(self, x):
+        return F.hardswish(x) + F.gelu(x)
+
+
+# ----------------------------------------------------------------------------- architectures
+
+
+def conv_bn(cin, cout, k=3, s=1, groups=1):
+    return nn.Sequential(nn.Conv2d(cin, cout, k, s, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout),
+                         nn.ReLU(inplace=True))
+
+
+def tiny_resnet():
+    from torchvision.models.resnet import BasicBlock, Bottleneck
+
+    def down(cin, cout, stride):
+        return nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 7, 2, 3, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
+        BasicBlock(8, 8), BasicBlock(8, 16, 2, down(8, 16, 2)),
+        Bottleneck(16, 4, 2, down(16, 16, 2)),  # expansion 4: 4 -> 16
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+
+
+def tiny_mobilenet_v2():
+    setting = [[1, 8, 1, 1], [6, 8, 2, 2], [6, 16, 2, 2]]
+    return torchvision.models.MobileNetV2(num_classes=10, width_mult=0.25, inverted_residual_setting=setting)
+
+
+def tiny_mobilenet_v3():
+    from torchvision.models.mobilenetv3 import MobileNetV3, _mobilenet_v3_conf
+    setting, last = _mobilenet_v3_conf("mobilenet_v3_small", width_mult=0.25)
+    return MobileNetV3(setting[:5], last // 4, num_classes=10)
+
+
+def tiny_squeezenet():
+    from torchvision.models.squeezenet import Fire
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, 2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, ceil_mode=True),
+        Fire(8, 4, 8, 8), Fire(16, 4, 8, 8), nn.MaxPool2d(3, 2, ceil_mode=True), Fire(16, 6, 12, 12),
+        nn.Dropout(0.5), nn.Conv2d(24, 10, 1), nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+
+
+def tiny_vgg():
+    from torchvision.models.vgg import make_layers
+    return nn.Sequential(
+        make_layers([8, "M", 16, "M", 16, 16, "M"], batch_norm=False), nn.AdaptiveAvgPool2d((2, 2)), nn.Flatten(),
+        nn.Linear(64, 32), nn.ReLU(True), nn.Dropout(), nn.Linear(32, 10))
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads, causal):
+        super().__init__()
+        self.heads, self.causal = heads, causal
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, mask=None):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = [z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v)]
+        att = (q @ k.transpose(-2, -1)) / ((c // self.heads) ** 0.5)
+        if self.causal:
+            causal = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+            att = att.masked_fill(causal, float("-inf"))
+        if mask is not None:
+            att = att + (1.0 - mask[:, None, None, :].float()) * -10000.0
+        y = torch.softmax(att, dim=-1) @ v
+        return self.proj(y.transpose(1, 2).reshape(b, t, c))
+
+
+class GptBlock(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.attn = Attention(dim, heads, causal=True)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class Gpt(nn.Module):
+    """GPT-style decoder: token + position embeddings (Gather), causal mask (Trilu/Where),
+    LayerNorm, GELU (Erf), softmax, tied-free LM head."""
+
+    def __init__(self, vocab=50, ctx=16, dim=16, heads=2, layers=2):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, dim), nn.Embedding(ctx, dim)
+        self.blocks = nn.ModuleList([GptBlock(dim, heads) for _ in range(layers)])
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1], dtype=torch.long).unsqueeze(0)
+        x = self.tok(ids) + self.pos(pos)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln(x))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.attn = Attention(dim, heads, causal=False)
+        self.ln1, self.ln2 = nn.LayerNorm(dim, eps=1e-12), nn.LayerNorm(dim, eps=1e-12)
+        self.ff = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x, mask):
+        x = self.ln1(x + self.attn(x, mask))
+        return self.ln2(x + self.ff(x))
+
+
+class Bert(nn.Module):
+    """BERT-style encoder: word + segment + position embeddings, padding mask, post-LN
+    layers, tanh pooler on the first token."""
+
+    def __init__(self, vocab=60, ctx=16, dim=16, heads=2, layers=2):
+        super().__init__()
+        self.word, self.seg, self.pos = nn.Embedding(vocab, dim), nn.Embedding(2, dim), nn.Embedding(ctx, dim)
+        self.ln = nn.LayerNorm(dim, eps=1e-12)
+        self.layers = nn.ModuleList([BertLayer(dim, heads) for _ in range(layers)])
+        self.pool = nn.Linear(dim, dim)
+
+    def forward(self, ids, segments, mask):
+        pos = torch.arange(ids.shape[1], dtype=torch.long).unsqueeze(0).expand_as(ids)
+        x = self.ln(self.word(ids) + self.seg(segments) + self.pos(pos))
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x, torch.tanh(self.pool(x[:, 0]))
+
+
+# ----------------------------------------------------------------------------- export
+
+
+def randomize(model, seed):
+    """Random weights and BatchNorm statistics (so eval-mode BN is not the identity)."""
+    g = torch.Generator().manual_seed(seed)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.copy_(torch.rand(m.num_features, generator=g) - 0.5)
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.bias.data.copy_(torch.rand(m.num_features, generator=g) - 0.5)
+    return model.eval()
+
+
+def export(model, name, inputs, opset, out_dir, input_names, output_names):
+    model.eval()
+    path = os.path.join(out_dir, name + ".onnx")
+    with torch.no_grad():
+        expected = model(*inputs)
+        torch.onnx.export(model, tuple(inputs), path, opset_version=opset, input_names=input_names,
+                          output_names=output_names, do_constant_folding=True)
+    if not isinstance(expected, (tuple, list)):
+        expected = (expected,)
+    for n, t in zip(input_names, inputs):
+        np.save(os.path.join(out_dir, f"{name}.input.{n}.npy"), t.numpy())
+    for n, t in zip(output_names, expected):
+        np.save(os.path.join(out_dir, f"{name}.output.{n}.npy"), t.numpy())
+    ops = sorted({node.op_type for node in onnx.load(path).graph.node})
+    size = os.path.getsize(path)
+    print(f"{name}: opset {opset}, {size} bytes, ops {' '.join(ops)}")
+    return ops
+
+
+def rand(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def ids(high, *shape, seed=0):
+    return torch.randint(0, high, shape, generator=torch.Generator().manual_seed(seed), dtype=torch.long)
+
+
+def small_models():
+    """(name, module, inputs, opset, input names, output names)."""
+    torch.manual_seed(0)
+    x4 = rand(1, 4, 6, 6, seed=1)
+    mask = torch.ones(1, 8, dtype=torch.long)
+    mask[0, 6:] = 0
+    return [
+        ("op_unary", Unary(), [rand(2, 3, 4, seed=2)], 13, ["x"], ["y"]),
+        ("op_binary", Binary(), [x4, rand(1, 1, 6, 1, seed=3)], 11, ["x", "y"], ["z"]),
+        ("op_where_equal", WhereEqual(), [rand(2, 5, seed=4), ids(4, 2, 5, seed=5)], 13, ["x", "ids"], ["y"]),
+        ("op_conv", ConvVariants(), [rand(1, 3, 9, 10, seed=6)], 11, ["x"], ["y"]),
+        ("op_batchnorm", randomize(BatchNorm(), 7), [x4], 15, ["x"], ["y"]),
+        ("op_pools", Pools(), [rand(1, 2, 7, 8, seed=8)], 11, ["x"], ["y"]),
+        ("op_pools_13", Pools(), [rand(1, 2, 7, 8, seed=8)], 13, ["x"], ["y"]),
+        ("op_linalg", LinearAlgebra(), [rand(2, 3, 2, 2, seed=9), rand(2, 3, 4, seed=10), rand(1, 2, 3, 4, seed=11)],
+         13, ["x", "q", "k"], ["y", "s"]),
+        ("op_linalg_11", LinearAlgebra(), [rand(2, 3, 2, 2, seed=9), rand(2, 3, 4, seed=10), rand(1, 2, 3, 4, seed=11)],
+         11, ["x", "q", "k"], ["y", "s"]),
+        ("op_layout", Layout(), [rand(2, 5, 3, 2, seed=12)], 13, ["x"], ["u", "e"]),
+        ("op_layout_11", Layout(), [rand(2, 5, 3, 2, seed=12)], 11, ["x"], ["u", "e"]),
+        ("op_embedding", Embedding(), [ids(11, 2, 5, seed=13)], 13, ["ids"], ["x", "last"]),
+        ("op_trilu", TriluMask(), [rand(2, 4, 4, seed=14)], 14, ["x"], ["y"]),
+        ("op_layernorm", LayerNormOp(), [rand(2, 3, 6, seed=15)], 17, ["x"], ["y"]),
+        ("op_hardswish", HardSwishOp(), [rand(2, 8, seed=16) * 4], 14, ["x"], ["y"]),
+        ("resnet_tiny", randomize(tiny_resnet(), 20), [rand(1, 3, 32, 32, seed=21)], 11, ["image"], ["logits"]),
+        ("mobilenet_v2_tiny", randomize(tiny_mobilenet_v2(), 22), [rand(1, 3, 32, 32, seed=23)], 12, ["image"],
+         ["logits"]),
+        ("mobilenet_v3_tiny", randomize(tiny_mobilenet_v3(), 24), [rand(1, 3, 32, 32, seed=25)], 14, ["image"],
+         ["logits"]),
+        ("mobilenet_v3_tiny_13", randomize(tiny_mobilenet_v3(), 24), [rand(1, 3, 32, 32, seed=25)], 13, ["image"],
+         ["logits"]),
+        ("squeezenet_tiny", randomize(tiny_squeezenet(), 26), [rand(1, 3, 33, 33, seed=27)], 11, ["image"],
+         ["logits"]),
+        ("vgg_tiny", randomize(tiny_vgg(), 28), [rand(1, 3, 32, 32, seed=29)], 15, ["image"], ["logits"]),
+        ("gpt_tiny", Gpt(), [ids(50, 1, 12, seed=30)], 17, ["ids"], ["logits"]),
+        ("gpt_tiny_14", Gpt(), [ids(50, 1, 12, seed=30)], 14, ["ids"], ["logits"]),
+        ("bert_tiny", Bert(), [ids(60, 1, 8, seed=31), ids(2, 1, 8, seed=32), mask], 14, ["ids", "segments", "mask"],
+         ["hidden", "pooled"]),
+    ]
+
+
+def full_models():
+    m = torchvision.models
+    image = [rand(1, 3, 224, 224, seed=40)]
+    out = []
+    for name, make in [("resnet18", m.resnet18), ("resnet50", m.resnet50), ("mobilenet_v2", m.mobilenet_v2),
+                       ("mobilenet_v3_small", m.mobilenet_v3_small), ("squeezenet1_0", m.squeezenet1_0),
+                       ("vgg16", m.vgg16)]:
+        torch.manual_seed(1)
+        out.append((name, randomize(make(weights=None), 2), image, 13, ["image"], ["logits"]))
+    torch.manual_seed(3)
+    gpt = Gpt(vocab=1000, ctx=128, dim=256, heads=8, layers=4)
+    out.append(("gpt", gpt, [ids(1000, 1, 64, seed=41)], 17, ["ids"], ["logits"]))
+    torch.manual_seed(4)
+    mask = torch.ones(1, 64, dtype=torch.long)
+    mask[0, 50:] = 0
+    bert = Bert(vocab=1000, ctx=128, dim=256, heads=8, layers=4)
+    out.append(("bert", bert, [ids(1000, 1, 64, seed=42), ids(2, 1, 64, seed=43), mask], 14,
+                ["ids", "segments", "mask"], ["hidden", "pooled"]))
+    return out
+
+
+# ----------------------------------------------------------------------------- special files
+
+
+def write_external(out_dir):
+    """A model whose initializers live in an external data file at 64-byte aligned
+    offsets (so carve maps them in place), plus one at an odd offset (copied)."""
+    w = np.random.default_rng(50).standard_normal((4, 3)).astype(np.float32)
+    b = np.random.default_rng(51).standard_normal((4,)).astype(np.float32)
+    odd = np.random.default_rng(52).standard_normal((4,)).astype(np.float32)
+    blobs, tensors, offset = [], [], 0
+    for name, arr, align in [("w", w, 64), ("b", b, 64), ("odd", odd, 1)]:
+        offset = (offset + 63) // 64 * 64 if align == 64 else offset + 1
+        t = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=arr.shape)
+        t.data_location = TensorProto.EXTERNAL
+        for k, v in [("location", "external_weights.bin"), ("offset", str(offset)), ("length", str(arr.nbytes))]:
+            e = t.external_data.add()
+            e.key, e.value = k, v
+        tensors.append(t)
+        blobs.append((offset, arr.tobytes()))
+        offset += arr.nbytes
+    data = bytearray(offset)
+    for off, raw in blobs:
+        data[off:off + len(raw)] = raw
+    with open(os.path.join(out_dir, "external_weights.bin"), "wb") as f:
+        f.write(bytes(data))
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1, name="fc"),
+             helper.make_node("Add", ["g", "odd"], ["y"], name="add")]
+    graph = helper.make_graph(nodes, "external", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], tensors)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(model, os.path.join(out_dir, "external_weights.onnx"))
+    x = np.random.default_rng(53).standard_normal((2, 3)).astype(np.float32)
+    np.save(os.path.join(out_dir, "external_weights.input.x.npy"), x)
+    np.save(os.path.join(out_dir, "external_weights.output.y.npy"), x @ w.T + b + odd)
+
+
+def single_node(name, op, inputs, outputs, out_dir, opset=13, initializers=(), **attrs):
+    node = helper.make_node(op, [i[0] for i in inputs] + [t.name for t in initializers],
+                            [o[0] for o in outputs], name=name + "_node", **attrs)
+    graph = helper.make_graph([node], name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+                              list(initializers))
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]),
+              os.path.join(out_dir, name + ".onnx"))
+
+
+def write_older_forms(out_dir):
+    """Operator forms torch 1.13 does not emit: Split/Squeeze/ReduceMean/Pad/Clip from
+    other opsets, Trilu lower with k, Range/ConstantOfShape over Shape, checked against numpy."""
+    rng = np.random.default_rng(60)
+    x = rng.standard_normal((2, 6, 4)).astype(np.float32)
+    nodes = [
+        helper.make_node("Split", ["x"], ["s0", "s1"], axis=1, split=[2, 4], name="split"),
+        helper.make_node("ReduceMean", ["s1"], ["m"], axes=[2], keepdims=1, name="mean"),
+        helper.make_node("Squeeze", ["m"], ["sq"], axes=[2], name="squeeze"),
+        helper.make_node("Unsqueeze", ["sq"], ["us"], axes=[0], name="unsqueeze"),
+        helper.make_node("Pad", ["s0"], ["p"], mode="constant", pads=[0, 0, 1, 0, 1, 0], value=2.0, name="pad"),
+        helper.make_node("Clip", ["p"], ["c"], min=-0.5, max=1.5, name="clip"),
+        helper.make_node("Slice", ["c"], ["sl"], starts=[1], ends=[100], axes=[2], name="slice"),
+    ]
+    graph = helper.make_graph(nodes, "older", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("us", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("sl", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)]),
+              os.path.join(out_dir, "forms_opset10.onnx"))
+    s0, s1 = x[:, :2], x[:, 2:]
+    us = s1.mean(axis=2, keepdims=True).squeeze(2)[None]
+    p = np.pad(s0, [(0, 0), (0, 1), (1, 0)], constant_values=2.0)  # ONNX pads: all begins, then all ends
+    np.save(os.path.join(out_dir, "forms_opset10.input.x.npy"), x)
+    np.save(os.path.join(out_dir, "forms_opset10.output.us.npy"), us)
+    np.save(os.path.join(out_dir, "forms_opset10.output.sl.npy"), np.clip(p, -0.5, 1.5)[:, :, 1:])
+
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+    nodes = [
+        helper.make_node("Trilu", ["x", "k"], ["t"], upper=0, name="tril"),
+        helper.make_node("Shape", ["x"], ["shape"], start=-1, name="shape"),
+        helper.make_node("Squeeze", ["shape"], ["n"], name="scalar_n"),
+        helper.make_node("Range", ["zero", "n", "one"], ["r"], name="range"),
+        helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT, name="cast"),
+        helper.make_node("ConstantOfShape", ["shape"], ["cs"], name="fill",
+                         value=numpy_helper.from_array(np.array([3.0], dtype=np.float32))),
+        helper.make_node("Add", ["t", "rf"], ["a"], name="add"),
+        helper.make_node("Mul", ["a", "cs"], ["y"], name="mul"),
+        helper.make_node("ReduceSum", ["y", "axes"], ["z"], keepdims=0, name="sum"),
+        helper.make_node("Split", ["x", "sizes"], ["h0", "h1"], axis=2, name="split"),
+        helper.make_node("Concat", ["h1", "h0"], ["swap"], axis=2, name="concat"),
+    ]
+    graph = helper.make_graph(nodes, "newer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("swap", TensorProto.FLOAT, None)],
+                              [i64("k", 1), i64("zero", 0), i64("one", 1), i64("axes", [1]), i64("sizes", [1, 3])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)]),
+              os.path.join(out_dir, "forms_opset15.onnx"))
+    t = np.tril(x, k=1)
+    y = (t + np.arange(4, dtype=np.float32)) * 3.0
+    np.save(os.path.join(out_dir, "forms_opset15.input.x.npy"), x)
+    np.save(os.path.join(out_dir, "forms_opset15.output.z.npy"), y.sum(axis=1))
+    np.save(os.path.join(out_dir, "forms_opset15.output.swap.npy"), np.concatenate([x[:, :, 1:], x[:, :, :1]], axis=2))
+
+
+def write_error_models(out_dir):
+    """Models carve must reject with a clear error (listed in errors.txt: file, expected text)."""
+    single_node("err_unsupported_op", "NonZero", [("x", [2, 3])], [("y", [2, 3])], out_dir)
+    single_node("err_pad_reflect", "Pad", [("x", [2, 3])], [("y", [2, 5])], out_dir, opset=13,
+                initializers=[numpy_helper.from_array(np.array([0, 1, 0, 1], dtype=np.int64), "pads")],
+                mode="reflect")
+    single_node("err_unknown_attr", "Relu", [("x", [2, 3])], [("y", [2, 3])], out_dir, frobnicate=3)
+    single_node("err_conv3d", "Conv", [("x", [1, 1, 3, 3, 3])], [("y", [1, 1, 1, 1, 1])], out_dir,
+                initializers=[numpy_helper.from_array(np.ones((1, 1, 3, 3, 3), dtype=np.float32), "w")])
+    single_node("err_dynamic_reshape", "Reshape", [("x", [2, 3]), ("shape", [2])], [("y", [3, 2])], out_dir)
+    with open(os.path.join(out_dir, "errors.txt"), "w") as f:
+        f.write("# model | text the error must contain (ONNX node name, op type, what is missing)\n")
+        f.write("err_unsupported_op|onnx node 'err_unsupported_op_node' (NonZero): operator is not supported\n")
+        f.write("err_pad_reflect|onnx node 'err_pad_reflect_node' (Pad): mode='reflect'\n")
+        f.write("err_unknown_attr|onnx node 'err_unknown_attr_node' (Relu): attribute 'frobnicate' is not supported\n")
+        f.write("err_conv3d|onnx node 'err_conv3d_node' (Conv): weights of rank 5\n")
+        f.write("err_dynamic_reshape|onnx node 'err_dynamic_reshape_node' (Reshape): input 1 (shape) must be a constant\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--full", metavar="DIR", help="export the full-size models to DIR instead")
+    parser.add_argument("--only", help="comma-separated model names")
+    args = parser.parse_args()
+    out_dir = args.full or SMALL_DIR
+    os.makedirs(out_dir, exist_ok=True)
+    models = full_models() if args.full else small_models()
+    if args.only:
+        models = [m for m in models if m[0] in args.only.split(",")]
+    seen = set()
+    for name, model, inputs, opset, input_names, output_names in models:
+        seen.update(export(model, name, inputs, opset, out_dir, input_names, output_names))
+    if args.full or args.only:
+        return
+    write_external(out_dir)
+    write_older_forms(out_dir)
+    write_error_models(out_dir)
+    names = [m[0] for m in models] + ["external_weights", "forms_opset10", "forms_opset15"]
+    with open(os.path.join(out_dir, "manifest.txt"), "w") as f:
+        f.write("".join(n + "\n" for n in names))
+    print("ONNX ops covered by the torch exports:", " ".join(sorted(seen)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
