@@ -8,7 +8,7 @@ between figures measured in this run. Whole-process figures: each (model, framew
 runs in --procs separate processes, interleaved carve / ORT / torch so that load on the
 machine hits all three alike; a process runs the model --iters times (first run included,
 for every framework) and reports its median; the table shows the median over processes.
-Peak RSS is the child's ru_maxrss (os.wait4).
+Peak RSS is the child's maximum resident set size from /usr/bin/time -f %M.
 """
 import argparse
 import datetime
@@ -46,16 +46,19 @@ def sh(cmd):
 
 
 def run_child(cmd, env, timeout=900):
-    """Runs cmd; returns (rc, stdout, stderr, wall seconds, peak RSS bytes)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    """Runs cmd; returns (rc, stdout, stderr, wall seconds, peak RSS bytes). Peak RSS comes
+    from /usr/bin/time (%M), not from os.wait4 here: a child forked from this (large, torch
+    importing) process inherits its high-water mark across exec."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.NamedTemporaryFile("r") as rss_file:
         t = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        _, status, ru = os.wait4(p.pid, 0)
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file.name, *cmd], stdout=out, stderr=err, env=env,
+                           timeout=timeout)
         wall = time.perf_counter() - t
-        p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return p.returncode, out.read(), err.read(), wall, ru.ru_maxrss * 1024
+        m = re.findall(r"^(\d+)$", open(rss_file.name).read(), re.M)
+        return p.returncode, out.read(), err.read(), wall, int(m[-1]) * 1024 if m else None
 
 
 def child_env(threads):
