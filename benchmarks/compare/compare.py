@@ -46,18 +46,22 @@ def sh(cmd):
 
 
 def run_child(cmd, env, timeout=900):
-    """Runs cmd; returns (rc, stdout, stderr, wall seconds, peak RSS bytes). Peak RSS comes
+    """Runs cmd; returns (rc, stdout, stderr, wall seconds, peak RSS bytes); the child's
+    CPU seconds (user + sys) are left in run_child.cpu. Peak RSS comes
     from /usr/bin/time (%M), not from os.wait4 here: a child forked from this (large, torch
     importing) process inherits its high-water mark across exec."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
             tempfile.NamedTemporaryFile("r") as rss_file:
         t = time.perf_counter()
-        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file.name, *cmd], stdout=out, stderr=err, env=env,
+        p = subprocess.run(["/usr/bin/time", "-f", "%U %S\n%M", "-o", rss_file.name, *cmd], stdout=out, stderr=err, env=env,
                            timeout=timeout)
         wall = time.perf_counter() - t
         out.seek(0)
         err.seek(0)
-        m = re.findall(r"^(\d+)$", open(rss_file.name).read(), re.M)
+        text = open(rss_file.name).read()
+        m = re.findall(r"^(\d+)$", text, re.M)
+        cpu = re.findall(r"^([\d.]+) ([\d.]+)$", text, re.M)
+        run_child.cpu = float(cpu[-1][0]) + float(cpu[-1][1]) if cpu else None
         return p.returncode, out.read(), err.read(), wall, int(m[-1]) * 1024 if m else None
 
 
@@ -145,11 +149,18 @@ def carve_model_run(args, name, out_dir):
     for n, f in model_inputs(args.models, name):
         cmd += ["--input", f"{n}={f}"]
     rc, out, err, wall, rss = run_child(cmd, child_env(args.threads))
+    cpu_n = run_child.cpu
     m = re.search(r"ran '.*' (\d+) time\(s\) (.*): min ([\d.]+) ms, median ([\d.]+) ms", out)
     if rc != 0 or not m:
         return {"error": (err or out)[-400:], "cmd": " ".join(cmd)}
-    return {"median_ms": float(m.group(4)), "min_ms": float(m.group(3)), "mode": m.group(2), "wall_s": wall,
-            "rss_bytes": rss, "cmd": " ".join(cmd)}
+    # CPU per run: the same command with --iters 1 (import + compile + 1 run) subtracted.
+    one = list(cmd)
+    one[one.index("--iters") + 1] = "1"
+    del one[one.index("--output-dir"):one.index("--output-dir") + 2]
+    run_child(one, child_env(args.threads))
+    cpu_ms = (cpu_n - run_child.cpu) / (args.iters - 1) * 1e3 if args.iters > 1 and run_child.cpu else None
+    return {"median_ms": float(m.group(4)), "min_ms": float(m.group(3)), "cpu_ms": cpu_ms, "mode": m.group(2),
+            "wall_s": wall, "rss_bytes": rss, "cmd": " ".join(cmd)}
 
 
 def peer_model_run(args, fw, name, out_dir):
@@ -160,7 +171,8 @@ def peer_model_run(args, fw, name, out_dir):
         return {"error": err[-400:], "cmd": " ".join(cmd)}
     r = json.loads(out.strip().splitlines()[-1])
     lat = r.pop("latency_ms")
-    return {"median_ms": median(lat), "min_ms": min(lat), "wall_s": wall, "rss_bytes": rss, "cmd": " ".join(cmd), **r}
+    cpu = r.pop("cpu_ms")
+    return {"median_ms": median(lat), "min_ms": min(lat), "cpu_ms": sum(cpu[1:]) / max(len(cpu) - 1, 1), "wall_s": wall, "rss_bytes": rss, "cmd": " ".join(cmd), **r}
 
 
 def end_to_end(args, work):
@@ -177,6 +189,7 @@ def end_to_end(args, work):
         for fw, rs in runs.items():
             ok = [r for r in rs if "error" not in r]
             row[fw] = {"median_ms": median([r["median_ms"] for r in ok]), "min_ms": min([r["min_ms"] for r in ok], default=None),
+                       "cpu_ms": median([r["cpu_ms"] for r in ok if r.get("cpu_ms")]),
                        "rss_bytes": median([r["rss_bytes"] for r in ok]), "wall_s": median([r["wall_s"] for r in ok]),
                        "errors": [r["error"] for r in rs if "error" in r]}
         # Cross-check: every output against torch's (same module, same weights) and torch
@@ -195,6 +208,9 @@ def end_to_end(args, work):
         c, o, t = row["carve"]["median_ms"], row["ort"]["median_ms"], row["torch"]["median_ms"]
         row["speedup_vs_ort"] = o / c if c and o else None
         row["speedup_vs_torch"] = t / c if c and t else None
+        c, o, t = row["carve"]["cpu_ms"], row["ort"]["cpu_ms"], row["torch"]["cpu_ms"]
+        row["cpu_speedup_vs_ort"] = o / c if c and o else None
+        row["cpu_speedup_vs_torch"] = t / c if c and t else None
         rows[name] = row
     return rows
 
@@ -243,6 +259,8 @@ def decoder_rows(args, work):
         ok = [r for r in rs if "error" not in r]
         row[fw] = {"prefill_ms": median([median(r["prefill_ms"]) for r in ok]),
                    "decode_tokens_per_s": median([median(r["decode_tokens_per_s"]) for r in ok]),
+                   "prefill_cpu_ms": median([median(r["prefill_cpu_ms"]) for r in ok]),
+                   "decode_cpu_tokens_per_s": median([median(r["decode_cpu_tokens_per_s"]) for r in ok]),
                    "rss_bytes": median([r["rss_bytes"] for r in ok]), "wall_s": median([r["wall_s"] for r in ok]),
                    "generated": ok[0]["generated"] if ok else None, "errors": [r["error"] for r in rs if "error" in r]}
     check = {}
@@ -259,6 +277,10 @@ def decoder_rows(args, work):
     row["prefill_speedup_vs_torch"] = row["torch"]["prefill_ms"] / c["prefill_ms"] if row["torch"]["prefill_ms"] else None
     row["decode_speedup_vs_ort"] = c["decode_tokens_per_s"] / row["ort"]["decode_tokens_per_s"] if row["ort"]["decode_tokens_per_s"] else None
     row["decode_speedup_vs_torch"] = c["decode_tokens_per_s"] / row["torch"]["decode_tokens_per_s"] if row["torch"]["decode_tokens_per_s"] else None
+    for peer in ("ort", "torch"):
+        p = row[peer]
+        row[f"prefill_cpu_speedup_vs_{peer}"] = p["prefill_cpu_ms"] / c["prefill_cpu_ms"] if p["prefill_cpu_ms"] and c["prefill_cpu_ms"] else None
+        row[f"decode_cpu_speedup_vs_{peer}"] = c["decode_cpu_tokens_per_s"] / p["decode_cpu_tokens_per_s"] if p["decode_cpu_tokens_per_s"] and c["decode_cpu_tokens_per_s"] else None
     return row
 
 
@@ -334,20 +356,24 @@ def markdown(res, args):
              f"{m['load_average_start'][0]:.1f}, at end {m['load_average_end'][0]:.1f} (other jobs share the machine).\n")
     L.append(f"Threads: {args.threads} for every framework (carve `--threads`, ORT `intra_op_num_threads` with "
              f"`ORT_ENABLE_ALL`, torch `set_num_threads` + OMP/OpenBLAS env). Speed-up = peer time / carve time "
-             f"(tokens/s: carve / peer), > 1 means carve is faster; from medians of {args.procs} processes × "
-             f"{args.iters} in-process runs (first run included for all).\n")
+             f"(tokens/s: carve / peer), > 1 means carve is faster, from the medians (the minimum is shown in brackets: on a loaded machine it is the better estimate of unloaded speed); medians of {args.procs} processes × "
+             f"{args.iters} in-process runs (first run included for all). CPU ms/run: the process's CPU time per run (peers: time.process_time around each run, mean over runs 2..N; carve: user+sys of the process minus that of the same command with --iters 1, over N-1), less sensitive than wall time to other jobs on the machine.\n")
     e2e = res.get("end_to_end", {})
     if e2e:
         L.append("### End to end, batch 1, CPU\n")
-        L.append("| model | carve ms | ORT ms | torch ms | carve vs ORT | carve vs torch | peak RSS MB carve / ORT / torch "
+        L.append("| model | carve ms median (min) | ORT ms | torch ms | carve vs ORT | carve vs torch | peak RSS MB carve / ORT / torch "
+                 "| CPU ms/run carve / ORT / torch | CPU: carve vs ORT | CPU: carve vs torch "
                  "| process wall s carve / ORT / torch | max rel err carve, ORT vs torch |")
-        L.append("|---|---|---|---|---|---|---|---|---|")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for name, r in e2e.items():
             c, o, t = r["carve"], r["ort"], r["torch"]
             errs = "; ".join(f"{k}: {fmt_err(v)}" for k, v in r["check"].items() if k != "torch_vs_export")
-            L.append(f"| {name} | {fmt_ms(c['median_ms'])} | {fmt_ms(o['median_ms'])} | {fmt_ms(t['median_ms'])} | "
+            mm = lambda x: f"{fmt_ms(x['median_ms'])} ({fmt_ms(x['min_ms'])})"
+            L.append(f"| {name} | {mm(c)} | {mm(o)} | {mm(t)} | "
                      f"{fmt_ratio(r['speedup_vs_ort'])} | {fmt_ratio(r['speedup_vs_torch'])} | "
                      f"{fmt_mb(c['rss_bytes'])} / {fmt_mb(o['rss_bytes'])} / {fmt_mb(t['rss_bytes'])} | "
+                     f"{fmt_ms(c['cpu_ms'])} / {fmt_ms(o['cpu_ms'])} / {fmt_ms(t['cpu_ms'])} | "
+                     f"{fmt_ratio(r['cpu_speedup_vs_ort'])} | {fmt_ratio(r['cpu_speedup_vs_torch'])} | "
                      f"{c['wall_s'] or 0:.1f} / {o['wall_s'] or 0:.1f} / {t['wall_s'] or 0:.1f} | {errs} |")
         same = all(all(v == 0.0 for v in r["check"].get("torch_vs_export", {}).values()) for r in e2e.values())
         L.append(f"\nSame weights: torch rebuilds each module with make_onnx_models.py's seeds; its outputs "
@@ -377,6 +403,12 @@ def markdown(res, args):
         L.append(f"| decode tokens/s | {f1(c['decode_tokens_per_s'])} | {f1(o['decode_tokens_per_s'])} | "
                  f"{f1(t['decode_tokens_per_s'])} | {fmt_ratio(d['decode_speedup_vs_ort'])} | "
                  f"{fmt_ratio(d['decode_speedup_vs_torch'])} |")
+        L.append(f"| prefill CPU ms | {fmt_ms(c['prefill_cpu_ms'])} | {fmt_ms(o['prefill_cpu_ms'])} | {fmt_ms(t['prefill_cpu_ms'])} | "
+                 f"{fmt_ratio(d['prefill_cpu_speedup_vs_ort'])} | {fmt_ratio(d['prefill_cpu_speedup_vs_torch'])} |")
+        L.append(f"| decode tokens per CPU second | {f1(c['decode_cpu_tokens_per_s'])} | {f1(o['decode_cpu_tokens_per_s'])} | "
+                 f"{f1(t['decode_cpu_tokens_per_s'])} | {fmt_ratio(d['decode_cpu_speedup_vs_ort'])} | "
+                 f"{fmt_ratio(d['decode_cpu_speedup_vs_torch'])} |")
+        L.append(f"| process wall s | {c['wall_s']:.1f} | {o['wall_s']:.1f} | {t['wall_s']:.1f} | | |")
         L.append(f"| peak RSS MB | {fmt_mb(c['rss_bytes'])} | {fmt_mb(o['rss_bytes'])} | {fmt_mb(t['rss_bytes'])} | | |")
         ch = d["check"]
         L.append(f"\nCross-check: carve vs torch max rel err {fmt_err(ch.get('carve_vs_torch'))} (prefill, first "

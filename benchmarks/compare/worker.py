@@ -85,48 +85,51 @@ def input_order(models, name):
 
 def run_model(a):
     feeds = inputs_of(a.models, a.name)
-    lat, outputs, extra = [], None, {}
+    lat, cpu, outputs, extra = [], [], None, {}
     if a.framework == "ort":
         s = ort_session(os.path.join(a.models, a.name + ".onnx"), a.threads)
         names = [o.name for o in s.get_outputs()]
         for _ in range(a.iters):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             outputs = s.run(None, feeds)
             lat.append((time.perf_counter() - t) * 1e3)
+            cpu.append((time.process_time() - c) * 1e3)
     else:
         torch = torch_setup(a.threads)
         ins, names = input_order(a.models, a.name)
         model = torch_model(a.name)
         args = [torch.from_numpy(feeds[n]) for n in ins]
         for _ in range(a.iters):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             out = model(*args)
             lat.append((time.perf_counter() - t) * 1e3)
+            cpu.append((time.process_time() - c) * 1e3)
         outputs = [o.numpy() for o in (out if isinstance(out, (tuple, list)) else (out,))]
         extra = {"blas": blas_libraries(), "torch_threads": torch.get_num_threads()}
     os.makedirs(a.out, exist_ok=True)
     for n, o in zip(names, outputs):
         np.save(os.path.join(a.out, n.replace("/", "_") + ".npy"), o)
-    return {"latency_ms": lat, **extra}
+    return {"latency_ms": lat, "cpu_ms": cpu, **extra}
 
 
 def run_decoder(a):
     cfg = json.load(open(os.path.join(a.dump, "config.json")))["config"]
     prompt = np.load(os.path.join(a.dump, "prompt.npy"))
     T, steps, vocab = len(prompt), cfg["max_seq"] - 1 - len(prompt), cfg["vocab"]
-    prefill_ms, tps, generated = [], [], []
+    prefill_ms, tps, generated, prefill_cpu, cpu_tps = [], [], [], [], []
     if a.framework == "ort":
         pre = ort_session(os.path.join(a.onnx_dir, "decoder_prefill.onnx"), a.threads)
         step = ort_session(os.path.join(a.onnx_dir, "decoder_step.onnx"), a.threads)
         past_names = [i.name for i in step.get_inputs()][2:]
         for _ in range(a.reps):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             out = pre.run(None, {"ids": prompt})
             prefill_ms.append((time.perf_counter() - t) * 1e3)
+            prefill_cpu.append((time.process_time() - c) * 1e3)
             prefill_logits, cache = out[0], out[1:]
             token = int(np.argmax(prefill_logits[-1]))
             generated = [token]
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             for i in range(steps):
                 feeds = {"token": np.array([token], np.int64), "pos": np.array([T + i], np.int64)}
                 feeds.update(zip(past_names, cache))
@@ -137,6 +140,7 @@ def run_decoder(a):
                 token = int(np.argmax(out[0][0]))
                 generated.append(token)
             tps.append(steps / (time.perf_counter() - t))
+            cpu_tps.append(steps / (time.process_time() - c))
     else:
         torch = torch_setup(a.threads)
         sys.path.insert(0, HERE)
@@ -144,13 +148,14 @@ def run_decoder(a):
         model = decoder.KvDecoder(cfg, decoder.load_weights(a.dump)).eval()
         ids = torch.from_numpy(prompt)
         for _ in range(a.reps):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             logits, cache = model.prefill(ids)
             prefill_ms.append((time.perf_counter() - t) * 1e3)
+            prefill_cpu.append((time.process_time() - c) * 1e3)
             prefill_logits = logits.numpy()
             token = int(torch.argmax(logits[-1]))
             generated = [token]
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             for i in range(steps):
                 out, cache = model.step(torch.tensor([token]), torch.tensor([T + i]), cache)
                 if i == 0:
@@ -158,10 +163,12 @@ def run_decoder(a):
                 token = int(torch.argmax(out[0]))
                 generated.append(token)
             tps.append(steps / (time.perf_counter() - t))
+            cpu_tps.append(steps / (time.process_time() - c))
     os.makedirs(a.out, exist_ok=True)
     np.save(os.path.join(a.out, "prefill_logits.npy"), prefill_logits)
     np.save(os.path.join(a.out, "decode0_logits.npy"), first)
-    return {"prefill_ms": prefill_ms, "decode_tokens_per_s": tps, "decode_steps": steps, "generated": generated}
+    return {"prefill_ms": prefill_ms, "decode_tokens_per_s": tps, "prefill_cpu_ms": prefill_cpu,
+            "decode_cpu_tokens_per_s": cpu_tps, "decode_steps": steps, "generated": generated}
 
 
 def main():
