@@ -67,6 +67,7 @@ def run_child(cmd, env, timeout=900):
 
 def child_env(threads):
     env = dict(os.environ)
+    env.pop("CARVE_CACHE_DIR", None)  # carve compiles every kernel in every process (no disk cache)
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = str(threads)
     return env
@@ -149,16 +150,11 @@ def carve_model_run(args, name, out_dir):
     for n, f in model_inputs(args.models, name):
         cmd += ["--input", f"{n}={f}"]
     rc, out, err, wall, rss = run_child(cmd, child_env(args.threads))
-    cpu_n = run_child.cpu
     m = re.search(r"ran '.*' (\d+) time\(s\) (.*): min ([\d.]+) ms, median ([\d.]+) ms", out)
     if rc != 0 or not m:
         return {"error": (err or out)[-400:], "cmd": " ".join(cmd)}
-    # CPU per run: the same command with --iters 1 (import + compile + 1 run) subtracted.
-    one = list(cmd)
-    one[one.index("--iters") + 1] = "1"
-    del one[one.index("--output-dir"):one.index("--output-dir") + 2]
-    run_child(one, child_env(args.threads))
-    cpu_ms = (cpu_n - run_child.cpu) / (args.iters - 1) * 1e3 if args.iters > 1 and run_child.cpu else None
+    c = re.search(r"process CPU time per run: min ([\d.]+) ms, median ([\d.]+) ms", out)
+    cpu_ms = float(c.group(2)) if c else None
     return {"median_ms": float(m.group(4)), "min_ms": float(m.group(3)), "cpu_ms": cpu_ms, "mode": m.group(2),
             "wall_s": wall, "rss_bytes": rss, "cmd": " ".join(cmd)}
 
@@ -172,7 +168,7 @@ def peer_model_run(args, fw, name, out_dir):
     r = json.loads(out.strip().splitlines()[-1])
     lat = r.pop("latency_ms")
     cpu = r.pop("cpu_ms")
-    return {"median_ms": median(lat), "min_ms": min(lat), "cpu_ms": sum(cpu[1:]) / max(len(cpu) - 1, 1), "wall_s": wall, "rss_bytes": rss, "cmd": " ".join(cmd), **r}
+    return {"median_ms": median(lat), "min_ms": min(lat), "cpu_ms": median(cpu), "wall_s": wall, "rss_bytes": rss, "cmd": " ".join(cmd), **r}
 
 
 def end_to_end(args, work):
@@ -357,7 +353,7 @@ def markdown(res, args):
     L.append(f"Threads: {args.threads} for every framework (carve `--threads`, ORT `intra_op_num_threads` with "
              f"`ORT_ENABLE_ALL`, torch `set_num_threads` + OMP/OpenBLAS env). Speed-up = peer time / carve time "
              f"(tokens/s: carve / peer), > 1 means carve is faster, from the medians (the minimum is shown in brackets: on a loaded machine it is the better estimate of unloaded speed); medians of {args.procs} processes × "
-             f"{args.iters} in-process runs (first run included for all). CPU ms/run: the process's CPU time per run (peers: time.process_time around each run, mean over runs 2..N; carve: user+sys of the process minus that of the same command with --iters 1, over N-1), less sensitive than wall time to other jobs on the machine.\n")
+             f"{args.iters} in-process runs (first run included for all). CPU ms/run: the process's CPU time (all threads) per run, median over the same runs (carve: `carve run` prints it; peers: time.process_time around each run); on a shared machine it is less sensitive than wall time to other jobs.\n")
     e2e = res.get("end_to_end", {})
     if e2e:
         L.append("### End to end, batch 1, CPU\n")
@@ -495,7 +491,7 @@ def markdown(res, args):
             a, mc = je.get(f"BM_JitAddF32/{n}"), je.get(f"BM_Memcpy/{n}")
             if a and mc:
                 ga, gm = a.get("bytes_per_second", 0) / 1e9, mc.get("bytes_per_second", 0) / 1e9
-                L.append(f"| {n * 4 // 1024 if n < 1e6 else n * 4 // 2 ** 20} {'KiB' if n < 1e6 else 'MiB'} f32 | "
+                L.append(f"| {n // 1024 if n < 1e6 else n // 2 ** 20} {'KiB' if n < 1e6 else 'MiB'} per array | "
                          f"{ga:.1f} | {gm:.1f} | {ga / gm:.2f} |")
     jm = g.get("bench_jit_matmul", {})
     if jm and "error" not in jm:
