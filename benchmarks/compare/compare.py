@@ -90,7 +90,8 @@ def machine(args):
     os_name = sh(". /etc/os-release && echo $PRETTY_NAME")
     cache = os.path.join(args.build, "CMakeCache.txt")
     llvm = sh(f"grep -E '^LLVM_DIR' {cache}") if os.path.exists(cache) else ""
-    llvm_version = sh("llvm-config --version") or sh(f"ls {llvm.split('=')[-1]}/../../.. 2>/dev/null | head -1")
+    # The LLVM carve links (not whatever llvm-config is on PATH).
+    llvm_version = sh(f"ldd {args.carve} | grep -o 'libLLVM[^ ]*' | head -1") or llvm
     try:
         import onnxruntime
         ort_version = onnxruntime.__version__
@@ -104,7 +105,7 @@ def machine(args):
         "cpus": get("CPU\\(s\\)"),
         "threads_per_core": get("Thread\\(s\\) per core"),
         "cpu_flags_avx": " ".join(f for f in ("avx2", "avx512f", "fma") if re.search(rf"\b{f}\b", get("Flags"))),
-        "memory": mem.split(":")[-1].strip(),
+        "memory": f"{int(mem.split()[1]) / 2 ** 20:.1f} GiB" if mem else "?",
         "os": os_name,
         "kernel": platform.release(),
         "compiler": sh("c++ --version | head -1"),
@@ -144,9 +145,9 @@ def model_inputs(models_dir, name):
     return out
 
 
-def carve_model_run(args, name, out_dir):
+def carve_model_run(args, name, out_dir, extra=()):
     cmd = [args.carve, "run", os.path.join(args.models, name + ".onnx"), "--threads", str(args.threads),
-           "--iters", str(args.iters), "--output-dir", out_dir]
+           "--iters", str(args.iters), "--output-dir", out_dir, *extra]
     for n, f in model_inputs(args.models, name):
         cmd += ["--input", f"{n}={f}"]
     rc, out, err, wall, rss = run_child(cmd, child_env(args.threads))
@@ -175,11 +176,17 @@ def end_to_end(args, work):
     rows = {}
     for name in args.model_list:
         runs = {"carve": [], "ort": [], "torch": []}
-        outs = {fw: os.path.join(work, "outputs", name, fw) for fw in runs}
+        variant = args.variants.get(name)  # diagnostic: carve with other flags, same run
+        if variant:
+            runs["carve " + variant] = []
+        outs = {fw: os.path.join(work, "outputs", name, fw.replace(" ", "")) for fw in runs}
         for p in range(args.procs):
             for fw in runs:
                 print(f"  {name}: {fw} process {p + 1}/{args.procs}", file=sys.stderr, flush=True)
-                r = carve_model_run(args, name, outs[fw]) if fw == "carve" else peer_model_run(args, fw, name, outs[fw])
+                if fw.startswith("carve"):
+                    r = carve_model_run(args, name, outs[fw], fw.split()[1:])
+                else:
+                    r = peer_model_run(args, fw, name, outs[fw])
                 runs[fw].append(r)
         row = {"runs": runs}
         for fw, rs in runs.items():
@@ -207,6 +214,10 @@ def end_to_end(args, work):
         c, o, t = row["carve"]["cpu_ms"], row["ort"]["cpu_ms"], row["torch"]["cpu_ms"]
         row["cpu_speedup_vs_ort"] = o / c if c and o else None
         row["cpu_speedup_vs_torch"] = t / c if c and t else None
+        if variant:
+            v = row["carve " + variant]
+            row["variant"] = {"flags": variant, "speedup_vs_ort": o / v["cpu_ms"] if v["cpu_ms"] and o else None,
+                              "speedup_vs_carve": c / v["cpu_ms"] if v["cpu_ms"] and c else None}
         rows[name] = row
     return rows
 
@@ -357,25 +368,42 @@ def markdown(res, args):
     e2e = res.get("end_to_end", {})
     if e2e:
         L.append("### End to end, batch 1, CPU\n")
-        L.append("| model | carve ms median (min) | ORT ms | torch ms | carve vs ORT | carve vs torch | peak RSS MB carve / ORT / torch "
-                 "| CPU ms/run carve / ORT / torch | CPU: carve vs ORT | CPU: carve vs torch "
-                 "| process wall s carve / ORT / torch | max rel err carve, ORT vs torch |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        L.append("Wall time per run (median over processes of each process's median; minimum in brackets) and "
+                 "CPU time per run; speed-up = peer / carve, so < 1 means carve is slower.\n")
+        L.append("| model | carve ms | ORT ms | torch ms | carve vs ORT | carve vs torch | CPU ms carve / ORT / torch "
+                 "| CPU: carve vs ORT | CPU: carve vs torch |")
+        L.append("|---|---|---|---|---|---|---|---|---|")
+        mm = lambda x: f"{fmt_ms(x['median_ms'])} ({fmt_ms(x['min_ms'])})"
         for name, r in e2e.items():
             c, o, t = r["carve"], r["ort"], r["torch"]
-            errs = "; ".join(f"{k}: {fmt_err(v)}" for k, v in r["check"].items() if k != "torch_vs_export")
-            mm = lambda x: f"{fmt_ms(x['median_ms'])} ({fmt_ms(x['min_ms'])})"
-            L.append(f"| {name} | {mm(c)} | {mm(o)} | {mm(t)} | "
-                     f"{fmt_ratio(r['speedup_vs_ort'])} | {fmt_ratio(r['speedup_vs_torch'])} | "
-                     f"{fmt_mb(c['rss_bytes'])} / {fmt_mb(o['rss_bytes'])} / {fmt_mb(t['rss_bytes'])} | "
-                     f"{fmt_ms(c['cpu_ms'])} / {fmt_ms(o['cpu_ms'])} / {fmt_ms(t['cpu_ms'])} | "
-                     f"{fmt_ratio(r['cpu_speedup_vs_ort'])} | {fmt_ratio(r['cpu_speedup_vs_torch'])} | "
-                     f"{c['wall_s'] or 0:.1f} / {o['wall_s'] or 0:.1f} / {t['wall_s'] or 0:.1f} | {errs} |")
+            L.append(f"| {name} | {mm(c)} | {mm(o)} | {mm(t)} | {fmt_ratio(r['speedup_vs_ort'])} | "
+                     f"{fmt_ratio(r['speedup_vs_torch'])} | {fmt_ms(c['cpu_ms'])} / {fmt_ms(o['cpu_ms'])} / "
+                     f"{fmt_ms(t['cpu_ms'])} | {fmt_ratio(r['cpu_speedup_vs_ort'])} | {fmt_ratio(r['cpu_speedup_vs_torch'])} |")
+        L.append("\n| model | peak RSS MB carve / ORT / torch | process wall s carve / ORT / torch "
+                 "| max rel err vs torch: carve | ORT |")
+        L.append("|---|---|---|---|---|")
+        for name, r in e2e.items():
+            c, o, t = r["carve"], r["ort"], r["torch"]
+            L.append(f"| {name} | {fmt_mb(c['rss_bytes'])} / {fmt_mb(o['rss_bytes'])} / {fmt_mb(t['rss_bytes'])} | "
+                     f"{c['wall_s'] or 0:.1f} / {o['wall_s'] or 0:.1f} / {t['wall_s'] or 0:.1f} | "
+                     f"{fmt_err(r['check'].get('carve_vs_torch'))} | {fmt_err(r['check'].get('ort_vs_torch'))} |")
+        diag = [(n, r) for n, r in e2e.items() if r.get("variant")]
+        if diag:
+            L.append("\nDiagnostic rows (carve with other flags, measured in the same interleaved run; see the "
+                     "closing note):\n")
+            L.append("| model | carve flags | CPU ms/run | wall ms median (min) | vs default carve (CPU) | vs ORT (CPU) |")
+            L.append("|---|---|---|---|---|---|")
+            for n, r in diag:
+                v = r["carve " + r["variant"]["flags"]]
+                L.append(f"| {n} | `{r['variant']['flags']}` | {fmt_ms(v['cpu_ms'])} | {mm(v)} | "
+                         f"{r['variant']['speedup_vs_carve']:.2f}× faster | {fmt_ratio(r['variant']['speedup_vs_ort'])} |")
         same = all(all(v == 0.0 for v in r["check"].get("torch_vs_export", {}).values()) for r in e2e.values())
         L.append(f"\nSame weights: torch rebuilds each module with make_onnx_models.py's seeds; its outputs "
                  f"{'equal' if same else 'DIFFER from'} the ones saved at export bit for bit. All three read the same "
-                 f"input .npy files; carve and ORT the same .onnx file. Process wall includes import, carve's JIT "
-                 f"compile / ORT's session build, and the {args.iters} runs.\n")
+                 f"input .npy files; carve and ORT the same .onnx file. Process wall: the whole process, i.e. "
+                 f"start-up and import, carve's JIT compile of every kernel (no disk cache) / ORT's session build / "
+                 f"torch's module construction, and the {args.iters} runs. torch's RSS includes the Python "
+                 f"interpreter and torch/torchvision/onnx imports; ORT's the interpreter, numpy and onnxruntime.\n")
         errors = {f"{n}/{fw}": r[fw]["errors"] for n, r in e2e.items() for fw in ("carve", "ort", "torch") if r[fw]["errors"]}
         if errors:
             L.append(f"Errors: {json.dumps(errors)[:1000]}\n")
@@ -417,11 +445,15 @@ def markdown(res, args):
         L.append("### Planner: arena / lower bound and plan time per strategy, MiniMalloc challenging set\n")
         L.append(f"`carve plan FILE --strategy all --time-limit {args.exact_limit}`; each cell: arena / lower bound "
                  f"(plan time). exact stops at the time limit.\n")
+        for r in list(p["minimalloc"].values()) + list(p["models"].values()):
+            for x in r.get("results", []):
+                if x["strategy"].startswith("best("):
+                    x["best_of"], x["strategy"] = x["strategy"][5:-1], "best"
         strategies = []
         for r in p["minimalloc"].values():
-            for s in r.get("results", []):
-                if s["strategy"] not in strategies:
-                    strategies.append(s["strategy"])
+            for x in r.get("results", []):
+                if x["strategy"] not in strategies:
+                    strategies.append(x["strategy"])
         L.append("| instance | buffers | lower bound | " + " | ".join(strategies) + " |")
         L.append("|---|---|---|" + "---|" * len(strategies))
         for letter, r in p["minimalloc"].items():
@@ -527,10 +559,14 @@ def main():
     ap.add_argument("--decoder-reps", type=int, default=3)
     ap.add_argument("--exact-limit", type=float, default=5.0)
     ap.add_argument("--model-list", default=",".join(MODELS))
+    ap.add_argument("--variant", action="append", default=None, metavar="MODEL:FLAGS",
+                    help="also run carve with FLAGS on MODEL (diagnostic row); default mobilenet_v2:--no-inplace")
     ap.add_argument("--skip", default="", help="comma list of: e2e,decoder,planner,gbench")
     args = ap.parse_args()
     args.carve = args.carve or os.path.join(args.build, "tools", "carve")
     args.model_list = [m for m in args.model_list.split(",") if m]
+    variants = args.variant if args.variant is not None else ["mobilenet_v2:--no-inplace"]
+    args.variants = dict(v.split(":", 1) for v in variants if ":" in v)
     skip = set(args.skip.split(","))
     work = os.path.join(args.out, "work")
     shutil.rmtree(work, ignore_errors=True)

@@ -3,7 +3,7 @@
 // (benchmarks/compare/compare.py runs the same model in PyTorch and ONNX Runtime).
 //
 //   kv_decoder_bench [--vocab N] [--d-model N] [--heads N] [--layers N] [--mlp N]
-//                    [--max-seq N] [--prompt T] [--threads N] [--reps R] [--dump DIR]
+//                    [--max-seq N] [--prompt T] [--threads N] [--reps R] [--dump DIR] [--trace FILE]
 //
 // Prints one JSON object: prefill latencies (ms, one per rep), decode tokens/s per rep
 // (greedy, from position T to max_seq - 1), the generated tokens and the compile time.
@@ -71,7 +71,7 @@ ir::Shape weight_shape(const examples::DecoderConfig& c, const std::string& name
 Status run(int argc, char** argv) {
   examples::DecoderConfig c;
   int64_t prompt_len = 8, reps = 5, threads = 1;
-  std::string dump;
+  std::string dump, trace;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return Status(ErrorCode::kInvalidArgument, fmt::format("{} needs a value", a));
@@ -87,6 +87,7 @@ Status run(int argc, char** argv) {
     else if (a == "--threads") threads = n;
     else if (a == "--reps") reps = n;
     else if (a == "--dump") dump = v;
+    else if (a == "--trace") trace = v;
     else return Status(ErrorCode::kInvalidArgument, fmt::format("unknown option {}", a));
   }
   if (prompt_len < 1 || prompt_len >= c.max_seq)
@@ -116,7 +117,9 @@ Status run(int argc, char** argv) {
     cpu = cpu_seconds();
     int64_t steps = 0;
     for (int64_t pos = prompt_len; pos + 1 < c.max_seq; ++pos, ++steps) {
-      CARVE_ASSIGN_OR_RETURN(auto logits, runner->decode(token, pos));
+      // --trace: the per-launch trace of the last rep's last step (a profile of one decode step).
+      const bool traced = !trace.empty() && r + 1 == std::max<int64_t>(reps, 1) && pos + 2 == c.max_seq;
+      CARVE_ASSIGN_OR_RETURN(auto logits, traced ? runner->decode_traced(token, pos, trace) : runner->decode(token, pos));
       if (pos == prompt_len) first_step_logits = logits;
       token = examples::argmax(logits.data(), c.vocab);
       generated.push_back(token);
