@@ -175,6 +175,21 @@ class LayerNormOp(nn.Module):
         return self.ln(x)
 
 
+class OneD(nn.Module):
+    """1-D Conv/MaxPool/AveragePool (run as height-1 2-D ops), BatchNorm1d, PReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(3, 6, 3, stride=2, padding=2, dilation=2)
+        self.dw = nn.Conv1d(6, 6, 5, padding=2, groups=6, bias=False)
+        self.bn = nn.BatchNorm1d(6)
+        self.act = nn.PReLU(6, init=0.1)
+
+    def forward(self, x):
+        y = self.act(self.bn(self.dw(self.conv(x))))
+        return F.max_pool1d(y, 3, stride=2, ceil_mode=True), F.avg_pool1d(y, 2, padding=1)
+
+
 class HardSwishOp(nn.Module):
     def forward(self, x):
         return F.hardswish(x) + F.gelu(x)
@@ -325,13 +340,19 @@ def randomize(model, seed):
     return model.eval()
 
 
-def export(model, name, inputs, opset, out_dir, input_names, output_names):
+def export(model, name, inputs, opset, out_dir, input_names, output_names, dynamic=None):
+    """Exports `model` traced on `inputs`. With `dynamic` = (dynamic_axes, test inputs) the
+    export has symbolic dims and the saved inputs/outputs are the test inputs' (another
+    shape than the traced one: carve fixes the symbolic dims from them)."""
     model.eval()
     path = os.path.join(out_dir, name + ".onnx")
     with torch.no_grad():
-        expected = model(*inputs)
         torch.onnx.export(model, tuple(inputs), path, opset_version=opset, input_names=input_names,
-                          output_names=output_names, do_constant_folding=True)
+                          output_names=output_names, do_constant_folding=True,
+                          dynamic_axes=dynamic[0] if dynamic else None)
+        if dynamic:
+            inputs = dynamic[1]
+        expected = model(*inputs)
     if not isinstance(expected, (tuple, list)):
         expected = (expected,)
     for n, t in zip(input_names, inputs):
@@ -350,6 +371,20 @@ def rand(*shape, seed=0):
 
 def ids(high, *shape, seed=0):
     return torch.randint(0, high, shape, generator=torch.Generator().manual_seed(seed), dtype=torch.long)
+
+
+def dynamic_bert(out_dir):
+    """bert_tiny exported with symbolic batch and length (Shape/Range/Concat chains stay in
+    the file), tested at batch 2, length 6."""
+    torch.manual_seed(5)
+    axes = {n: {0: "batch", 1: "length"} for n in ["ids", "segments", "mask"]}
+    axes.update({"hidden": {0: "batch", 1: "length"}, "pooled": {0: "batch"}})
+    mask = torch.ones(2, 6, dtype=torch.long)
+    mask[1, 4:] = 0
+    test = [ids(60, 2, 6, seed=34), ids(2, 2, 6, seed=35), mask]
+    traced = [ids(60, 1, 8, seed=31), ids(2, 1, 8, seed=32), torch.ones(1, 8, dtype=torch.long)]
+    return export(Bert(), "bert_dynamic", traced, 14, out_dir, ["ids", "segments", "mask"], ["hidden", "pooled"],
+                  dynamic=(axes, test))
 
 
 def small_models():
@@ -376,6 +411,7 @@ def small_models():
         ("op_trilu", TriluMask(), [rand(2, 4, 4, seed=14)], 14, ["x"], ["y"]),
         ("op_layernorm", LayerNormOp(), [rand(2, 3, 6, seed=15)], 17, ["x"], ["y"]),
         ("op_hardswish", HardSwishOp(), [rand(2, 8, seed=16) * 4], 14, ["x"], ["y"]),
+        ("op_1d", randomize(OneD(), 17), [rand(2, 3, 19, seed=18)], 13, ["x"], ["max", "avg"]),
         ("resnet_tiny", randomize(tiny_resnet(), 20), [rand(1, 3, 32, 32, seed=21)], 11, ["image"], ["logits"]),
         ("mobilenet_v2_tiny", randomize(tiny_mobilenet_v2(), 22), [rand(1, 3, 32, 32, seed=23)], 12, ["image"],
          ["logits"]),
@@ -497,21 +533,142 @@ def write_older_forms(out_dir):
                          value=numpy_helper.from_array(np.array([3.0], dtype=np.float32))),
         helper.make_node("Add", ["t", "rf"], ["a"], name="add"),
         helper.make_node("Mul", ["a", "cs"], ["y"], name="mul"),
-        helper.make_node("ReduceSum", ["y", "axes"], ["z"], keepdims=0, name="sum"),
+        helper.make_node("Cast", ["shape"], ["shape_f"], to=TensorProto.FLOAT, name="shape_float"),
+        helper.make_node("Div", ["shape_f", "three"], ["third"], name="third"),
+        helper.make_node("Floor", ["third"], ["fl"], name="floor"),
+        helper.make_node("Ceil", ["third"], ["ce"], name="ceil"),
+        helper.make_node("Add", ["fl", "ce"], ["flce"], name="add_rounded"),
+        helper.make_node("Add", ["y", "flce"], ["y2"], name="add_y"),
+        helper.make_node("ReduceSum", ["y2", "axes"], ["z"], keepdims=0, name="sum"),
         helper.make_node("Split", ["x", "sizes"], ["h0", "h1"], axis=2, name="split"),
         helper.make_node("Concat", ["h1", "h0"], ["swap"], axis=2, name="concat"),
     ]
     graph = helper.make_graph(nodes, "newer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
                               [helper.make_tensor_value_info("z", TensorProto.FLOAT, None),
                                helper.make_tensor_value_info("swap", TensorProto.FLOAT, None)],
-                              [i64("k", 1), i64("zero", 0), i64("one", 1), i64("axes", [1]), i64("sizes", [1, 3])])
+                              [i64("k", 1), i64("zero", 0), i64("one", 1), i64("axes", [1]), i64("sizes", [1, 3]),
+                               numpy_helper.from_array(np.array(3.0, dtype=np.float32), "three")])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)]),
               os.path.join(out_dir, "forms_opset15.onnx"))
     t = np.tril(x, k=1)
-    y = (t + np.arange(4, dtype=np.float32)) * 3.0
+    y = (t + np.arange(4, dtype=np.float32)) * 3.0 + (np.floor(4 / 3) + np.ceil(4 / 3))
     np.save(os.path.join(out_dir, "forms_opset15.input.x.npy"), x)
     np.save(os.path.join(out_dir, "forms_opset15.output.z.npy"), y.sum(axis=1))
     np.save(os.path.join(out_dir, "forms_opset15.output.swap.npy"), np.concatenate([x[:, :, 1:], x[:, :, :1]], axis=2))
+
+
+def write_edge_forms(out_dir):
+    """Negative axes, reversed slices, non-last Softmax, 1-D MatMul, 2-D BatchNorm, Expand,
+    Not/And/Or, Min/Max/Sum, Reciprocal, LeakyRelu (opset 13), checked against numpy."""
+    rng = np.random.default_rng(70)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    v = rng.standard_normal((4,)).astype(np.float32)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    bn = [rng.uniform(0.5, 1.5, 4).astype(np.float32), rng.standard_normal(4).astype(np.float32),
+          rng.standard_normal(4).astype(np.float32), rng.uniform(0.5, 2.0, 4).astype(np.float32)]
+    i64 = lambda name, vals: numpy_helper.from_array(np.array(vals, dtype=np.int64), name)
+    f32 = lambda name, vals: numpy_helper.from_array(np.array(vals, dtype=np.float32), name)
+    node = helper.make_node
+    nodes = [
+        node("Unsqueeze", ["x", "ax_m1_0"], ["u"]), node("Squeeze", ["u", "ax_m1"], ["s"]),
+        node("ReduceMean", ["s"], ["m"], axes=[-1], keepdims=0),
+        node("Concat", ["s", "s"], ["c"], axis=-1),
+        node("Gather", ["c", "idx"], ["g"], axis=-1), node("Flatten", ["g"], ["f"], axis=-1),
+        node("Slice", ["c", "st", "en", "ax_m1", "step"], ["r"]),
+        node("Softmax", ["c"], ["sm"], axis=1),
+        node("MatMul", ["v", "w"], ["mv"]),
+        node("BatchNormalization", ["x"] + ["bn%d" % i for i in range(4)], ["b"], epsilon=1e-3),
+        node("Expand", ["col", "shape"], ["e"]),
+        node("Greater", ["x", "zero"], ["pos"]), node("Not", ["pos"], ["neg"]),
+        node("And", ["pos", "big"], ["and"]), node("Or", ["neg", "big"], ["or"]),
+        node("Cast", ["or"], ["or_f"], to=TensorProto.FLOAT), node("Where", ["and", "x", "or_f"], ["wh"]),
+        node("Max", ["x", "b", "wh"], ["mx"]), node("Min", ["x", "b"], ["mn"]), node("Sum", ["mx", "mn", "x"], ["sum"]),
+        node("Reciprocal", ["den"], ["rc"]), node("LeakyRelu", ["x"], ["lr"], alpha=0.3),
+        node("Add", ["sum", "rc"], ["t0"]), node("Add", ["t0", "lr"], ["y"]),
+    ]
+    col = rng.standard_normal((3, 1)).astype(np.float32)
+    inits = [i64("ax_m1_0", [-1, 0]), i64("ax_m1", [-1]), i64("idx", [[0, -1]]), i64("st", [-1]),
+             i64("en", [-(2 ** 63)]), i64("step", [-3]), f32("w", w), f32("zero", 0.0), i64("shape", [2, 1, 4])] + \
+        [f32("bn%d" % i, bn[i]) for i in range(4)] + [f32("col", col)]
+    outs = ["m", "f", "r", "sm", "mv", "e", "y"]
+    graph = helper.make_graph(
+        nodes, "edges",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape), helper.make_tensor_value_info("v", TensorProto.FLOAT, v.shape),
+         helper.make_tensor_value_info("big", TensorProto.BOOL, [3, 1]), helper.make_tensor_value_info("den", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(out_dir, "forms_edges.onnx"))
+    big = np.array([[True], [False], [True]])
+    den = rng.uniform(0.5, 2.0, 4).astype(np.float32)
+    s = x[None]
+    c = np.concatenate([s, s], axis=-1)
+    g = c[..., np.array([[0, 7]])]
+    e = np.exp(c - c.max(axis=1, keepdims=True))
+    b = (x - bn[2]) / np.sqrt(bn[3] + 1e-3) * bn[0] + bn[1]
+    pos = x > 0
+    wh = np.where(pos & big, x, (~pos | big).astype(np.float32))
+    y = np.maximum(np.maximum(x, b), wh) + np.minimum(x, b) + x + 1.0 / den + np.where(x < 0, 0.3 * x, x)
+    expected = {"m": s.mean(axis=-1), "f": g.reshape(-1, 2), "r": c[..., ::-3], "sm": e / e.sum(axis=1, keepdims=True),
+                "mv": v @ w, "e": np.broadcast_to(col, (2, 3, 4)), "y": y}
+    for name, arr in [("x", x), ("v", v), ("big", big), ("den", den)]:
+        np.save(os.path.join(out_dir, f"forms_edges.input.{name}.npy"), arr)
+    for name, arr in expected.items():
+        np.save(os.path.join(out_dir, f"forms_edges.output.{name}.npy"), np.ascontiguousarray(arr, dtype=np.float32))
+
+
+def write_misc_forms(out_dir):
+    """Log, Less/LessOrEqual/GreaterOrEqual, Tile, GlobalMaxPool, LogSoftmax, ReduceMax/Min,
+    Size and Round (folded), Dropout (opset 13), checked against numpy."""
+    rng = np.random.default_rng(80)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    img = rng.standard_normal((1, 2, 3, 3)).astype(np.float32)
+    node = helper.make_node
+    f = lambda name: helper.make_node("Cast", [name], [name + "_f"], to=TensorProto.FLOAT)
+    nodes = [
+        node("Abs", ["x"], ["ax"]), node("Add", ["ax", "one"], ["ax1"]), node("Log", ["ax1"], ["lg"]),
+        node("Less", ["x", "zero"], ["lt"]), node("LessOrEqual", ["x", "zero"], ["le"]),
+        node("GreaterOrEqual", ["x", "zero"], ["ge"]), f("lt"), f("le"), f("ge"),
+        node("Size", ["x"], ["n"]), node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT), node("Div", ["nf", "five"], ["q"]),
+        node("Round", ["q"], ["rq"]),
+        node("Sum", ["lg", "lt_f", "le_f", "ge_f", "rq"], ["s0"]),
+        node("Dropout", ["s0"], ["s"], ratio=0.5),
+        node("Tile", ["s", "reps"], ["t"]),
+        node("LogSoftmax", ["t"], ["ls"], axis=-1),
+        node("ReduceMax", ["ls"], ["rmax"], axes=[1], keepdims=1),
+        node("ReduceMin", ["ls"], ["rmin"], axes=[0], keepdims=0),
+        node("GlobalMaxPool", ["img"], ["gmp"]),
+    ]
+    inits = [numpy_helper.from_array(np.array(v, dtype=np.float32), n) for n, v in [("one", 1.0), ("zero", 0.0), ("five", 5.0)]]
+    inits.append(numpy_helper.from_array(np.array([2, 1], dtype=np.int64), "reps"))
+    outs = ["rmax", "rmin", "gmp"]
+    graph = helper.make_graph(nodes, "misc", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape),
+                                              helper.make_tensor_value_info("img", TensorProto.FLOAT, img.shape)],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(out_dir, "forms_misc.onnx"))
+    s = np.log(np.abs(x) + 1) + (x < 0) + (x <= 0) + (x >= 0) + np.round(12 / 5)
+    t = np.tile(s, (2, 1))
+    ls = t - t.max(axis=-1, keepdims=True)
+    ls = ls - np.log(np.exp(ls).sum(axis=-1, keepdims=True))
+    np.save(os.path.join(out_dir, "forms_misc.input.x.npy"), x)
+    np.save(os.path.join(out_dir, "forms_misc.input.img.npy"), img)
+    for name, arr in [("rmax", ls.max(axis=1, keepdims=True)), ("rmin", ls.min(axis=0)),
+                      ("gmp", img.max(axis=(2, 3), keepdims=True))]:
+        np.save(os.path.join(out_dir, f"forms_misc.output.{name}.npy"), arr.astype(np.float32))
+
+
+def write_io_forms(out_dir):
+    """Outputs that are an input, an initializer, or aliases (Identity) of one value; a
+    symbolic batch dim (imported as 1)."""
+    nodes = [helper.make_node("Identity", ["x"], ["y"]), helper.make_node("Identity", ["c"], ["z"]),
+             helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Identity", ["r"], ["r2"])]
+    graph = helper.make_graph(nodes, "io", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ["y", "z", "r", "r2", "x"]],
+                              [numpy_helper.from_array(np.arange(3, dtype=np.float32), "c")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(out_dir, "forms_io.onnx"))
+    x = np.array([[-1, 2, -3]], dtype=np.float32)
+    np.save(os.path.join(out_dir, "forms_io.input.x.npy"), x)
+    for name, arr in [("y", x), ("z", np.arange(3, dtype=np.float32)), ("r", np.maximum(x, 0)), ("r2", np.maximum(x, 0)),
+                      ("x", x)]:
+        np.save(os.path.join(out_dir, f"forms_io.output.{name}.npy"), arr)
 
 
 def write_error_models(out_dir):
@@ -548,10 +705,14 @@ def main():
         seen.update(export(model, name, inputs, opset, out_dir, input_names, output_names))
     if args.full or args.only:
         return
+    seen.update(dynamic_bert(out_dir))
     write_external(out_dir)
     write_older_forms(out_dir)
+    write_edge_forms(out_dir)
+    write_io_forms(out_dir)
+    write_misc_forms(out_dir)
     write_error_models(out_dir)
-    names = [m[0] for m in models] + ["external_weights", "forms_opset10", "forms_opset15"]
+    names = [m[0] for m in models] + ["bert_dynamic", "external_weights", "forms_opset10", "forms_opset15", "forms_edges", "forms_io", "forms_misc"]
     with open(os.path.join(out_dir, "manifest.txt"), "w") as f:
         f.write("".join(n + "\n" for n in names))
     print("ONNX ops covered by the torch exports:", " ".join(sorted(seen)))

@@ -56,6 +56,7 @@ CARVE_ONNX_MODEL_CASES(op_embedding)
 CARVE_ONNX_MODEL_CASES(op_trilu)
 CARVE_ONNX_MODEL_CASES(op_layernorm)
 CARVE_ONNX_MODEL_CASES(op_hardswish)
+CARVE_ONNX_MODEL_CASES(op_1d)
 CARVE_ONNX_MODEL_CASES(resnet_tiny)
 CARVE_ONNX_MODEL_CASES(mobilenet_v2_tiny)
 CARVE_ONNX_MODEL_CASES(mobilenet_v3_tiny)
@@ -65,9 +66,13 @@ CARVE_ONNX_MODEL_CASES(vgg_tiny)
 CARVE_ONNX_MODEL_CASES(gpt_tiny)
 CARVE_ONNX_MODEL_CASES(gpt_tiny_14)
 CARVE_ONNX_MODEL_CASES(bert_tiny)
+CARVE_ONNX_MODEL_CASES(bert_dynamic)
 CARVE_ONNX_MODEL_CASES(external_weights)
 CARVE_ONNX_MODEL_CASES(forms_opset10)
 CARVE_ONNX_MODEL_CASES(forms_opset15)
+CARVE_ONNX_MODEL_CASES(forms_edges)
+CARVE_ONNX_MODEL_CASES(forms_io)
+CARVE_ONNX_MODEL_CASES(forms_misc)
 
 // The list above must cover manifest.txt (what the script generated), so a new model
 // cannot be committed without a test.
@@ -76,9 +81,9 @@ TEST_CASE("onnx/models/manifest_is_tested") {
   REQUIRE(manifest);
   const std::string tested =
       " op_unary op_binary op_where_equal op_conv op_batchnorm op_pools op_pools_13 op_linalg op_linalg_11"
-      " op_layout op_layout_11 op_embedding op_trilu op_layernorm op_hardswish resnet_tiny mobilenet_v2_tiny"
-      " mobilenet_v3_tiny mobilenet_v3_tiny_13 squeezenet_tiny vgg_tiny gpt_tiny gpt_tiny_14 bert_tiny"
-      " external_weights forms_opset10 forms_opset15 ";
+      " op_layout op_layout_11 op_embedding op_trilu op_layernorm op_hardswish op_1d resnet_tiny mobilenet_v2_tiny"
+      " mobilenet_v3_tiny mobilenet_v3_tiny_13 squeezenet_tiny vgg_tiny gpt_tiny gpt_tiny_14 bert_tiny bert_dynamic"
+      " external_weights forms_opset10 forms_opset15 forms_edges forms_io forms_misc ";
   int count = 0;
   for (std::string name; std::getline(manifest, name);) {
     if (name.empty()) continue;
@@ -86,5 +91,5 @@ TEST_CASE("onnx/models/manifest_is_tested") {
     INFO(name);
     CHECK(tested.find(" " + name + " ") != std::string::npos);
   }
-  CHECK(count == 27);
+  CHECK(count == 32);
 }

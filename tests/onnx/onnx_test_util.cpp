@@ -83,8 +83,24 @@ jit::HostTensor to_host(const runtime::Buffer& buffer) {
 
 std::vector<double> buffer_doubles(const runtime::Buffer& buffer) { return to_host(buffer).to_doubles(); }
 
-Result<double> reference_error(const std::string& name) {
+Result<onnx::ImportedModel> import_for_inputs(const std::string& name) {
+  // The input files fix symbolic dims (like `carve run`): import, then again with their
+  // shapes when they differ from the default (symbolic dims = 1).
   CARVE_ASSIGN_OR_RETURN(onnx::ImportedModel model, onnx::import_model_file(model_path(name)));
+  CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> inputs, read_inputs(name, model.graph));
+  onnx::ImportOptions options;
+  bool differs = false;
+  for (ir::ValueId v : input_ids(model.graph)) {
+    const runtime::Buffer& b = inputs[options.input_shapes.size()];
+    differs = differs || b.shape() != model.graph.value(v).type.shape;
+    options.input_shapes[model.graph.value(v).name] = b.shape();
+  }
+  if (!differs) return model;
+  return onnx::import_model_file(model_path(name), options);
+}
+
+Result<double> reference_error(const std::string& name) {
+  CARVE_ASSIGN_OR_RETURN(onnx::ImportedModel model, import_for_inputs(name));
   CARVE_RETURN_IF_ERROR(onnx::materialize_weights(model));
   CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> inputs, read_inputs(name, model.graph));
   CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> expected, read_expected(name, model.graph));
@@ -97,7 +113,7 @@ Result<double> reference_error(const std::string& name) {
 }
 
 Result<double> session_error(const std::string& name) {
-  CARVE_ASSIGN_OR_RETURN(onnx::ImportedModel model, onnx::import_model_file(model_path(name)));
+  CARVE_ASSIGN_OR_RETURN(onnx::ImportedModel model, import_for_inputs(name));
   CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> inputs, read_inputs(name, model.graph));
   CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> expected, read_expected(name, model.graph));
   CARVE_ASSIGN_OR_RETURN(auto session, runtime::Session::create());

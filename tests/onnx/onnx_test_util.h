@@ -29,6 +29,9 @@ Result<std::vector<runtime::Buffer>> read_expected(const std::string& name, cons
 std::vector<double> buffer_doubles(const runtime::Buffer& buffer);
 jit::HostTensor to_host(const runtime::Buffer& buffer);
 
+// Imports NAME with its symbolic dims fixed by its input files' shapes.
+Result<onnx::ImportedModel> import_for_inputs(const std::string& name);
+
 // Runs the model NAME through the reference interpreter; returns the worst relative
 // error over its outputs.
 Result<double> reference_error(const std::string& name);

@@ -31,6 +31,7 @@ Result<LoadedGraph> load_onnx_file(const std::string& path, const LoadGraphOptio
 #ifdef CARVE_HAVE_ONNX
   onnx::ImportOptions import;
   import.load_weights = options.weights;
+  import.input_shapes = options.input_shapes;
   CARVE_ASSIGN_OR_RETURN(onnx::ImportedModel model, onnx::import_model_file(path, import));
   LoadedGraph loaded;
   loaded.notes.push_back(fmt::format("onnx '{}': opset {}, producer '{}', {} ops folded at import, {} mapped weights{}",

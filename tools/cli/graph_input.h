@@ -22,6 +22,8 @@ struct LoadedGraph {
 
 struct LoadGraphOptions {
   bool weights = true;  // false: ONNX float initializers are not read (plan only)
+  // ONNX inputs' symbolic dims (e.g. a dynamic batch), from the --input .npy files.
+  std::map<std::string, ir::Shape, std::less<>> input_shapes;
 };
 
 Result<LoadedGraph> load_graph_file(const std::string& path, const LoadGraphOptions& options = {});

@@ -104,8 +104,21 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// Shapes of the readable --input files (their headers), which fix an ONNX model's
+// symbolic dims; bad arguments and files are reported later, by load_inputs.
+std::map<std::string, ir::Shape, std::less<>> input_file_shapes(const RunCommandOptions& options) {
+  std::map<std::string, ir::Shape, std::less<>> shapes;
+  auto files = parse_input_args(options.inputs);
+  if (!files.ok() || !options.graph.ends_with(".onnx")) return shapes;
+  for (const auto& [name, file] : *files)
+    if (auto b = runtime::map_npy(file); b.ok()) shapes[name] = b->shape();
+  return shapes;
+}
+
 Status run_graph(const RunCommandOptions& options, std::ostream& out) {
-  CARVE_ASSIGN_OR_RETURN(LoadedGraph loaded, load_graph_file(options.graph));
+  LoadGraphOptions load;
+  load.input_shapes = input_file_shapes(options);
+  CARVE_ASSIGN_OR_RETURN(LoadedGraph loaded, load_graph_file(options.graph, load));
   const ir::Graph& graph = loaded.graph;
   if (options.threads < 0) return Status(ErrorCode::kInvalidArgument, "--threads must be >= 0");
   if (options.sequential && options.check_hazards)

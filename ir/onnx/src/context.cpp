@@ -91,19 +91,21 @@ Result<ir::TensorType> NodeContext::input_type(int i) const {
   return t.type;
 }
 
-Result<std::vector<int64_t>> NodeContext::const_ints(int i, std::string_view what) const {
+Result<Tensor> NodeContext::known_input(int i, std::string_view what) const {
   CARVE_ASSIGN_OR_RETURN(Tensor t, input(i));
   if (!t.is_known())
     return unsupported(fmt::format("input {} ({}) must be a constant (computed from initializers and shapes only)",
                                    i, what));
+  return t;
+}
+
+Result<std::vector<int64_t>> NodeContext::const_ints(int i, std::string_view what) const {
+  CARVE_ASSIGN_OR_RETURN(Tensor t, known_input(i, what));
   return to_int64s(t);
 }
 
 Result<std::vector<double>> NodeContext::const_doubles(int i, std::string_view what) const {
-  CARVE_ASSIGN_OR_RETURN(Tensor t, input(i));
-  if (!t.is_known())
-    return unsupported(fmt::format("input {} ({}) must be a constant (computed from initializers and shapes only)",
-                                   i, what));
+  CARVE_ASSIGN_OR_RETURN(Tensor t, known_input(i, what));
   return to_doubles(t);
 }
 

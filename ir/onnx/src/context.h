@@ -119,7 +119,8 @@ class NodeContext {
   bool has_input(int i) const;
   Result<Tensor> input(int i) const;
   Result<ir::TensorType> input_type(int i) const;
-  // A known input's elements; kUnsupported "input i (what) must be a constant" otherwise.
+  // A known input (its elements); kUnsupported "input i (what) must be a constant" otherwise.
+  Result<Tensor> known_input(int i, std::string_view what) const;
   Result<std::vector<int64_t>> const_ints(int i, std::string_view what) const;
   Result<std::vector<double>> const_doubles(int i, std::string_view what) const;
   Result<double> const_scalar(int i, std::string_view what) const;

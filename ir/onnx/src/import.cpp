@@ -1,6 +1,7 @@
 // Model-level import: parse the ModelProto, check the opset, declare graph inputs and
 // initializers, lower the nodes that reach an output (in file order, which ONNX requires
 // to be topological), and mark the graph outputs.
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
@@ -58,10 +59,19 @@ Result<ir::Shape> input_shape(const ::onnx::ValueInfoProto& info, const ImportOp
   for (const auto& d : tensor.shape().dim())
     dims.push_back(d.has_dim_value() ? d.dim_value() : options.symbolic_dim);
   if (given == options.input_shapes.end()) return ir::Shape(std::move(dims));
-  if (given->second.rank() != static_cast<int>(dims.size()))
+  const ir::Shape& shape = given->second;
+  if (shape.rank() != static_cast<int>(dims.size()))
     return Status(ErrorCode::kShapeError, fmt::format("onnx input '{}': given shape {} but the model declares rank {}",
-                                                      info.name(), given->second.to_string(), dims.size()));
-  return given->second;
+                                                      info.name(), shape.to_string(), dims.size()));
+  // A given shape fixes symbolic dims only: a model's fixed dims are part of its meaning.
+  for (int i = 0; i < shape.rank(); ++i) {
+    const auto& d = tensor.shape().dim(i);
+    if (d.has_dim_value() && d.dim_value() != shape[i])
+      return Status(ErrorCode::kShapeError,
+                    fmt::format("onnx input '{}': given shape {} but the model fixes dim {} to {}", info.name(),
+                                shape.to_string(), i, d.dim_value()));
+  }
+  return shape;
 }
 
 Status declare_inputs(const ::onnx::GraphProto& graph, Context& ctx) {
@@ -85,7 +95,9 @@ Status declare_initializers(::onnx::GraphProto& graph, Context& ctx) {
                   fmt::format("onnx sparse initializer '{}' is not supported", graph.sparse_initializer(0).values().name()));
   for (auto& proto : *graph.mutable_initializer()) {
     CARVE_ASSIGN_OR_RETURN(Tensor t, detail::decode_tensor(proto, ctx, ctx.options.load_weights));
-    proto.clear_raw_data();  // decoded: free the protobuf copy now, not at the end
+    // Decoded: free protobuf's copy now, not at the end (clear() would keep the capacity).
+    std::string().swap(*proto.mutable_raw_data());
+    proto.clear_float_data();
     ctx.env[proto.name()] = std::move(t);
   }
   return Status();
@@ -146,8 +158,10 @@ Status check_output_type(const ::onnx::ValueInfoProto& info, const ir::TensorTyp
                                                     info.name(), type.to_string(), info.type().DebugString()));
 }
 
-// Marks each ONNX output, giving the graph value the output's name (an identity node
-// when the value is an input, a constant, or already another output).
+// Marks each ONNX output, giving the graph value the output's name: the value itself when
+// it already has that name (an input or constant may be an output), else the value
+// renamed, or an identity node when the value is an input, a constant or already another
+// output under its own name.
 Status mark_outputs(const ::onnx::GraphProto& graph, Context& ctx) {
   for (const auto& info : graph.output()) {
     auto it = ctx.env.find(info.name());
@@ -156,10 +170,12 @@ Status mark_outputs(const ::onnx::GraphProto& graph, Context& ctx) {
     CARVE_RETURN_IF_ERROR(check_output_type(info, it->second.type, ctx.options.input_shapes.empty()));
     CARVE_ASSIGN_OR_RETURN(ir::ValueId v, ctx.materialize(it->second));
     const ir::Value& value = ctx.builder.graph().value(v);
-    const bool reuse = value.kind == ir::ValueKind::intermediate && !ctx.builder.graph().is_output(v);
-    if (!reuse || value.name != info.name()) {
-      if (!reuse) v = ctx.builder.op1(ir::OpKind::identity, {v}, {}, ctx.unique_node_name(info.name()));
-      if (const ir::Value* other = ctx.builder.graph().find_value(info.name()); other && other->id != v)
+    const bool is_output = ctx.builder.graph().is_output(v);
+    if (value.name != info.name() || is_output) {
+      if (value.kind != ir::ValueKind::intermediate || is_output)
+        v = ctx.builder.op1(ir::OpKind::identity, {v}, {}, ctx.unique_node_name(info.name()));
+      const ir::Value* other = ctx.builder.graph().find_value(info.name());
+      if (other && other->id != v && other->kind == ir::ValueKind::intermediate)
         ctx.builder.rename(other->id, ctx.unique_value_name(info.name() + "#internal"));
       ctx.builder.rename(v, info.name());
     }
@@ -193,12 +209,12 @@ Result<ImportedModel> import_model(::onnx::ModelProto& model, const ImportOption
 
 bool is_onnx_path(std::string_view path) { return path.ends_with(".onnx"); }
 
-Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::string_view name,
-                                         const ImportOptions& options) {
-  ::onnx::ModelProto model;
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
-    return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+namespace {
+
+// Imports a ModelProto that `parsed` says was read successfully; `name` for messages.
+Result<ImportedModel> import_parsed(::onnx::ModelProto& model, bool parsed, std::string_view name,
+                                    const ImportOptions& options) {
+  if (!parsed)
     return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model (protobuf parse failed)", name));
   if (!model.has_graph())
     return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model (no graph)", name));
@@ -207,20 +223,34 @@ Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::
   return result;
 }
 
+}  // namespace
+
+Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::string_view name,
+                                         const ImportOptions& options) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
+  ::onnx::ModelProto model;
+  const bool parsed = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  return import_parsed(model, parsed, name, options);
+}
+
+// Parses straight from the file (no copy of its bytes besides protobuf's own), so the
+// peak is the protobuf message plus the weights decoded so far (each initializer's
+// protobuf bytes are freed as soon as it is decoded).
 Result<ImportedModel> import_model_file(const std::string& path, const ImportOptions& options) {
-  std::vector<std::byte> bytes;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}'", path));
+  ::onnx::ModelProto model;
+  bool parsed = false;
   {
-    std::ifstream file(path, std::ios::binary | std::ios::ate);
-    if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}'", path));
-    bytes.resize(static_cast<size_t>(file.tellg()));
-    file.seekg(0);
-    if (!file.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size())))
-      return Status(ErrorCode::kIoError, fmt::format("cannot read '{}'", path));
+    google::protobuf::io::IstreamInputStream stream(&file);
+    parsed = model.ParseFromZeroCopyStream(&stream);
   }
+  if (file.bad()) return Status(ErrorCode::kIoError, fmt::format("cannot read '{}'", path));
   ImportOptions with_dir = options;
   if (with_dir.external_data_dir.empty())
     with_dir.external_data_dir = std::filesystem::path(path).parent_path().string();
-  return import_model_bytes(bytes, path, with_dir);
+  return import_parsed(model, parsed, path, with_dir);
 }
 
 Status materialize_weights(ImportedModel& model) {

@@ -153,6 +153,33 @@ Status lower_gelu(NodeContext& n) {
   return n.set_output(0, y);
 }
 
+// PRelu(x, slope) = x < 0 ? slope * x : x (slope broadcasts to x).
+Status lower_prelu(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor slope, n.input(1));
+  Tensor zero = n.constant_doubles(x.type.dtype, {}, {0.0});
+  CARVE_ASSIGN_OR_RETURN(Tensor negative, n.op(OpKind::less, {x, zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor scaled, n.op(OpKind::mul, {x, slope}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::where, {negative, scaled, x}));
+  return n.set_output(0, y);
+}
+
+double round_half_even(double v) { return std::nearbyint(v); }
+double floor_of(double v) { return std::floor(v); }
+double ceil_of(double v) { return std::ceil(v); }
+
+// Floor, Ceil, Round appear in shape arithmetic (e.g. a size divided and rounded).
+// carve has no rounding op, so they are supported on inputs known at import only.
+template <double (*f)(double)>
+Status lower_known_rounding(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  if (!x.is_known())
+    return n.unsupported("carve has no rounding op: supported only on values computable at import (shapes, constants)");
+  std::vector<double> v = to_doubles(x);
+  for (double& d : v) d = f(d);
+  return n.set_output(0, n.constant_doubles(x.type.dtype, x.type.shape, v));
+}
+
 Status lower_identity(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   return n.set_output(0, x);
@@ -204,6 +231,10 @@ void register_elementwise_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["HardSwish"] = {lower_hard_swish, {}};
   t["LeakyRelu"] = {lower_leaky_relu, {"alpha"}};
   t["Gelu"] = {lower_gelu, {"approximate"}};
+  t["PRelu"] = {lower_prelu, {}};
+  t["Floor"] = {lower_known_rounding<floor_of>, {}};
+  t["Ceil"] = {lower_known_rounding<ceil_of>, {}};
+  t["Round"] = {lower_known_rounding<round_half_even>, {}};
   t["Identity"] = {lower_identity, {}};
   t["Dropout"] = {lower_dropout, {"ratio", "seed"}};
 }

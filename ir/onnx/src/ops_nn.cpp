@@ -19,10 +19,27 @@ struct Window {
   std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right (ONNX order too)
 };
 
-Result<std::array<int64_t, 2>> pair_attr(const NodeContext& n, std::string_view name, int64_t fallback) {
-  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> v, n.attr_ints(name, std::vector<int64_t>{fallback, fallback}));
-  if (v.size() != 2) return n.unsupported(fmt::format("attribute '{}' has {} values; carve supports 2-D only", name, v.size()));
+// A per-spatial-axis attribute as carve's 2-D pair. 1-D ops run as 2-D ops of height 1,
+// so their single value gets a leading `lead` (1 for kernel, strides, dilations).
+Result<std::array<int64_t, 2>> pair_attr(const NodeContext& n, std::string_view name, int64_t fallback, int spatial,
+                                         int64_t lead = 1) {
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> v,
+                         n.attr_ints(name, std::vector<int64_t>(static_cast<size_t>(spatial), fallback)));
+  if (static_cast<int>(v.size()) != spatial)
+    return n.invalid(fmt::format("attribute '{}' has {} values for {} spatial axes", name, v.size(), spatial));
+  if (spatial == 1) return std::array<int64_t, 2>{lead, v[0]};
   return std::array<int64_t, 2>{v[0], v[1]};
+}
+
+// Conv and pools on [N, C, L] run on [N, C, 1, L]: lift the input (and a 1-D kernel).
+Result<Tensor> lift_1d(NodeContext& n, const Tensor& t) {
+  if (t.type.shape.rank() != 3) return t;
+  return n.op(OpKind::unsqueeze, {t}, {{"axes", std::vector<int64_t>{2}}});
+}
+
+Result<Tensor> lower_1d(NodeContext& n, const Tensor& y, bool lifted) {
+  if (!lifted) return y;
+  return n.op(OpKind::squeeze, {y}, {{"axes", std::vector<int64_t>{2}}});
 }
 
 // auto_pad SAME_*: pad so that out = ceil(in / stride); the odd element goes at the end
@@ -46,29 +63,44 @@ Status resolve_auto_pad(const NodeContext& n, const ir::Shape& x, Window& w) {
   return Status();
 }
 
-Result<Window> read_window(const NodeContext& n, const ir::Shape& x, std::array<int64_t, 2> kernel) {
-  if (x.rank() != 4) return n.unsupported(fmt::format("input of rank {}; carve supports 2-D (NCHW) only", x.rank()));
+// `x` is the (lifted) 4-D input, `spatial` the ONNX op's spatial rank (1 or 2), `kernel`
+// the weights' window ({0, 0} for pools).
+Result<Window> read_window(const NodeContext& n, const ir::Shape& x, std::array<int64_t, 2> kernel, int spatial) {
   Window w;
-  CARVE_ASSIGN_OR_RETURN(w.kernel, pair_attr(n, "kernel_shape", 0));
-  if (w.kernel[0] == 0) w.kernel = kernel;  // Conv may omit kernel_shape (from the weights)
-  if (w.kernel != kernel && kernel[0] != 0)
+  CARVE_ASSIGN_OR_RETURN(w.kernel, pair_attr(n, "kernel_shape", 0, spatial));
+  if (w.kernel[1] == 0) w.kernel = kernel;  // Conv may omit kernel_shape (from the weights)
+  if (w.kernel != kernel && kernel[1] != 0)
     return n.invalid(fmt::format("kernel_shape [{},{}] differs from the weights' [{},{}]", w.kernel[0], w.kernel[1],
                                  kernel[0], kernel[1]));
-  CARVE_ASSIGN_OR_RETURN(w.strides, pair_attr(n, "strides", 1));
-  CARVE_ASSIGN_OR_RETURN(w.dilations, pair_attr(n, "dilations", 1));
-  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> pads, n.attr_ints("pads", std::vector<int64_t>{0, 0, 0, 0}));
-  if (pads.size() != 4) return n.unsupported(fmt::format("attribute 'pads' has {} values; expected 4", pads.size()));
+  CARVE_ASSIGN_OR_RETURN(w.strides, pair_attr(n, "strides", 1, spatial));
+  CARVE_ASSIGN_OR_RETURN(w.dilations, pair_attr(n, "dilations", 1, spatial));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> pads,
+                         n.attr_ints("pads", std::vector<int64_t>(static_cast<size_t>(2 * spatial), 0)));
+  if (static_cast<int>(pads.size()) != 2 * spatial)
+    return n.invalid(fmt::format("attribute 'pads' has {} values for {} spatial axes", pads.size(), spatial));
+  if (spatial == 1) pads = {0, pads[0], 0, pads[1]};
   std::copy(pads.begin(), pads.end(), w.pads.begin());
   CARVE_RETURN_IF_ERROR(resolve_auto_pad(n, x, w));
   return w;
 }
 
+// The ONNX op's spatial rank (1 or 2) from its input; 3-D and up are not supported.
+Result<int> spatial_rank(const NodeContext& n, const Tensor& x, std::string_view what) {
+  const int rank = x.type.shape.rank();
+  if (rank != 3 && rank != 4)
+    return n.unsupported(fmt::format("{} of rank {}; carve supports 1-D and 2-D (NCL, NCHW) only", what, rank));
+  return rank - 2;
+}
+
 Status lower_conv(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(Tensor weight, n.input(1));
-  if (weight.type.shape.rank() != 4)
-    return n.unsupported(fmt::format("weights of rank {}; carve supports 2-D convolution only", weight.type.shape.rank()));
-  CARVE_ASSIGN_OR_RETURN(Window w, read_window(n, x.type.shape, {weight.type.shape[2], weight.type.shape[3]}));
+  CARVE_ASSIGN_OR_RETURN(int spatial, spatial_rank(n, weight, "weights"));
+  if (x.type.shape.rank() != weight.type.shape.rank())
+    return n.invalid(fmt::format("input of rank {} with weights of rank {}", x.type.shape.rank(), weight.type.shape.rank()));
+  CARVE_ASSIGN_OR_RETURN(x, lift_1d(n, x));
+  CARVE_ASSIGN_OR_RETURN(weight, lift_1d(n, weight));
+  CARVE_ASSIGN_OR_RETURN(Window w, read_window(n, x.type.shape, {weight.type.shape[2], weight.type.shape[3]}, spatial));
   CARVE_ASSIGN_OR_RETURN(int64_t groups, n.attr_int("group", 1));
   std::vector<Tensor> in{x, weight};
   if (n.has_input(2)) {
@@ -80,6 +112,7 @@ Status lower_conv(NodeContext& n) {
                   {"pads", std::vector<int64_t>(w.pads.begin(), w.pads.end())},
                   {"dilations", std::vector<int64_t>(w.dilations.begin(), w.dilations.end())}};
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::conv2d, in, std::move(attrs)));
+  CARVE_ASSIGN_OR_RETURN(y, lower_1d(n, y, spatial == 1));
   return n.set_output(0, y);
 }
 
@@ -87,7 +120,9 @@ template <OpKind kind>
 Status lower_pool(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   if (n.output_used(1)) return n.unsupported("the Indices output is not supported");
-  CARVE_ASSIGN_OR_RETURN(Window w, read_window(n, x.type.shape, {0, 0}));
+  CARVE_ASSIGN_OR_RETURN(int spatial, spatial_rank(n, x, "input"));
+  CARVE_ASSIGN_OR_RETURN(x, lift_1d(n, x));
+  CARVE_ASSIGN_OR_RETURN(Window w, read_window(n, x.type.shape, {0, 0}, spatial));
   if (w.kernel[0] <= 0 || w.kernel[1] <= 0) return n.invalid("attribute 'kernel_shape' is required");
   if (w.dilations != std::array<int64_t, 2>{1, 1}) return n.unsupported("dilations other than 1");
   CARVE_ASSIGN_OR_RETURN(int64_t storage_order, n.attr_int("storage_order", 0));
@@ -102,6 +137,7 @@ Status lower_pool(NodeContext& n) {
     attrs["count_include_pad"] = include;
   }
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(kind, {x}, std::move(attrs)));
+  CARVE_ASSIGN_OR_RETURN(y, lower_1d(n, y, spatial == 1));
   return n.set_output(0, y);
 }
 

@@ -148,7 +148,10 @@ Result<Tensor> decode_tensor(const TensorProto& proto, Context& ctx, bool load_d
   ir::TensorType type{*dtype, std::move(shape)};
   Status valid = type.validate();
   if (!valid.ok()) return tensor_error(ErrorCode::kParseError, proto, valid.message());
-  if (!load_data && ir::is_float(*dtype)) {
+  // Without weights, small float tensors are still read: scalars such as a LayerNorm
+  // exponent or a scale can feed shape arithmetic; they are structure, not weights.
+  constexpr int64_t kAlwaysLoadedElements = 64;
+  if (!load_data && ir::is_float(*dtype) && *type.shape.num_elements() > kAlwaysLoadedElements) {
     auto data = std::make_shared<Data>();
     data->name = proto.name();
     data->known = false;

@@ -19,9 +19,25 @@
 //    and left out of the graph's data: ImportedModel::mapped_weights binds them by value
 //    name (CompileOptions::constants), so they are never copied. A mapping whose offset
 //    is not aligned to its element size is copied into the graph instead.
-//  - load_weights = false (`carve plan --no-weights`): float initializers become
-//    constants without data (enough to plan memory); integer initializers are still read
-//    because shapes are computed from them.
+//  - Operators (default domain; each also under the opset forms 7-18 that move
+//    attributes to inputs: Clip min/max, Pad pads, Split split, Squeeze/Unsqueeze/Reduce*
+//    axes, Slice starts/ends/axes/steps; such size inputs must be known at import):
+//      elementwise  Relu Sigmoid Tanh Sqrt Erf Exp Log Neg Abs Reciprocal Add Sub Mul Div
+//                   Pow Max Min Sum Equal Less LessOrEqual Greater GreaterOrEqual Not And
+//                   Or Where Cast Clip HardSigmoid HardSwish LeakyRelu PRelu Gelu(exact)
+//                   Identity Dropout(inference)
+//      nn           Conv MaxPool AveragePool (1-D and 2-D; no pool dilations)
+//                   GlobalAveragePool GlobalMaxPool BatchNormalization Gemm MatMul Softmax
+//                   LogSoftmax LayerNormalization ReduceMean ReduceSum ReduceMax ReduceMin
+//      layout       Reshape Flatten Squeeze Unsqueeze Transpose Concat Split Slice Expand
+//                   Tile Pad(constant mode) Gather Trilu
+//      at import    Constant ConstantOfShape Shape Size Range, and Floor Ceil Round on
+//                   known values only
+//    Anything else, or an attribute a lowering does not read, is kUnsupported naming the
+//    node: the importer never guesses.
+//  - load_weights = false (`carve plan --no-weights`): float initializers of more than
+//    64 elements become constants without data (enough to plan memory); integer and small
+//    float initializers are still read because shapes may be computed from them.
 //
 // Errors (Status, never exceptions; messages name the ONNX node as
 // "onnx node 'NAME' (OpType)" and say what is missing):
@@ -47,9 +63,10 @@
 namespace carve::onnx {
 
 struct ImportOptions {
-  // false: float initializers carry no data (plan the model from its structure alone).
+  // false: float initializers over 64 elements carry no data (plan from the structure).
   bool load_weights = true;
-  // Shapes for graph inputs by name (replace the declared shape; must have its rank).
+  // Shapes for graph inputs by name: they fix the symbolic/unknown dims and must agree
+  // with the declared rank and fixed dims (kShapeError otherwise).
   std::map<std::string, ir::Shape, std::less<>> input_shapes;
   // Size of a symbolic or unknown input dim not fixed by input_shapes.
   int64_t symbolic_dim = 1;
