@@ -524,7 +524,7 @@ def markdown(res, args):
             if a and mc:
                 ga, gm = a.get("bytes_per_second", 0) / 1e9, mc.get("bytes_per_second", 0) / 1e9
                 L.append(f"| {n // 1024 if n < 1e6 else n // 2 ** 20} {'KiB' if n < 1e6 else 'MiB'} per array | "
-                         f"{ga:.1f} | {gm:.1f} | {ga / gm:.2f} |")
+                         f"{ga:.1f} | {gm:.1f} | {fmt_ratio(ga / gm)} |")
     jm = g.get("bench_jit_matmul", {})
     if jm and "error" not in jm:
         L.append("\n### f32 matmul vs OpenBLAS, single thread (bench_jit_matmul, GFLOP/s from CPU time)\n")
