@@ -38,6 +38,10 @@ class DecoderModel {
   // Cache handle names, in layer order: k0, v0, k1, v1, ...
   std::vector<std::string> cache_names() const;
 
+  // The seeded weights, name -> row-major values (shapes as in build(): matrices are
+  // [in, out], used as x @ W), so peers (benchmarks/compare) can run the same model.
+  const std::vector<std::pair<std::string, std::vector<float>>>& weights() const { return weights_; }
+
  private:
   struct Weights;
   Result<ir::Graph> build(int64_t tokens, bool write_cache, bool decode) const;

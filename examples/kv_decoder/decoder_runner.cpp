@@ -53,6 +53,10 @@ Result<std::vector<float>> DecoderRunner::prefill(const std::vector<int64_t>& pr
 }
 
 Result<std::vector<float>> DecoderRunner::decode(int64_t token, int64_t pos) {
+  return decode_traced(token, pos, "");
+}
+
+Result<std::vector<float>> DecoderRunner::decode_traced(int64_t token, int64_t pos, const std::string& trace_path) {
   if (pos < 0 || pos >= model_->config().max_seq)
     return Status(ErrorCode::kOutOfBounds, fmt::format("position {} is outside the cache [0, {})", pos,
                                                        model_->config().max_seq));
@@ -60,7 +64,11 @@ Result<std::vector<float>> DecoderRunner::decode(int64_t token, int64_t pos) {
   CARVE_ASSIGN_OR_RETURN(runtime::Buffer position, i64_buffer({pos}, {}));
   // Inputs in CompiledProgram::input_names() order: tokens, pos.
   std::vector<runtime::Buffer> inputs{tokens, position};
-  CARVE_ASSIGN_OR_RETURN(auto outputs, decode_->run(inputs));
+  runtime::RunOptions options;
+  options.record_trace = !trace_path.empty();
+  runtime::RunRecord record;
+  CARVE_ASSIGN_OR_RETURN(auto outputs, decode_->run(inputs, options, &record));
+  if (!trace_path.empty()) CARVE_RETURN_IF_ERROR(decode_->write_trace(trace_path, record));
   return floats(outputs.at(0));
 }
 

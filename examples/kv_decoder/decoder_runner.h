@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "carve/runtime/session.h"
@@ -19,6 +20,8 @@ class DecoderRunner {
   Result<std::vector<float>> prefill(const std::vector<int64_t>& prompt);
   // Appends `token` at position `pos`; returns its logits [vocab].
   Result<std::vector<float>> decode(int64_t token, int64_t pos);
+  // decode() that also writes the per-launch trace of the step (chrome://tracing JSON).
+  Result<std::vector<float>> decode_traced(int64_t token, int64_t pos, const std::string& trace_path);
 
  private:
   DecoderRunner() = default;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <ctime>
 #include <map>
 #include <random>
 
@@ -96,6 +97,13 @@ Result<std::vector<runtime::Buffer>> load_inputs(const runtime::CompiledProgram&
   return inputs;
 }
 
+// CPU seconds of the whole process, all threads (benchmarks on a shared machine).
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 // Shapes of the readable --input files (their headers), which fix an ONNX model's
 // symbolic dims; bad arguments and files are reported later, by load_inputs.
 std::map<std::string, ir::Shape, std::less<>> input_file_shapes(const RunCommandOptions& options) {
@@ -153,13 +161,15 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out) {
   // A dropped edge races only if the two tasks overlap in time: hold each task 2 ms.
   if (!options.drop_edges.empty()) run_options.stretch_us = 2000;
   runtime::RunRecord record;
-  std::vector<double> latencies;
+  std::vector<double> latencies, cpu_times;  // wall, and CPU time of the whole process
   std::vector<runtime::Buffer> outputs;
   size_t hazards = 0;
   for (int i = 0; i < std::max(options.iters, 1); ++i) {
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = process_cpu_seconds();
     CARVE_ASSIGN_OR_RETURN(outputs, program->run(inputs, run_options, &record));
     latencies.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    cpu_times.push_back(process_cpu_seconds() - cpu_start);
     for (const runtime::Hazard& h : record.hazards) fmt::print(out, "hazard: {}\n", h.to_string());
     hazards += record.hazards.size();
   }
@@ -168,6 +178,9 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out) {
              record.parallel ? fmt::format("in parallel on {} threads", record.threads)
                              : fmt::format("sequentially ({})", record.fallback_reason),
              latencies.front() * 1e3, latencies[latencies.size() / 2] * 1e3);
+  std::sort(cpu_times.begin(), cpu_times.end());
+  fmt::print(out, "process CPU time per run: min {:.3f} ms, median {:.3f} ms\n", cpu_times.front() * 1e3,
+             cpu_times[cpu_times.size() / 2] * 1e3);
   if (options.check_hazards) fmt::print(out, "hazard check: {} race(s)\n", hazards);
   if (!options.trace.empty()) {
     CARVE_RETURN_IF_ERROR(program->write_trace(options.trace, record));
