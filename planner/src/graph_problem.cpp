@@ -79,13 +79,13 @@ Result<NodeSpan> node_spans(const ir::Graph& graph, std::span<const ir::NodeId> 
   return span;
 }
 
-// In place over `in` inside a fusion group: every reader of `in` in the group is
-// elementwise and produces `in`'s shape (see the header).
+// In place over `in` inside a fusion group: the group is all elementwise and every
+// reader of `in` in it produces `in`'s shape (see the header).
 bool group_reads_elementwise(const ir::Graph& graph, const NodeSpan& span, int32_t group, ValueId in) {
   for (const ir::Node& node : graph.nodes) {
     if (span.group[static_cast<size_t>(node.id)] != group) continue;
-    if (std::find(node.inputs.begin(), node.inputs.end(), in) == node.inputs.end()) continue;
     if (!ir::is_elementwise(node.op)) return false;
+    if (std::find(node.inputs.begin(), node.inputs.end(), in) == node.inputs.end()) continue;
     for (ValueId out : node.outputs)
       if (graph.value(out).type.shape != graph.value(in).type.shape) return false;
   }

@@ -239,3 +239,28 @@ TEST_CASE("planner/graph/fused groups are checked") {
   options.fused_groups = {{0, 7}};
   CHECK(planner::build_graph_problem(*g, *order, options).status().code() == ErrorCode::kInvalidArgument);
 }
+
+TEST_CASE("planner/graph/no in place over a residual inside a matmul epilogue group") {
+  // y = add(matmul(a, w), r) fused: r is read only by the elementwise epilogue with y's
+  // shape, but the kernel accumulates K blocks in its output, so y must not take r's bytes.
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::f32, {8, 8});
+  auto w = b.input("w", DType::f32, {8, 8});
+  auto a = b.rename(b.exp(x), "a");
+  auto r = b.rename(b.tanh(x), "r");
+  auto mm = b.matmul(a, w);
+  auto y = b.rename(b.add(mm, r), "y");
+  b.output(b.rename(b.neg(y), "out"));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  planner::GraphPlanOptions options;
+  options.unstored.assign(static_cast<size_t>(g->num_values()), false);
+  options.unstored[static_cast<size_t>(mm)] = true;
+  options.fused_groups = {{g->value(mm).producer, g->value(y).producer}};
+  auto p = plan_graph(*g, options);
+  CHECK_FALSE(placement(p, *g, "y").is_inplace);
+  CHECK(placement(p, *g, "y").buffer != placement(p, *g, "r").buffer);
+  // Unfused, the add may take over r.
+  planner::GraphPlanOptions plain;
+  CHECK(plan_graph(*g, plain).values[static_cast<size_t>(y)].is_inplace);
+}

@@ -11,11 +11,12 @@
 //    offset 0, and is not a graph input, output or constant (GraphPlanOptions::inplace).
 //  - Fused kernels (GraphPlanOptions::fused_groups) run all their nodes at once: every
 //    value a group produces is live from the group's first step, every value it reads
-//    until its last step. In place inside a group needs more than the per-node rule: each
-//    of the input's readers in the group must be elementwise with an output of the
-//    input's shape, so a kernel tile reads exactly the elements it overwrites (a matmul
+//    until its last step. In place inside a group needs more than the per-node rule: the
+//    group must be all elementwise and each of the input's readers in it must produce
+//    the input's shape, so a kernel reads exactly the elements it overwrites (a matmul
 //    reading the input, or broadcasting it, would read bytes another element's write
-//    already replaced).
+//    already replaced; and a matmul/conv epilogue over its own residual would stop the
+//    kernel from accumulating K blocks in the output).
 //  - Graph inputs, constants (weights), graph outputs and handle reads are not in the
 //    arena by default (caller memory / weights / handle region); plan_inputs and
 //    plan_outputs put inputs/outputs in the arena (inputs live from step 0, outputs to the end).

@@ -80,10 +80,6 @@ struct CompileOptions {
   bool parallel_safe = false;            // no byte sharing between DAG-unordered buffers
   double plan_time_limit_seconds = 10.0;
   std::vector<std::shared_ptr<BufferHandle>> handles{};  // bound by name to graph handles
-  // Bytes for graph constants that carry no data, by value name, used in place (never
-  // copied; the program keeps them alive), e.g. the mmapped external-data weights of an
-  // ONNX import. Each must have the constant's dtype and shape (kTypeMismatch/kShapeError).
-  std::map<std::string, Buffer> constants;
   // Execution. sequential = one launch after another in program order (the DAG is still
   // built, for statistics and the hazard checker). schedule.threads 0 = the session's.
   bool sequential = false;
