@@ -46,9 +46,24 @@ Status lower_variadic(NodeContext& n) {
   return n.set_output(0, acc);
 }
 
+// x^2 with a constant scalar exponent (what exporters emit for LayerNorm's variance):
+// x * x, bit-identical for f32/f64 (pow computes x*x exactly in double, then rounds once),
+// and one multiply instead of a libm pow per element.
+bool is_constant_square(const Tensor& base, const Tensor& exponent) {
+  if (!exponent.is_known() || base.is_known() || !ir::is_float(base.type.dtype)) return false;
+  if (base.type.dtype != ir::DType::f32 && base.type.dtype != ir::DType::f64) return false;
+  if (exponent.type.shape.rank() > base.type.shape.rank()) return false;  // would broadcast up
+  const std::vector<double> values = to_doubles(exponent);
+  return values.size() == 1 && values[0] == 2.0;
+}
+
 // Pow's exponent may have another dtype than the base: convert it to the base's.
 Status lower_pow(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs(n, 2));
+  if (is_constant_square(in[0], in[1])) {
+    CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::mul, {in[0], in[0]}));
+    return n.set_output(0, y);
+  }
   if (in[1].type.dtype != in[0].type.dtype) {
     CARVE_ASSIGN_OR_RETURN(in[1], n.op(OpKind::cast, {in[1]}, {{"to", ir::dtype_name(in[0].type.dtype)}}));
   }
