@@ -57,20 +57,14 @@ class FloorSearch {
   }
 
   Outcome run(std::vector<int64_t>* offsets) {
-    std::vector<int> all(p_.n());
-    std::iota(all.begin(), all.end(), 0);
-    std::sort(all.begin(), all.end(), [&](int a, int b) {
-      return p_.s0[a] != p_.s0[b] ? p_.s0[a] < p_.s0[b] : a < b;
-    });
-    if (dfs(all, 0)) {
+    if (dfs(items_by_start(p_), 0)) {
       *offsets = offset_;
       return Outcome::kFound;
     }
-    if (!timed_out_) return Outcome::kInfeasible;
-    return hit_node_limit_ ? Outcome::kNodeLimit : Outcome::kTimeout;
+    return budget_.failure();
   }
 
-  int64_t nodes() const { return nodes_; }
+  int64_t nodes() const { return budget_.nodes(); }
 
  private:
   struct Scratch {
@@ -104,11 +98,6 @@ class FloorSearch {
     for (int s = p_.s0[b]; s < p_.s1[b]; ++s) set_floor(s, at + p_.size[b]);
   }
 
-  bool out_of_time() {
-    if ((++nodes_ & 63) == 0 && Clock::now() >= lim_.deadline) timed_out_ = true;
-    if (nodes_ > lim_.node_limit) timed_out_ = hit_node_limit_ = true;
-    return timed_out_;
-  }
 
   // Computes lb for comp, sorts it into sc.order, checks the per-item and per-section
   // bounds and raises floors to the lowest lb in each section; fills usum_ / slack_
@@ -223,7 +212,7 @@ class FloorSearch {
     sc.fail_keys.clear();
     auto fail = [&]() {
       undo_to(fmark, pmark);
-      if (!timed_out_ && cache_ != nullptr) {
+      if (!budget_.stopped() && cache_ != nullptr) {
         for (const auto& [a, b] : sc.fail_keys) cache_->insert(a, b);
       }
       return false;
@@ -235,7 +224,7 @@ class FloorSearch {
     }
 
     for (bool first = true;; first = false) {
-      if (out_of_time()) return fail();
+      if (budget_.spend()) return fail();
       if (!infer(comp, lo, hi, sc)) return fail();
       if (comp.size() == 1) {
         place(comp[0], lb_[comp[0]]);
@@ -294,7 +283,7 @@ class FloorSearch {
         place(b, f);
         if (dfs(sc.child, depth + 1)) return true;
         undo_to(fm, pm);
-        if (timed_out_) return fail();
+        if (budget_.stopped()) return fail();
       }
       if (level == kInf || level + used > cap_) return fail();
       // Children used deeper scratch only; lb_ of comp is recomputed by infer().
@@ -351,11 +340,9 @@ class FloorSearch {
   std::vector<int> ptrail_;
   std::vector<Scratch> scratch_;
   std::vector<std::pair<int64_t, std::pair<size_t, size_t>>> parts_;
-  int64_t nodes_ = 0;
+  SearchBudget budget_{lim_};
   // (lb << 20 | rank) sorts when every lb that passes the capacity check is < 2^43.
   const bool packed_keys_ = cap_ < (int64_t{1} << 43) && p_.n() < (1 << 20);
-  bool hit_node_limit_ = false;
-  bool timed_out_ = false;
 };
 
 }  // namespace

@@ -131,6 +131,36 @@ struct SearchLimits {
   int64_t node_limit = 0;  // nodes before kNodeLimit
 };
 
+// Node and deadline accounting shared by both searches. stopped() means "stopped early"
+// (deadline or node limit): failures seen after it are not proofs.
+class SearchBudget {
+ public:
+  explicit SearchBudget(const SearchLimits& lim) : deadline_(lim.deadline), node_limit_(lim.node_limit) {}
+  // Counts one node; true once stopped (the clock is read every 64 nodes).
+  bool spend() {
+    if ((++nodes_ & 63) == 0 && Clock::now() >= deadline_) stopped_ = true;
+    if (nodes_ > node_limit_) stopped_ = hit_node_limit_ = true;
+    return stopped_;
+  }
+  bool stopped() const { return stopped_; }
+  int64_t nodes() const { return nodes_; }
+  // The outcome of a search that found no plan.
+  Outcome failure() const {
+    if (!stopped_) return Outcome::kInfeasible;
+    return hit_node_limit_ ? Outcome::kNodeLimit : Outcome::kTimeout;
+  }
+
+ private:
+  const Clock::time_point deadline_;
+  const int64_t node_limit_;
+  int64_t nodes_ = 0;
+  bool hit_node_limit_ = false;
+  bool stopped_ = false;
+};
+
+// Every item, by start section (ties: index): the order both searches start from.
+std::vector<int> items_by_start(const Prepared& p);
+
 // Both searches: kFound fills *offsets (per item); kInfeasible is a proof; `cache` may
 // be null; *nodes is increased by the nodes searched.
 // Which section of lowest floor the floor search branches at (ties: leftmost):

@@ -52,10 +52,8 @@ namespace {
 
 class Search {
  public:
-  Search(const Prepared& p, const ExactOptions& opt, int64_t capacity,
-         Clock::time_point deadline, int64_t node_limit, FailCache* cache, uint64_t salt)
-      : p_(p), opt_(opt), cap_(capacity), deadline_(deadline), node_limit_(node_limit),
-        cache_(cache), salt_(salt) {
+  Search(const Prepared& p, const ExactOptions& opt, const SearchLimits& lim, FailCache* cache, uint64_t salt)
+      : p_(p), opt_(opt), cap_(lim.capacity), budget_(lim), cache_(cache), salt_(salt) {
     const int n = p.n();
     cand_.assign(n, 0);
     eff_.assign(n, 0);
@@ -75,22 +73,14 @@ class Search {
   }
 
   Outcome run(std::vector<int64_t>* offsets) {
-    const int n = p_.n();
-    std::vector<int> all(n);
-    std::iota(all.begin(), all.end(), 0);
-    std::sort(all.begin(), all.end(), [&](int a, int b) {
-      return p_.s0[a] != p_.s0[b] ? p_.s0[a] < p_.s0[b] : a < b;
-    });
-    const bool ok = dfs(all, kNoLast, -1, 0);
-    if (ok) {
+    if (dfs(items_by_start(p_), kNoLast, -1, 0)) {
       *offsets = offset_;
       return Outcome::kFound;
     }
-    if (!timed_out_) return Outcome::kInfeasible;
-    return hit_node_limit_ ? Outcome::kNodeLimit : Outcome::kTimeout;
+    return budget_.failure();
   }
 
-  int64_t nodes() const { return nodes_; }
+  int64_t nodes() const { return budget_.nodes(); }
 
  private:
   struct Scratch {
@@ -178,14 +168,6 @@ class Search {
     return r;
   }
 
-  // timed_out_ means "stopped early" (deadline or node limit); failures seen after it
-  // are not proofs.
-  bool out_of_time() {
-    if ((++nodes_ & 63) == 0 && Clock::now() >= deadline_) timed_out_ = true;
-    if (nodes_ > node_limit_) timed_out_ = hit_node_limit_ = true;
-    return timed_out_;
-  }
-
   // Places every item of `comp` (unplaced, sorted by s0, connected or not) so that the
   // sequence continues canonically after (last, last_rank). On false, state is as on
   // entry.
@@ -197,14 +179,14 @@ class Search {
       const uint64_t k1 = h1_ ^ salt, k2 = h2_ ^ mix64(salt);
       if (cache_->contains(k1, k2)) return false;
       const bool ok = dfs_impl(comp, last, last_rank, depth);
-      if (!ok && !timed_out_) cache_->insert(k1, k2);
+      if (!ok && !budget_.stopped()) cache_->insert(k1, k2);
       return ok;
     }
     return dfs_impl(comp, last, last_rank, depth);
   }
 
   bool dfs_impl(std::span<const int> comp, int64_t last, int last_rank, int depth) {
-    if (out_of_time()) return false;
+    if (budget_.spend()) return false;
     const size_t mark = trail_.size();
 
     // Per-item bounds.
@@ -379,7 +361,7 @@ class Search {
       place(b, at);
       if (dfs(sc.child, at, p_.rank[b], depth + 1)) return true;
       undo_to(mark);
-      if (timed_out_) return false;
+      if (budget_.stopped()) return false;
     }
     return false;
   }
@@ -387,7 +369,7 @@ class Search {
   const Prepared& p_;
   const ExactOptions& opt_;
   const int64_t cap_;
-  const Clock::time_point deadline_;
+  SearchBudget budget_;
   std::vector<int64_t> cand_, eff_, offset_;
   std::vector<char> placed_, open_;
   std::vector<int> unplaced_deg_;
@@ -399,20 +381,16 @@ class Search {
   bool use_positions_ = false;
   SectionPositions positions_;
   std::vector<std::pair<size_t, size_t>> parts_;
-  const int64_t node_limit_;
   FailCache* const cache_;
   const uint64_t salt_;
-  int64_t nodes_ = 0;
   uint64_t h1_ = 0, h2_ = 0;
-  bool hit_node_limit_ = false;
-  bool timed_out_ = false;
 };
 }  // namespace
 
 Outcome offset_search(const Prepared& p, const ExactOptions& opt, const SearchLimits& lim,
                       FailCache* cache, uint64_t salt, std::vector<int64_t>* offsets,
                       int64_t* nodes) {
-  Search search(p, opt, lim.capacity, lim.deadline, lim.node_limit, cache, salt);
+  Search search(p, opt, lim, cache, salt);
   const Outcome out = search.run(offsets);
   *nodes += search.nodes();
   return out;

@@ -12,6 +12,14 @@ constexpr size_t kMaxConflictPairs = size_t{64} << 20;
 
 }  // namespace
 
+std::vector<int> items_by_start(const Prepared& p) {
+  std::vector<int> items(static_cast<size_t>(p.n()));
+  std::iota(items.begin(), items.end(), 0);
+  std::sort(items.begin(), items.end(),
+            [&](int a, int b) { return p.s0[a] != p.s0[b] ? p.s0[a] < p.s0[b] : a < b; });
+  return items;
+}
+
 Prepared prepare(const Problem& problem) {
   Prepared p;
   const auto& bufs = problem.buffers;

@@ -50,12 +50,14 @@ Placement own_placement(const ir::Graph& graph, const ir::Node* producer, ValueI
 struct NodeSpan {
   std::vector<int64_t> first, last;
   std::vector<int32_t> group;  // fused_groups index, -1 for none
+  std::vector<bool> group_elementwise;  // per fused group: every node elementwise
 };
 
 Result<NodeSpan> node_spans(const ir::Graph& graph, std::span<const ir::NodeId> order,
                             const GraphPlanOptions& options) {
   const auto n = static_cast<size_t>(graph.num_nodes());
-  NodeSpan span{std::vector<int64_t>(n), std::vector<int64_t>(n), std::vector<int32_t>(n, -1)};
+  NodeSpan span{std::vector<int64_t>(n), std::vector<int64_t>(n), std::vector<int32_t>(n, -1),
+                std::vector<bool>(options.fused_groups.size(), true)};
   for (size_t step = 0; step < order.size(); ++step) {
     span.first[static_cast<size_t>(order[step])] = static_cast<int64_t>(step);
     span.last[static_cast<size_t>(order[step])] = static_cast<int64_t>(step);
@@ -68,6 +70,7 @@ Result<NodeSpan> node_spans(const ir::Graph& graph, std::span<const ir::NodeId> 
         return Status(ErrorCode::kInvalidArgument,
                       fmt::format("fused group {} holds node #{}: unknown or already in a group", g, id));
       span.group[static_cast<size_t>(id)] = static_cast<int32_t>(g);
+      if (!ir::is_elementwise(graph.node(id).op)) span.group_elementwise[g] = false;
       first = std::min(first, span.first[static_cast<size_t>(id)]);
       last = std::max(last, span.last[static_cast<size_t>(id)]);
     }
@@ -81,10 +84,12 @@ Result<NodeSpan> node_spans(const ir::Graph& graph, std::span<const ir::NodeId> 
 
 // In place over `in` inside a fusion group: the group is all elementwise and every
 // reader of `in` in it produces `in`'s shape (see the header).
-bool group_reads_elementwise(const ir::Graph& graph, const NodeSpan& span, int32_t group, ValueId in) {
-  for (const ir::Node& node : graph.nodes) {
-    if (span.group[static_cast<size_t>(node.id)] != group) continue;
-    if (!ir::is_elementwise(node.op)) return false;
+bool group_reads_elementwise(const ir::Graph& graph, const GraphPlanOptions& options, const NodeSpan& span,
+                             int32_t group, ValueId in) {
+  const auto g = static_cast<size_t>(group);
+  if (!span.group_elementwise[g]) return false;
+  for (ir::NodeId id : options.fused_groups[g]) {
+    const ir::Node& node = graph.node(id);
     if (std::find(node.inputs.begin(), node.inputs.end(), in) == node.inputs.end()) continue;
     for (ValueId out : node.outputs)
       if (graph.value(out).type.shape != graph.value(in).type.shape) return false;
@@ -190,7 +195,7 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
             continue;
           if (graph.value(in).type.shape != graph.value(v).type.shape) continue;
           const int32_t group = span.group[static_cast<size_t>(node.id)];
-          if (group >= 0 && !group_reads_elementwise(graph, span, group, in)) continue;
+          if (group >= 0 && !group_reads_elementwise(graph, options, span, group, in)) continue;
           alias(v, in, 0);
           out.values[static_cast<size_t>(v)].is_inplace = true;
           ++out.num_inplace;

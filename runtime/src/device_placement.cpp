@@ -80,15 +80,10 @@ struct Residency {
 Launch transfer_launch(const Launch& reader, const MemoryRef& device_ref, bool to_host) {
   MemoryRef host_ref = device_ref;
   host_ref.region = host_region(device_ref.region);
-  Launch l;
-  l.kind = to_host ? LaunchKind::download : LaunchKind::upload;
-  l.name = fmt::format("{}_{}_{}+{}_for_{}", to_host ? "download" : "upload", region_name(device_ref.region),
-                       device_ref.slot, device_ref.offset, reader.name);
-  const MemoryRef src = to_host ? device_ref : host_ref, dst = to_host ? host_ref : device_ref;
-  l.operands = {src, dst};
-  l.reads = {src};
-  l.writes = {dst};
-  return l;
+  std::string name = fmt::format("{}_{}_{}+{}_for_{}", to_host ? "download" : "upload",
+                                 region_name(device_ref.region), device_ref.slot, device_ref.offset, reader.name);
+  if (to_host) return make_transfer(std::move(name), LaunchKind::download, device_ref, host_ref);
+  return make_transfer(std::move(name), LaunchKind::upload, host_ref, device_ref);
 }
 
 }  // namespace

@@ -115,32 +115,55 @@ std::map<std::string, ir::Shape, std::less<>> input_file_shapes(const RunCommand
   return shapes;
 }
 
-Status run_graph(const RunCommandOptions& options, std::ostream& out) {
-  LoadGraphOptions load;
-  load.input_shapes = input_file_shapes(options);
-  CARVE_ASSIGN_OR_RETURN(LoadedGraph loaded, load_graph_file(options.graph, load));
-  const ir::Graph& graph = loaded.graph;
-  if (options.threads < 0) return Status(ErrorCode::kInvalidArgument, "--threads must be >= 0");
-  if (options.sequential && options.check_hazards)
-    return Status(ErrorCode::kInvalidArgument, "--check-hazards needs a parallel run: drop --sequential");
-  runtime::SessionOptions session_options;
-  session_options.threads = options.threads;
-  CARVE_ASSIGN_OR_RETURN(auto session, runtime::Session::create(session_options));
+// The command's flags as compile options; the graph's handles start as zeros.
+Result<runtime::CompileOptions> compile_options(const RunCommandOptions& options, const LoadedGraph& loaded) {
   runtime::CompileOptions compile;
-  compile.sequential = options.sequential;
-  for (const std::string& edge : options.drop_edges) {
-    CARVE_ASSIGN_OR_RETURN(auto pair, parse_edge(edge));
-    compile.schedule.drop_edges.push_back(pair);
-  }
   compile.strategy = options.strategy;
   compile.order = options.order;
   compile.inplace = !options.no_inplace;
   compile.fuse = !options.no_fuse;
+  compile.sequential = options.sequential;
   compile.constants = loaded.constants;
-  for (const ir::Handle& h : graph.handles) {
+  for (const std::string& edge : options.drop_edges) {
+    CARVE_ASSIGN_OR_RETURN(auto pair, parse_edge(edge));
+    compile.schedule.drop_edges.push_back(pair);
+  }
+  for (const ir::Handle& h : loaded.graph.handles) {
     CARVE_ASSIGN_OR_RETURN(auto handle, runtime::BufferHandle::create(h.name, h.type.dtype, h.type.shape));
     compile.handles.push_back(std::move(handle));
   }
+  return compile;
+}
+
+// DIR/<output name>.npy for every output.
+Status write_outputs(const runtime::CompiledProgram& program, const std::vector<runtime::Buffer>& outputs,
+                     const std::string& dir, std::ostream& out) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status(ErrorCode::kIoError, fmt::format("cannot create '{}': {}", dir, ec.message()));
+  const auto names = program.output_names();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string file = names[i];  // ONNX names may contain '/' (e.g. "/head/MatMul_output_0")
+    std::replace(file.begin(), file.end(), '/', '_');
+    const std::string path = (std::filesystem::path(dir) / (file + ".npy")).string();
+    CARVE_RETURN_IF_ERROR(runtime::write_npy(path, outputs[i]));
+    fmt::print(out, "wrote {}\n", path);
+  }
+  return Status();
+}
+
+Status run_graph(const RunCommandOptions& options, std::ostream& out) {
+  if (options.threads < 0) return Status(ErrorCode::kInvalidArgument, "--threads must be >= 0");
+  if (options.sequential && options.check_hazards)
+    return Status(ErrorCode::kInvalidArgument, "--check-hazards needs a parallel run: drop --sequential");
+  LoadGraphOptions load;
+  load.input_shapes = input_file_shapes(options);
+  CARVE_ASSIGN_OR_RETURN(LoadedGraph loaded, load_graph_file(options.graph, load));
+  const ir::Graph& graph = loaded.graph;
+  runtime::SessionOptions session_options;
+  session_options.threads = options.threads;
+  CARVE_ASSIGN_OR_RETURN(auto session, runtime::Session::create(session_options));
+  CARVE_ASSIGN_OR_RETURN(runtime::CompileOptions compile, compile_options(options, loaded));
   const auto cold_start = std::chrono::steady_clock::now();
   CARVE_ASSIGN_OR_RETURN(auto program, session->compile(graph, compile));
   const double cold = std::chrono::duration<double>(std::chrono::steady_clock::now() - cold_start).count();
@@ -189,18 +212,7 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out) {
   if (hazards > 0)
     return Status(ErrorCode::kInternal, fmt::format("hazard checker found {} race(s)", hazards));
   if (options.output_dir.empty()) return Status();
-  std::error_code ec;
-  std::filesystem::create_directories(options.output_dir, ec);
-  if (ec) return Status(ErrorCode::kIoError, fmt::format("cannot create '{}': {}", options.output_dir, ec.message()));
-  const auto names = program->output_names();
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    std::string file = names[i];  // ONNX names may contain '/' (e.g. "/head/MatMul_output_0")
-    std::replace(file.begin(), file.end(), '/', '_');
-    const std::string path = (std::filesystem::path(options.output_dir) / (file + ".npy")).string();
-    CARVE_RETURN_IF_ERROR(runtime::write_npy(path, outputs[i]));
-    fmt::print(out, "wrote {}\n", path);
-  }
-  return Status();
+  return write_outputs(*program, outputs, options.output_dir, out);
 }
 
 }  // namespace

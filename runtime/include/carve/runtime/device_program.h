@@ -54,6 +54,9 @@ Status add_device_transfers(Program& program, const std::vector<bool>& host_hand
 // kUnsupported for a host kernel that uses a handle (handles live on the device).
 Status place_on_host(Program& program, const std::vector<bool>& host_launch);
 
+// A transfer launch (kind upload or download) that reads `source` and writes `destination`.
+Launch make_transfer(std::string name, LaunchKind kind, MemoryRef source, MemoryRef destination);
+
 // Whether a launch moves bytes between host and device (upload/download).
 inline bool is_transfer(const Launch& launch) {
   return launch.kind == LaunchKind::upload || launch.kind == LaunchKind::download;
