@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "carve/ir/builder.h"
-#include "carve/jit/cuda/cuda_allocator.h"
-#include "carve/jit/cuda/cuda_device.h"
+#include "carve/runtime/cuda/cuda_allocator.h"
+#include "carve/runtime/cuda/cuda_device.h"
 #include "carve/runtime/session.h"
 
 namespace rt = carve::runtime;
-namespace cu = carve::jit::cuda;
+namespace cu = carve::runtime::cuda;
 using carve::ir::DType;
 
 namespace {

@@ -8,7 +8,7 @@
 #include "carve/jit/fusion.h"
 #include "carve/runtime/executor.h"
 #include "carve/runtime/trace.h"
-#include "device_executor.h"
+#include "../cuda/device_executor.h"
 #include "program_build.h"
 
 namespace carve::runtime {

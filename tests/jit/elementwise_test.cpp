@@ -226,8 +226,8 @@ TEST_CASE("jit/elementwise/16-bit rounding is to nearest even at every boundary"
   for (DType to : {DType::f16, DType::bf16}) {
     std::vector<float> v;
     for (uint32_t h = 0; h < 0x10000; h += 7) {
-      float a = to == DType::f16 ? f16_to_float(static_cast<uint16_t>(h)) : bf16_to_float(static_cast<uint16_t>(h));
-      float b = to == DType::f16 ? f16_to_float(static_cast<uint16_t>(h + 1)) : bf16_to_float(static_cast<uint16_t>(h + 1));
+      float a = to == DType::f16 ? ir::f16_to_float(static_cast<uint16_t>(h)) : ir::bf16_to_float(static_cast<uint16_t>(h));
+      float b = to == DType::f16 ? ir::f16_to_float(static_cast<uint16_t>(h + 1)) : ir::bf16_to_float(static_cast<uint16_t>(h + 1));
       if (!std::isfinite(a) || !std::isfinite(b)) continue;
       float mid = static_cast<float>((static_cast<double>(a) + b) / 2);
       v.push_back(mid);

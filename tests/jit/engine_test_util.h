@@ -20,13 +20,17 @@
 #include "carve/ir/builder.h"
 #include "carve/ir/order.h"
 #include "carve/jit/fusion.h"
-#include "carve/jit/half.h"
+#include "carve/ir/half.h"
 #include "carve/jit/host_target.h"
 #include "carve/jit/jit.h"
-#include "carve/jit/reference.h"
+#include "carve/reference/reference.h"
 #include "test_support.h"
 
 namespace carve::jit::jittest {
+
+using reference::HostTensor;
+using reference::ReferenceHandles;
+using reference::run_reference;
 
 using ir::DType;
 using ir::OpKind;
@@ -136,8 +140,8 @@ inline double element(const HostTensor& t, size_t i) {
   switch (t.type.dtype) {
     case DType::f32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
     case DType::f64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
-    case DType::f16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return f16_to_float(v); }
-    case DType::bf16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return bf16_to_float(v); }
+    case DType::f16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return ir::f16_to_float(v); }
+    case DType::bf16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return ir::bf16_to_float(v); }
     case DType::i8: return static_cast<int8_t>(p[i]);
     case DType::u8: return p[i];
     case DType::boolean: return p[i];

@@ -70,8 +70,8 @@ Result<std::vector<runtime::Buffer>> read_expected(const std::string& name, cons
   return read_named(name, graph, graph.outputs, "output");
 }
 
-jit::HostTensor to_host(const runtime::Buffer& buffer) {
-  jit::HostTensor t;
+reference::HostTensor to_host(const runtime::Buffer& buffer) {
+  reference::HostTensor t;
   t.type = ir::TensorType{buffer.dtype(), buffer.shape()};
   auto bytes = buffer.bytes();
   if (bytes.ok()) {
@@ -104,9 +104,9 @@ Result<double> reference_error(const std::string& name) {
   CARVE_RETURN_IF_ERROR(onnx::materialize_weights(model));
   CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> inputs, read_inputs(name, model.graph));
   CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> expected, read_expected(name, model.graph));
-  std::vector<jit::HostTensor> host;
+  std::vector<reference::HostTensor> host;
   for (const auto& b : inputs) host.push_back(to_host(b));
-  CARVE_ASSIGN_OR_RETURN(std::vector<jit::HostTensor> outputs, jit::run_reference(model.graph, host));
+  CARVE_ASSIGN_OR_RETURN(std::vector<reference::HostTensor> outputs, reference::run_reference(model.graph, host));
   std::vector<std::vector<double>> actual;
   for (const auto& t : outputs) actual.push_back(t.to_doubles());
   return worst_error(actual, expected);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "carve/jit/reference.h"
+#include "carve/reference/reference.h"
 #include "carve/onnx/import.h"
 #include "carve/runtime/buffer.h"
 
@@ -27,7 +27,7 @@ Result<std::vector<runtime::Buffer>> read_inputs(const std::string& name, const 
 Result<std::vector<runtime::Buffer>> read_expected(const std::string& name, const ir::Graph& graph);
 
 std::vector<double> buffer_doubles(const runtime::Buffer& buffer);
-jit::HostTensor to_host(const runtime::Buffer& buffer);
+reference::HostTensor to_host(const runtime::Buffer& buffer);
 
 // Imports NAME with its symbolic dims fixed by its input files' shapes.
 Result<onnx::ImportedModel> import_for_inputs(const std::string& name);

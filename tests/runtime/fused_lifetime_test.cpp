@@ -9,7 +9,7 @@
 #include <random>
 
 #include "carve/ir/builder.h"
-#include "carve/jit/reference.h"
+#include "carve/reference/reference.h"
 #include "carve/runtime/session.h"
 #include "test_support.h"
 
@@ -18,12 +18,12 @@ using ir::DType;
 
 namespace {
 
-jit::HostTensor random_tensor(ir::Shape shape, uint32_t seed) {
+reference::HostTensor random_tensor(ir::Shape shape, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> values(static_cast<size_t>(*shape.num_elements()));
   for (float& v : values) v = dist(rng);
-  return jit::HostTensor::from<float>(std::move(shape), values);
+  return reference::HostTensor::from<float>(std::move(shape), values);
 }
 
 std::vector<uint8_t> bytes_of(const std::vector<float>& values) {
@@ -57,8 +57,8 @@ ir::Graph attention_graph() {
 
 TEST_CASE("runtime/fusion/group_operands_live_across_the_group") {
   const ir::Graph graph = attention_graph();
-  const jit::HostTensor x = random_tensor({1, 12, 48}, 7);
-  auto expected = jit::run_reference(graph, {x});
+  const reference::HostTensor x = random_tensor({1, 12, 48}, 7);
+  auto expected = reference::run_reference(graph, {x});
   REQUIRE(expected.ok());
   auto session = runtime::Session::create();
   REQUIRE(session.ok());

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "carve/jit/host_target.h"
-#include "carve/jit/reference.h"
+#include "carve/reference/reference.h"
 #include "kv_decoder/decoder_runner.h"
 #include "test_support.h"
 
@@ -50,8 +50,8 @@ TEST_CASE("scheduler/kv decoder/incremental decode matches full recompute") {
     // Full recompute of the whole sequence, by the reference interpreter.
     auto full = model.full(static_cast<int64_t>(tokens.size()));
     REQUIRE(full.ok());
-    auto want = jit::run_reference(*full, std::vector<jit::HostTensor>{
-                                              jit::HostTensor::from<int64_t>({static_cast<int64_t>(tokens.size())}, tokens)});
+    auto want = reference::run_reference(*full, std::vector<reference::HostTensor>{
+                                              reference::HostTensor::from<int64_t>({static_cast<int64_t>(tokens.size())}, tokens)});
     REQUIRE_MESSAGE(want.ok(), want.status().to_string());
     const std::vector<float> all = want->at(0).as<float>();
     const float* last = all.data() + (tokens.size() - 1) * c.vocab;
@@ -75,8 +75,8 @@ TEST_CASE("scheduler/kv decoder/incremental decode matches full recompute") {
   REQUIRE_MESSAGE(out.ok(), out.status().to_string());
   CHECK(record.parallel);
   CHECK(record.hazards.empty());
-  auto want = jit::run_reference(*full, std::vector<jit::HostTensor>{
-                                            jit::HostTensor::from<int64_t>({static_cast<int64_t>(tokens.size())}, tokens)});
+  auto want = reference::run_reference(*full, std::vector<reference::HostTensor>{
+                                            reference::HostTensor::from<int64_t>({static_cast<int64_t>(tokens.size())}, tokens)});
   REQUIRE(want.ok());
   const std::vector<float> ref = want->at(0).as<float>();
   CHECK(rel_error(out->at(0).span<float>()->data(), ref.data(), static_cast<int64_t>(ref.size())) < 1e-4);

@@ -8,7 +8,7 @@
 
 #include "carve/ir/builder.h"
 #include "carve/jit/host_target.h"
-#include "carve/jit/reference.h"
+#include "carve/reference/reference.h"
 #include "carve/runtime/session.h"
 #include "test_support.h"
 
@@ -28,19 +28,19 @@ std::vector<uint8_t> random_f32_bytes(int64_t n, uint32_t seed) {
   return bytes;
 }
 
-jit::HostTensor random_tensor(ir::Shape shape, uint32_t seed) {
-  jit::HostTensor t;
+reference::HostTensor random_tensor(ir::Shape shape, uint32_t seed) {
+  reference::HostTensor t;
   t.type = {DType::f32, shape};
   t.bytes = random_f32_bytes(*t.type.shape.num_elements(), seed);
   return t;
 }
 
-runtime::Buffer borrow(const jit::HostTensor& t) {
+runtime::Buffer borrow(const reference::HostTensor& t) {
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(t.bytes.data()), t.bytes.size());
   return *runtime::Buffer::borrow(bytes, t.type.dtype, t.type.shape);
 }
 
-double max_rel_error(const runtime::Buffer& got, const jit::HostTensor& want) {
+double max_rel_error(const runtime::Buffer& got, const reference::HostTensor& want) {
   auto g = *got.span<float>();
   auto w = want.as<float>();
   REQUIRE(g.size() == w.size());
@@ -85,8 +85,8 @@ TEST_CASE("runtime/session/mlp block matches the reference interpreter") {
   auto session = session_or_skip();
   if (!session) return;
   ir::Graph g = mlp_block();
-  jit::HostTensor x = random_tensor({4, 16}, 42);
-  auto want = jit::run_reference(g, std::vector<jit::HostTensor>{x});
+  reference::HostTensor x = random_tensor({4, 16}, 42);
+  auto want = reference::run_reference(g, std::vector<reference::HostTensor>{x});
   REQUIRE(want.ok());
   for (const char* strategy : {"naive", "greedy-size", "online"})
     for (bool fuse : {true, false})
@@ -113,10 +113,10 @@ TEST_CASE("runtime/session/caller outputs and repeated runs") {
   std::span<std::byte> out_bytes(reinterpret_cast<std::byte*>(out_memory.data()), out_memory.size() * 4);
   std::vector<runtime::Buffer> outputs{*runtime::Buffer::borrow(out_bytes, DType::f32, {2, 32}, true)};
   for (uint32_t seed : {1u, 2u, 3u}) {
-    jit::HostTensor x = random_tensor({4, 16}, seed);
+    reference::HostTensor x = random_tensor({4, 16}, seed);
     std::vector<runtime::Buffer> inputs{borrow(x)};
     REQUIRE((*program)->run(inputs, outputs).ok());
-    auto want = jit::run_reference(g, std::vector<jit::HostTensor>{x});
+    auto want = reference::run_reference(g, std::vector<reference::HostTensor>{x});
     CHECK(max_rel_error(outputs[0], want->at(0)) < 1e-5);
   }
 }
@@ -126,8 +126,8 @@ TEST_CASE("runtime/session/run argument errors name the input or output") {
   if (!session) return;
   auto program = session->compile(mlp_block(), {});
   REQUIRE(program.ok());
-  jit::HostTensor x = random_tensor({4, 16}, 1);
-  jit::HostTensor wrong_shape = random_tensor({16, 4}, 1);
+  reference::HostTensor x = random_tensor({4, 16}, 1);
+  reference::HostTensor wrong_shape = random_tensor({16, 4}, 1);
   std::vector<runtime::Buffer> none;
   CHECK((*program)->run(none).status().code() == ErrorCode::kInvalidArgument);
   std::vector<runtime::Buffer> bad{borrow(wrong_shape)};
@@ -152,11 +152,11 @@ TEST_CASE("runtime/session/outputs that are inputs or views of inputs are copied
   REQUIRE(g.ok());
   auto program = session->compile(*g, {});
   REQUIRE_MESSAGE(program.ok(), program.status().to_string());
-  jit::HostTensor xt = random_tensor({2, 3}, 9);
+  reference::HostTensor xt = random_tensor({2, 3}, 9);
   std::vector<runtime::Buffer> inputs{borrow(xt)};
   auto out = (*program)->run(inputs);
   REQUIRE_MESSAGE(out.ok(), out.status().to_string());
-  auto want = jit::run_reference(*g, std::vector<jit::HostTensor>{xt});
+  auto want = reference::run_reference(*g, std::vector<reference::HostTensor>{xt});
   REQUIRE(want.ok());
   for (size_t i = 0; i < 3; ++i) CHECK(max_rel_error(out->at(i), want->at(i)) < 1e-6);
 }
@@ -230,8 +230,8 @@ TEST_CASE("runtime/session/concurrent compiles and runs are safe") {
   auto session = session_or_skip();
   if (!session) return;
   ir::Graph g = mlp_block();
-  jit::HostTensor x = random_tensor({4, 16}, 5);
-  auto want = jit::run_reference(g, std::vector<jit::HostTensor>{x});
+  reference::HostTensor x = random_tensor({4, 16}, 5);
+  auto want = reference::run_reference(g, std::vector<reference::HostTensor>{x});
   REQUIRE(want.ok());
   // The shared program always runs on the parallel executor (no fallback): concurrent
   // run() calls serialise on the program, its tasks run on oneTBB.

@@ -9,7 +9,7 @@
 
 #include "carve/ir/text.h"
 #include "carve/jit/host_target.h"
-#include "carve/jit/reference.h"
+#include "carve/reference/reference.h"
 #include "carve/runtime/npy.h"
 #include "cli/cli.h"
 #include "test_support.h"
@@ -52,9 +52,9 @@ TEST_CASE("tools/run/npy inputs give the reference outputs") {
   }
   const fs::path dir = temp_dir();
   std::ofstream(dir / "small.carve") << kGraph;
-  auto x = jit::HostTensor::from<float>({3, 5}, {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f, 0.7f, -0.8f, 0.9f, 1.0f,
+  auto x = reference::HostTensor::from<float>({3, 5}, {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f, 0.7f, -0.8f, 0.9f, 1.0f,
                                                  -1.1f, 1.2f, 1.3f, -1.4f, 1.5f});
-  auto y = jit::HostTensor::from<float>({5}, {0.5f, 0.25f, -0.125f, 1.0f, -2.0f});
+  auto y = reference::HostTensor::from<float>({5}, {0.5f, 0.25f, -0.125f, 1.0f, -2.0f});
   for (auto [name, tensor] : {std::pair{"x", &x}, std::pair{"y", &y}}) {
     std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(tensor->bytes.data()), tensor->bytes.size());
     auto buffer = runtime::Buffer::borrow(bytes, tensor->type.dtype, tensor->type.shape);
@@ -69,7 +69,7 @@ TEST_CASE("tools/run/npy inputs give the reference outputs") {
   REQUIRE(code == 0);
   CHECK(out.find("kernels (fused groups)") != std::string::npos);
   CHECK(out.find("min") != std::string::npos);
-  auto want = jit::run_reference(*ir::parse(kGraph), std::vector<jit::HostTensor>{x, y});
+  auto want = reference::run_reference(*ir::parse(kGraph), std::vector<reference::HostTensor>{x, y});
   REQUIRE(want.ok());
   for (size_t i = 0; i < 2; ++i) {
     auto got = runtime::read_npy((dir / "out" / (i == 0 ? "t.npy" : "r.npy")).string());

@@ -52,7 +52,7 @@
 #include <vector>
 
 #include "carve/jit/jit.h"
-#include "carve/runtime/device_program.h"
+#include "carve/runtime/cuda/device_program.h"
 #include "carve/runtime/program.h"
 #include "carve/runtime/schedule.h"
 #include "carve/runtime/stream_plan.h"

@@ -1,0 +1,78 @@
+// CUDA C code generation for kernel groups (fusion.h). No CUDA headers here; builds in
+// every configuration (the generator is plain C++; only compiling/launching needs CUDA).
+//
+//   auto groups = jit::form_kernel_groups(graph, *order);   // the SAME groups as the CPU JIT
+//   auto src = jit::cuda::generate_kernel(graph, (*groups)[0]);
+//   // src->source: one self-contained translation unit (no #include) with
+//   //   extern "C" __global__ void carve_kernel(<one pointer per operand>)
+//   // src->launch: grid/block for cuLaunchKernel (static shared memory only).
+//
+// Kernel ABI (GPU): parameter i is the device address of KernelGroup::operands[i] (inputs,
+// outputs, then scratch), typed by the operand's dtype (f16/bf16 as unsigned short, bool
+// as unsigned char; handles by the handle's declared type; scratch as unsigned char* and
+// unused). There are no size parameters: shapes and attributes are baked into the source,
+// so identical groups produce identical text (and share one compiled module). One launch
+// runs the whole group; the CPU tile split (num_tiles) does not apply on the GPU.
+//
+// Semantics follow carve/reference/reference.h:
+//  - f32/f64 + - * / sqrt abs neg relu max min are computed in the dtype with non-contracting
+//    intrinsics (__fadd_rn ...), so fused chains are bit-identical to the reference; f16/bf16
+//    compute them in float and round after every node (exact, float has >= 2p+2 bits).
+//  - exp log tanh erf sigmoid silu gelu rsqrt pow clip hard_sigmoid are computed in double
+//    and rounded once (to f16/bf16 through round-to-odd float, so no double rounding).
+//  - conversions are written out in the generated source (no cuda_fp16.h needed): f16/bf16
+//    round to nearest even; casts follow the reference cast rules (saturating truncation,
+//    NaN -> 0, int wrap, x != 0 for bool).
+//  - integers wrap (computed in unsigned 64-bit), x / 0 = 0, INT_MIN / -1 = INT_MIN.
+//  - reductions/softmax/layer_norm/batch_norm/avg pools accumulate f32/f16/bf16 in double
+//    when CodegenOptions::double_accumulation (default), matmul/gemm/conv in float (f64 in
+//    double, integers wrap exactly). Summation order differs from the reference (parallel
+//    trees), so float results agree within a tolerance, not bit for bit.
+//  - out-of-range behaviour matches the CPU JIT: a gather index outside [-n, n) yields zeros;
+//    write_handle_at clamps pos to [0, handle_dim - value_dim].
+//
+// Thread-safety: pure functions. Errors: kUnsupported for an op/dtype the generator does not
+// handle; kInvalidArgument for a malformed group (no nodes, unknown ids, operand mismatch).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "carve/ir/graph.h"
+#include "carve/jit/kernel.h"
+#include "carve/status.h"
+
+namespace carve::jit::cuda {
+
+// Bumped whenever generated code changes meaning; part of every compile cache key.
+inline constexpr std::string_view kCodegenVersion = "carve-cuda-codegen-1";
+// The name of the one __global__ function in every generated source.
+inline constexpr std::string_view kKernelEntry = "carve_kernel";
+
+struct CodegenOptions {
+  int block_size = 256;             // threads per block of 1-D kernels (multiple of 32, <= 1024)
+  int64_t max_blocks = 1 << 20;     // grid cap; kernels use grid-stride loops beyond it
+  bool double_accumulation = true;  // see above
+};
+
+struct LaunchConfig {
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t shared_bytes = 0;  // dynamic shared memory (generated kernels use static only: 0)
+};
+
+struct KernelSource {
+  std::string entry{kKernelEntry};
+  std::string source;        // complete CUDA C++ translation unit
+  LaunchConfig launch;
+  int num_params = 0;        // == group.operands.size()
+  std::string family;        // "elementwise", "layout", "reduce", "softmax", "gemm", "conv", ...
+};
+
+// The kernel for one group. Every non-view op of ir::OpKind is supported, views too (as
+// copies, for make_single_node_group).
+Result<KernelSource> generate_kernel(const ir::Graph& graph, const KernelGroup& group,
+                                     const CodegenOptions& options = {});
+
+}  // namespace carve::jit::cuda

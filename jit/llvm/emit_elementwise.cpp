@@ -1,0 +1,547 @@
+// Elementwise chains: every unary/binary/comparison/where/cast op on every dtype the IR
+// allows, numpy broadcasting, fused chains kept in registers, and the fused epilogue of
+// the compute emitters (make_epilogue).
+//
+// Semantics follow carve/reference/reference.h exactly where it is cheap to:
+//  - f32/f64 + - * / and sqrt, abs, neg, relu, clip, max, min are computed in the dtype;
+//    f16/bf16 compute them in float and round to the dtype after every op (float has
+//    enough precision that this equals rounding the exact result once).
+//  - exp, log, tanh, erf, sigmoid, silu, gelu, rsqrt, pow and hard_sigmoid are computed in
+//    double (libm through LLVM intrinsics / calls resolved by the JIT) and rounded once;
+//    to f16/bf16 via round-to-odd float, so there is no double rounding.
+//  - integers wrap (no nsw/nuw), x / 0 = 0, INT_MIN / -1 = INT_MIN, pow with a negative
+//    exponent is the truncated real result; u8 is unsigned.
+//  - max/min propagate NaN; relu(x) = x < 0 ? 0 : x; clip keeps NaN and on integers
+//    clamps to [ceil(min), floor(max)] saturated to the dtype.
+//  - cast: float -> int truncates and saturates (NaN -> 0); int -> int keeps the low bits;
+//    -> bool is x != 0; -> f16/bf16 rounds once from the source value.
+// Fused values are kept in registers in compute types, rounded to their dtype per node,
+// so a fused chain gives bit-identical results to the unfused nodes.
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "carve/ir/half.h"
+#include "emit.h"
+#include "ew_helpers.h"
+
+namespace carve::jit::detail {
+
+using llvm::Type;
+using llvm::Value;
+using ir::DType;
+using ir::OpKind;
+
+namespace {
+
+Status unsupported(const ir::Graph& g, const ir::Node& node, const std::string& why) {
+  return Status(ErrorCode::kUnsupported, fmt::format("{}: {}", ir::describe_node(g, node.id), why));
+}
+
+bool is_fp(DType d) { return ir::is_float(d); }
+
+// double-precision math helpers (scalar or vector doubles)
+Value* libm_call(llvm::IRBuilder<>& b, llvm::Module& m, const char* name, Value* x) {
+  Type* dt = b.getDoubleTy();
+  auto callee = m.getOrInsertFunction(name, llvm::FunctionType::get(dt, {dt}, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+    f->setDoesNotThrow();
+    f->setWillReturn();
+    f->setDoesNotAccessMemory();
+  }
+  if (auto* vt = llvm::dyn_cast<llvm::VectorType>(x->getType())) {
+    // lane by lane (the epilogue may pass vectors)
+    unsigned n = vt->getElementCount().getFixedValue();
+    Value* out = llvm::PoisonValue::get(vt);
+    for (unsigned i = 0; i < n; ++i) {
+      Value* lane = b.CreateCall(callee, {b.CreateExtractElement(x, i)});
+      out = b.CreateInsertElement(out, lane, i);
+    }
+    return out;
+  }
+  return b.CreateCall(callee, {x});
+}
+
+Value* fc(Type* t, double v) { return llvm::ConstantFP::get(t, v); }
+Value* ic(Type* t, uint64_t v) { return llvm::ConstantInt::get(t, v); }
+
+Value* exp_d(llvm::IRBuilder<>& b, Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x); }
+
+// NaN-propagating max/min on floats; otherwise std::max/std::min (x when equal, so
+// max(-0, +0) = -0 and max(+0, -0) = +0, like the reference).
+Value* fmax_nan(llvm::IRBuilder<>& b, Value* x, Value* y, bool is_max) {
+  Value* pick_y = is_max ? b.CreateFCmpOLT(x, y) : b.CreateFCmpOLT(y, x);
+  pick_y = b.CreateOr(pick_y, b.CreateFCmpUNO(y, y));
+  return b.CreateSelect(pick_y, y, x);
+}
+
+// Integer division with defined results: x / 0 = 0, MIN / -1 = MIN (wraps).
+Value* int_div(llvm::IRBuilder<>& b, Value* x, Value* y, bool is_signed) {
+  Type* t = x->getType();
+  Value* zero = ic(t, 0);
+  Value* is_zero = b.CreateICmpEQ(y, zero);
+  if (!is_signed) {
+    Value* safe = b.CreateSelect(is_zero, ic(t, 1), y);
+    return b.CreateSelect(is_zero, zero, b.CreateUDiv(x, safe));
+  }
+  Value* is_m1 = b.CreateICmpEQ(y, llvm::Constant::getAllOnesValue(t));
+  Value* safe = b.CreateSelect(b.CreateOr(is_zero, is_m1), ic(t, 1), y);
+  Value* q = b.CreateSDiv(x, safe);
+  return b.CreateSelect(is_zero, zero, b.CreateSelect(is_m1, b.CreateSub(zero, x), q));
+}
+
+// Wrapping integer power by squaring over every exponent bit (straight-line code).
+Value* int_pow(llvm::IRBuilder<>& b, Value* x, Value* e, bool is_signed) {
+  Type* t = x->getType();
+  unsigned bits = t->getScalarSizeInBits();
+  Value* one = ic(t, 1);
+  Value* zero = ic(t, 0);
+  Value* result = one;
+  Value* base = x;
+  for (unsigned i = 0; i < bits; ++i) {
+    Value* bit = b.CreateICmpNE(b.CreateAnd(e, ic(t, uint64_t{1} << i)), zero);
+    result = b.CreateSelect(bit, b.CreateMul(result, base), result);
+    if (i + 1 < bits) base = b.CreateMul(base, base);
+  }
+  if (!is_signed) return result;
+  // negative exponent: 1 for base 1, +-1 for base -1 (by parity), else 0
+  Value* neg_e = b.CreateICmpSLT(e, zero);
+  Value* odd = b.CreateICmpNE(b.CreateAnd(e, one), zero);
+  Value* minus_one = llvm::Constant::getAllOnesValue(t);
+  Value* neg_result = b.CreateSelect(
+      b.CreateICmpEQ(x, one), one,
+      b.CreateSelect(b.CreateICmpEQ(x, minus_one), b.CreateSelect(odd, minus_one, one), zero));
+  return b.CreateSelect(neg_e, neg_result, result);
+}
+
+// Integer clip bounds: [ceil(min), floor(max)] saturated to the dtype.
+std::pair<int64_t, int64_t> int_bounds(DType d, double lo, double hi) {
+  double tmin = 0, tmax = 0;
+  switch (d) {
+    case DType::i8: tmin = -128; tmax = 127; break;
+    case DType::u8: tmin = 0; tmax = 255; break;
+    case DType::i32: tmin = std::numeric_limits<int32_t>::min(); tmax = std::numeric_limits<int32_t>::max(); break;
+    default: tmin = -9223372036854775808.0; tmax = 9223372036854775807.0; break;
+  }
+  auto sat = [&](double v) -> int64_t {
+    if (!(v > tmin)) return static_cast<int64_t>(tmin);
+    if (v >= tmax) {
+      if (d == DType::i64) return std::numeric_limits<int64_t>::max();
+      return static_cast<int64_t>(tmax);
+    }
+    return static_cast<int64_t>(v);
+  };
+  return {sat(std::ceil(lo)), sat(std::floor(hi))};
+}
+
+// A double constant rounded to float dtype `d`, as a compute-type constant.
+Value* float_const(Type* t, DType d, double v) {
+  switch (d) {
+    case DType::f16: return fc(t, ir::f16_to_float(ir::double_to_f16(v)));
+    case DType::bf16: return fc(t, ir::bf16_to_float(ir::double_to_bf16(v)));
+    case DType::f32: return fc(t, static_cast<double>(static_cast<float>(v)));
+    default: return fc(t, v);
+  }
+}
+
+double attr_float(const ir::Node& n, const char* name, double fallback) {
+  auto it = n.attrs.find(name);
+  if (it == n.attrs.end()) return fallback;
+  if (it->second.is_float()) return it->second.as_float();
+  if (it->second.is_int()) return static_cast<double>(it->second.as_int());
+  return fallback;
+}
+
+Value* cast_value(llvm::IRBuilder<>& b, DType from, DType to, Value* v) {
+  llvm::LLVMContext& ctx = b.getContext();
+  Type* dst = ew::like_shape(ew::compute_type(ctx, to), v->getType());
+  if (from == to) return v;
+  if (to == DType::boolean) {
+    if (is_fp(from)) return b.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
+    return b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  }
+  if (from == DType::boolean) {
+    if (is_fp(to)) return b.CreateUIToFP(v, dst);
+    return b.CreateZExt(v, dst);
+  }
+  if (is_fp(from) && is_fp(to)) {
+    if (to == DType::f64) return b.CreateFPExt(v, dst);  // from float (f32/f16/bf16)
+    if (from == DType::f64) return ew::round_from_double(b, to, v);
+    // float-valued source (f32, f16, bf16) to f32/f16/bf16
+    return to == DType::f32 ? v : ew::round_to(b, to, v);
+  }
+  if (is_fp(from)) {  // -> integer: truncate, saturate, NaN -> 0
+    auto id = to == DType::u8 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
+    return b.CreateIntrinsic(id, {dst, v->getType()}, {v});
+  }
+  bool sgn = ew::is_signed_int(from);
+  if (is_fp(to)) {
+    if (to == DType::f32 || to == DType::f64) return sgn ? b.CreateSIToFP(v, dst) : b.CreateUIToFP(v, dst);
+    // f16/bf16: round once from the integer value
+    Type* dt = ew::like_shape(b.getDoubleTy(), v->getType());
+    Value* d = nullptr;
+    if (from == DType::i64) {
+      d = ew::i64_to_f64_round_odd(b, v, true);
+    } else {
+      d = sgn ? b.CreateSIToFP(v, dt) : b.CreateUIToFP(v, dt);  // exact
+    }
+    return ew::round_from_double(b, to, d);
+  }
+  // int -> int: wrap (keep the low bits), sign- or zero-extend by the source
+  unsigned fb = v->getType()->getScalarSizeInBits(), tb = dst->getScalarSizeInBits();
+  if (fb == tb) return v;
+  if (fb > tb) return b.CreateTrunc(v, dst);
+  return sgn ? b.CreateSExt(v, dst) : b.CreateZExt(v, dst);
+}
+
+}  // namespace
+
+namespace ew {
+
+Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir::Graph& g,
+                                 const ir::Node& node, const std::vector<Value*>& args) {
+  if (args.size() != node.inputs.size() || node.outputs.size() != 1) {
+    return Status(ErrorCode::kInvalidArgument, fmt::format("{}: wrong operand count", ir::describe_node(g, node.id)));
+  }
+  const OpKind op = node.op;
+  const DType in = g.value(node.inputs[op == OpKind::where ? 1 : 0]).type.dtype;
+  const DType out = g.value(node.outputs[0]).type.dtype;
+  Value* x = args[0];
+  Type* t = x->getType();
+  const bool fp = is_fp(in);
+  const bool sgn = is_signed_int(in);
+
+  // double-precision evaluation for the transcendental ops (floats only)
+  auto to_d = [&](Value* v) {
+    Type* dt = like_shape(b.getDoubleTy(), v->getType());
+    return v->getType()->getScalarType()->isDoubleTy() ? v : b.CreateFPExt(v, dt);
+  };
+  auto from_d = [&](Value* d) { return round_from_double(b, out, d); };
+
+  if (ir::is_unary_elementwise(op) && !fp && op != OpKind::neg && op != OpKind::abs &&
+      op != OpKind::relu && op != OpKind::clip) {
+    return unsupported(g, node, fmt::format("{} needs a float input, got {}", ir::op_name(op), ir::dtype_name(in)));
+  }
+
+  switch (op) {
+    case OpKind::neg:
+      return fp ? round_to(b, out, b.CreateFNeg(x)) : b.CreateSub(ic(t, 0), x);
+    case OpKind::abs:
+      if (fp) return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+      if (!sgn) return x;
+      return b.CreateSelect(b.CreateICmpSLT(x, ic(t, 0)), b.CreateSub(ic(t, 0), x), x);
+    case OpKind::relu: {
+      Value* zero = llvm::Constant::getNullValue(t);
+      if (fp) return b.CreateSelect(b.CreateFCmpOLT(x, zero), zero, x);
+      if (!sgn) return x;
+      return b.CreateSelect(b.CreateICmpSLT(x, zero), zero, x);
+    }
+    case OpKind::clip: {
+      constexpr double kInf = std::numeric_limits<double>::infinity();
+      double lo = attr_float(node, "min", -kInf), hi = attr_float(node, "max", kInf);
+      if (fp) {
+        Value* l = float_const(t, in, lo);
+        Value* h = float_const(t, in, hi);
+        Value* r = b.CreateSelect(b.CreateFCmpOLT(x, l), l, x);
+        return b.CreateSelect(b.CreateFCmpOGT(r, h), h, r);
+      }
+      auto [li, hi_i] = int_bounds(in, lo, hi);
+      Value* l = ic(t, static_cast<uint64_t>(li));
+      Value* h = ic(t, static_cast<uint64_t>(hi_i));
+      Value* below = sgn ? b.CreateICmpSLT(x, l) : b.CreateICmpULT(x, l);
+      Value* r = b.CreateSelect(below, l, x);
+      Value* above = sgn ? b.CreateICmpSGT(r, h) : b.CreateICmpUGT(r, h);
+      return b.CreateSelect(above, h, r);
+    }
+    case OpKind::sqrt:
+      // correctly rounded in float, and float -> f16/bf16 rounding is innocuous for sqrt
+      return round_to(b, out, b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+    case OpKind::exp: return from_d(exp_d(b, to_d(x)));
+    case OpKind::log: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::log, to_d(x)));
+    case OpKind::tanh: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::tanh, to_d(x)));
+    case OpKind::erf: return from_d(libm_call(b, m, "erf", to_d(x)));
+    case OpKind::rsqrt: {
+      Value* d = to_d(x);
+      return from_d(b.CreateFDiv(fc(d->getType(), 1.0), b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, d)));
+    }
+    case OpKind::sigmoid:
+    case OpKind::silu: {
+      Value* d = to_d(x);
+      Type* dt = d->getType();
+      Value* s = b.CreateFDiv(fc(dt, 1.0), b.CreateFAdd(fc(dt, 1.0), exp_d(b, b.CreateFNeg(d))));
+      return from_d(op == OpKind::silu ? b.CreateFMul(d, s) : s);
+    }
+    case OpKind::gelu: {
+      Value* d = to_d(x);
+      Type* dt = d->getType();
+      Value* e = libm_call(b, m, "erf", b.CreateFDiv(d, fc(dt, std::sqrt(2.0))));
+      return from_d(b.CreateFMul(b.CreateFMul(fc(dt, 0.5), d), b.CreateFAdd(fc(dt, 1.0), e)));
+    }
+    case OpKind::hard_sigmoid: {
+      Value* d = to_d(x);
+      Type* dt = d->getType();
+      Value* v = b.CreateFAdd(b.CreateFMul(fc(dt, attr_float(node, "alpha", 0.2)), d), fc(dt, attr_float(node, "beta", 0.5)));
+      // std::max(0, std::min(1, v)), NaN kept
+      Value* r = b.CreateSelect(b.CreateFCmpOLT(v, fc(dt, 1.0)), v, fc(dt, 1.0));
+      r = b.CreateSelect(b.CreateFCmpOLT(fc(dt, 0.0), r), r, fc(dt, 0.0));
+      return from_d(b.CreateSelect(b.CreateFCmpUNO(v, v), v, r));
+    }
+    default:
+      break;
+  }
+
+  if (op == OpKind::cast) return cast_value(b, in, out, x);
+  if (op == OpKind::where) return b.CreateSelect(args[0], args[1], args[2]);
+
+  Value* y = args[1];
+  if (ir::is_comparison(op)) {
+    if (fp) {
+      switch (op) {
+        case OpKind::equal: return b.CreateFCmpOEQ(x, y);
+        case OpKind::not_equal: return b.CreateFCmpUNE(x, y);
+        case OpKind::less: return b.CreateFCmpOLT(x, y);
+        case OpKind::less_equal: return b.CreateFCmpOLE(x, y);
+        case OpKind::greater: return b.CreateFCmpOGT(x, y);
+        default: return b.CreateFCmpOGE(x, y);
+      }
+    }
+    switch (op) {
+      case OpKind::equal: return b.CreateICmpEQ(x, y);
+      case OpKind::not_equal: return b.CreateICmpNE(x, y);
+      case OpKind::less: return sgn ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y);
+      case OpKind::less_equal: return sgn ? b.CreateICmpSLE(x, y) : b.CreateICmpULE(x, y);
+      case OpKind::greater: return sgn ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y);
+      default: return sgn ? b.CreateICmpSGE(x, y) : b.CreateICmpUGE(x, y);
+    }
+  }
+  if (in == DType::boolean) return unsupported(g, node, "arithmetic on bool");
+  if (fp) {
+    switch (op) {
+      case OpKind::add: return round_to(b, out, b.CreateFAdd(x, y));
+      case OpKind::sub: return round_to(b, out, b.CreateFSub(x, y));
+      case OpKind::mul: return round_to(b, out, b.CreateFMul(x, y));
+      case OpKind::div: return round_to(b, out, b.CreateFDiv(x, y));
+      case OpKind::max: return fmax_nan(b, x, y, true);
+      case OpKind::min: return fmax_nan(b, x, y, false);
+      case OpKind::pow: return from_d(b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, to_d(x), to_d(y)));
+      default: break;
+    }
+  } else {
+    switch (op) {
+      case OpKind::add: return b.CreateAdd(x, y);
+      case OpKind::sub: return b.CreateSub(x, y);
+      case OpKind::mul: return b.CreateMul(x, y);
+      case OpKind::div: return int_div(b, x, y, sgn);
+      case OpKind::pow: return int_pow(b, x, y, sgn);
+      case OpKind::max: return b.CreateSelect(sgn ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y), x, y);
+      case OpKind::min: return b.CreateSelect(sgn ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y), x, y);
+      default: break;
+    }
+  }
+  return unsupported(g, node, "not an elementwise op the JIT knows");
+}
+
+}  // namespace ew
+
+namespace {
+
+// Evaluates the chain `nodes` for one element. `known` holds values already in registers
+// (compute types); `load(k)` loads external operand k (an index into `externals`).
+Result<Value*> eval_chain(EmitContext& ec, const std::vector<const ir::Node*>& nodes,
+                          std::map<ir::ValueId, Value*>& known,
+                          const std::vector<ir::ValueId>& externals,
+                          const std::function<Value*(size_t)>& load) {
+  Value* last = nullptr;
+  for (const ir::Node* n : nodes) {
+    std::vector<Value*> args;
+    for (ir::ValueId v : n->inputs) {
+      auto it = known.find(v);
+      if (it == known.end()) {
+        auto pos = std::find(externals.begin(), externals.end(), v);
+        if (pos == externals.end()) {
+          return Status(ErrorCode::kInvalidArgument,
+                        fmt::format("group '{}': {} reads {}, which is not an operand", ec.group.name,
+                                    ir::describe_node(ec.graph, n->id), ir::describe_value(ec.graph, v)));
+        }
+        Value* loaded = load(static_cast<size_t>(pos - externals.begin()));
+        it = known.emplace(v, loaded).first;
+      }
+      args.push_back(it->second);
+    }
+    CARVE_ASSIGN_OR_RETURN(last, ew::apply_elementwise(ec.b, ec.module, ec.graph, *n, args));
+    known[n->outputs[0]] = last;
+  }
+  return last;
+}
+
+Status check_operands(EmitContext& ec) {
+  for (size_t i = 0; i < ec.group.operands.size(); ++i) {
+    const KernelOperand& op = ec.group.operands[i];
+    if (op.role == OperandRole::scratch) continue;
+    if (!ec.graph.has_value(op.value)) {
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("group '{}': operand #{} is not a value of the graph", ec.group.name, i));
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status emit_elementwise_group(EmitContext& ec) {
+  const ir::Graph& g = ec.graph;
+  llvm::IRBuilder<>& b = ec.b;
+  CARVE_RETURN_IF_ERROR(check_operands(ec));
+  std::vector<const ir::Node*> nodes;
+  for (ir::NodeId id : ec.group.nodes) {
+    const ir::Node& n = g.node(id);
+    if (!ir::is_elementwise(n.op) || n.outputs.size() != 1) {
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("group '{}': {} is not elementwise", ec.group.name, ir::describe_node(g, id)));
+    }
+    nodes.push_back(&n);
+  }
+  const ir::Value& result = g.value(nodes.back()->outputs[0]);
+  const ir::Shape& out_shape = result.type.shape;
+
+  // External inputs and stored outputs.
+  std::vector<ir::ValueId> externals;
+  std::vector<ir::Shape> shapes;
+  std::vector<std::pair<ir::ValueId, Value*>> stores;
+  for (size_t i = 0; i < ec.group.operands.size(); ++i) {
+    const KernelOperand& op = ec.group.operands[i];
+    if (op.role == OperandRole::input) {
+      externals.push_back(op.value);
+      shapes.push_back(g.value(op.value).type.shape);
+    } else if (op.role == OperandRole::output) {
+      if (g.value(op.value).type.shape != out_shape) {
+        return Status(ErrorCode::kUnsupported,
+                      fmt::format("group '{}': stored value {} does not have the chain's output shape {}",
+                                  ec.group.name, ir::describe_value(g, op.value), out_shape.to_string()));
+      }
+      stores.emplace_back(op.value, ec.operand_ptrs[i]);
+    }
+  }
+  if (stores.empty()) return Status(ErrorCode::kInvalidArgument, fmt::format("group '{}' stores nothing", ec.group.name));
+  std::vector<Value*> in_ptrs;
+  for (ir::ValueId v : externals) in_ptrs.push_back(operand_ptr(ec, v));
+
+  ew::BroadcastLayout layout = ew::broadcast_layout(out_shape, shapes);
+  ew::Range range = ew::tile_items(ec, layout.total);
+  const size_t m = layout.dims.size();
+  const int64_t width = layout.dims.back();
+
+  // One element: out index `o`, operand k at offset base[k] + c * inner_stride[k].
+  auto body = [&](Value* o, const std::vector<Value*>& base, Value* c) -> Status {
+    std::map<ir::ValueId, Value*> known;
+    auto load = [&](size_t k) {
+      int64_t s = layout.strides[k].back();
+      Value* idx = s == 0 ? base[k] : (base[k] ? b.CreateAdd(base[k], c) : c);
+      return ew::load_value(b, g.value(externals[k]).type.dtype, in_ptrs[k], idx);
+    };
+    CARVE_RETURN_IF_ERROR(eval_chain(ec, nodes, known, externals, load).status());
+    for (auto& [v, ptr] : stores) ew::store_value(b, g.value(v).type.dtype, ptr, o, known.at(v));
+    return Status();
+  };
+
+  Status status;
+  if (m == 1) {
+    // Contiguous fast path (every operand same-shape or a scalar): one flat loop.
+    std::vector<Value*> base(externals.size(), nullptr);
+    for (size_t k = 0; k < externals.size(); ++k) {
+      if (layout.strides[k].back() == 0) base[k] = ew::i64c(b, 0);
+    }
+    ew::emit_for(b, range.lo, range.hi, [&](Value* i) {
+      if (status.ok()) status = body(i, base, i);
+    });
+    return status;
+  }
+  // Rows of the innermost collapsed dim; outer coordinates resolved once per row.
+  ew::emit_while(b, range.lo, range.hi, [&](Value* i) -> Value* {
+    Value* w = ew::i64c(b, width);
+    Value* row = b.CreateUDiv(i, w);
+    Value* row_start = b.CreateMul(row, w);
+    Value* col = b.CreateSub(i, row_start);
+    Value* remaining = b.CreateSub(range.hi, row_start);
+    Value* col_end = b.CreateSelect(b.CreateICmpSLT(remaining, w), remaining, w);
+    std::vector<Value*> base(externals.size());
+    for (size_t k = 0; k < externals.size(); ++k) {
+      Value* off = ew::i64c(b, 0);
+      Value* rest = row;
+      for (size_t j = m - 1; j-- > 0;) {
+        Value* idx = j == 0 ? rest : b.CreateURem(rest, ew::i64c(b, layout.dims[j]));
+        if (layout.strides[k][j] != 0) off = b.CreateAdd(off, b.CreateMul(idx, ew::i64c(b, layout.strides[k][j])));
+        if (j > 0) rest = b.CreateUDiv(rest, ew::i64c(b, layout.dims[j]));
+      }
+      base[k] = off;
+    }
+    ew::emit_for(b, col, col_end, [&](Value* c) {
+      if (status.ok()) status = body(b.CreateAdd(row_start, c), base, c);
+    }, "c");
+    return b.CreateAdd(row_start, col_end);
+  });
+  return status;
+}
+
+Epilogue make_epilogue(EmitContext& ec) {
+  if (ec.group.nodes.size() < 2) return Epilogue();
+  const ir::Graph& g = ec.graph;
+  const ir::Node& anchor = g.node(ec.group.nodes.front());
+  std::vector<const ir::Node*> nodes;
+  for (size_t i = 1; i < ec.group.nodes.size(); ++i) nodes.push_back(&g.node(ec.group.nodes[i]));
+  ir::ValueId anchor_out = anchor.outputs.empty() ? ir::kNoValue : anchor.outputs[0];
+  const ir::Shape out_shape = g.value(nodes.back()->outputs[0]).type.shape;
+  // External operands the epilogue reads (not the anchor's inputs unless the chain reads them).
+  std::vector<ir::ValueId> externals;
+  std::vector<ir::Shape> shapes;
+  for (const ir::Node* n : nodes) {
+    for (ir::ValueId v : n->inputs) {
+      bool produced = v == anchor_out;
+      for (const ir::Node* p : nodes) produced = produced || p->outputs[0] == v;
+      if (!produced && std::find(externals.begin(), externals.end(), v) == externals.end()) {
+        externals.push_back(v);
+        shapes.push_back(g.value(v).type.shape);
+      }
+    }
+  }
+  ew::BroadcastLayout layout = ew::broadcast_layout(out_shape, shapes);
+  DType anchor_dtype = g.value(anchor_out).type.dtype;
+  DType final_dtype = g.value(nodes.back()->outputs[0]).type.dtype;
+
+  return [=](EmitContext& ec2, Value* value, Value* linear) -> Value* {
+    llvm::IRBuilder<>& b = ec2.b;
+    // The compute emitters pass compute types with bool as i8; ours use i1 for bool.
+    auto run_scalar = [&](Value* v, Value* lin) -> Value* {
+      if (anchor_dtype == DType::boolean) v = b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+      std::map<ir::ValueId, Value*> known{{anchor_out, v}};
+      auto load = [&](size_t k) {
+        Value* off = ew::broadcast_offset(b, layout, k, lin);
+        return ew::load_value(b, g.value(externals[k]).type.dtype, operand_ptr(ec2, externals[k]), off);
+      };
+      auto r = eval_chain(ec2, nodes, known, externals, load);
+      if (!r.ok()) return llvm::PoisonValue::get(ew::compute_type(b.getContext(), final_dtype));
+      Value* out = *r;
+      if (final_dtype == DType::boolean) out = b.CreateZExt(out, b.getInt8Ty());
+      return out;
+    };
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(value->getType())) {
+      unsigned n = vt->getNumElements();
+      Type* et = final_dtype == DType::boolean ? b.getInt8Ty() : ew::compute_type(b.getContext(), final_dtype);
+      Value* out = llvm::PoisonValue::get(llvm::FixedVectorType::get(et, n));
+      for (unsigned j = 0; j < n; ++j) {
+        Value* lin = b.CreateAdd(linear, ew::i64c(b, j));
+        out = b.CreateInsertElement(out, run_scalar(b.CreateExtractElement(value, j), lin), j);
+      }
+      return out;
+    }
+    return run_scalar(value, linear);
+  };
+}
+
+}  // namespace carve::jit::detail

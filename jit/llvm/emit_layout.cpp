@@ -1,0 +1,458 @@
+// Layout ops: transpose, concat, split, slice (any steps, negative included), pad, gather,
+// views materialised as copies (reshape, flatten, squeeze, unsqueeze, identity), and the
+// state ops read_handle / write_handle / write_handle_at.
+//
+// Everything is a copy of raw element bits (no value conversion), so every dtype works.
+// Most ops are "strided regions": out[i] = in[base + sum(idx_j * stride_j)], walked row by
+// row along the innermost dim (contiguous rows become memcpy). Tiles split the op's item
+// space (output elements; for concat and the handle writes, the elements copied) into
+// group.num_tiles contiguous chunks.
+//
+// Out-of-range behaviour (no UB, unlike the reference interpreter, which reports errors):
+//  - gather: an index outside [-n, n) writes zeros for that slice; negative indices in
+//    range count from the end.
+//  - write_handle_at: pos is clamped to [0, handle_dim - value_dim] along the axis.
+#include <llvm/IR/Intrinsics.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "carve/ir/half.h"
+#include "emit.h"
+#include "ew_helpers.h"
+
+namespace carve::jit::detail {
+
+using llvm::Type;
+using llvm::Value;
+
+namespace {
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> st(dims.size(), 1);
+  int64_t s = 1;
+  for (size_t j = dims.size(); j-- > 0;) {
+    st[j] = s;
+    s *= dims[j];
+  }
+  return st;
+}
+
+int64_t product(const std::vector<int64_t>& dims, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t j = from; j < std::min(to, dims.size()); ++j) p *= dims[j];
+  return p;
+}
+
+Type* bits_type(llvm::LLVMContext& ctx, ir::DType d) {
+  return llvm::Type::getIntNTy(ctx, static_cast<unsigned>(ir::dtype_size(d) * 8));
+}
+
+Status bad(const EmitContext& ec, const ir::Node& node, const std::string& why) {
+  return Status(ErrorCode::kInvalidArgument, fmt::format("group '{}': {}: {}", ec.group.name, ir::describe_node(ec.graph, node.id), why));
+}
+
+// One strided copy: dst[dst_base + sum idx*dst_st] = src[src_base + sum idx*src_st] for
+// every index of `dims`, restricted to the linear (row-major over dims) items [lo, hi).
+struct Region {
+  std::vector<int64_t> dims;
+  Value* src = nullptr;
+  Value* src_base = nullptr;  // i64 element offset
+  std::vector<int64_t> src_st;
+  Value* dst = nullptr;
+  Value* dst_base = nullptr;
+  std::vector<int64_t> dst_st;
+};
+
+void copy_region(EmitContext& ec, Region r, ir::DType dtype, Value* lo, Value* hi) {
+  llvm::IRBuilder<>& b = ec.b;
+  Type* et = bits_type(ec.ctx, dtype);
+  const int64_t esize = ir::dtype_size(dtype);
+  // Drop extent-1 dims, merge dims that are contiguous for both sides.
+  std::vector<int64_t> dims, ss, ds;
+  for (size_t j = 0; j < r.dims.size(); ++j) {
+    if (r.dims[j] == 1) continue;
+    if (!dims.empty() && ss.back() == r.src_st[j] * r.dims[j] && ds.back() == r.dst_st[j] * r.dims[j]) {
+      dims.back() *= r.dims[j];
+      ss.back() = r.src_st[j];
+      ds.back() = r.dst_st[j];
+      continue;
+    }
+    dims.push_back(r.dims[j]);
+    ss.push_back(r.src_st[j]);
+    ds.push_back(r.dst_st[j]);
+  }
+  if (dims.empty()) {
+    dims = {1};
+    ss = {1};
+    ds = {1};
+  }
+  const size_t m = dims.size();
+  if (m == 1 && ss[0] == 1 && ds[0] == 1) {
+    // contiguous: one memcpy of the range
+    ew::emit_if(b, b.CreateICmpSLT(lo, hi), [&] {
+      Value* sp = b.CreateInBoundsGEP(et, r.src, b.CreateAdd(r.src_base, lo));
+      Value* dp = b.CreateInBoundsGEP(et, r.dst, b.CreateAdd(r.dst_base, lo));
+      Value* bytes = b.CreateMul(b.CreateSub(hi, lo), ew::i64c(b, esize));
+      b.CreateMemCpy(dp, llvm::MaybeAlign(esize), sp, llvm::MaybeAlign(esize), bytes);
+    });
+    return;
+  }
+  const int64_t width = dims.back();
+  ew::emit_while(b, lo, hi, [&](Value* i) -> Value* {
+    Value* w = ew::i64c(b, width);
+    Value* row = b.CreateUDiv(i, w);
+    Value* row_start = b.CreateMul(row, w);
+    Value* col = b.CreateSub(i, row_start);
+    Value* remaining = b.CreateSub(hi, row_start);
+    Value* col_end = b.CreateSelect(b.CreateICmpSLT(remaining, w), remaining, w);
+    Value* soff = r.src_base;
+    Value* doff = r.dst_base;
+    Value* rest = row;
+    for (size_t j = m - 1; j-- > 0;) {
+      Value* idx = j == 0 ? rest : b.CreateURem(rest, ew::i64c(b, dims[j]));
+      soff = b.CreateAdd(soff, b.CreateMul(idx, ew::i64c(b, ss[j])));
+      doff = b.CreateAdd(doff, b.CreateMul(idx, ew::i64c(b, ds[j])));
+      if (j > 0) rest = b.CreateUDiv(rest, ew::i64c(b, dims[j]));
+    }
+    ew::emit_for(b, col, col_end, [&](Value* c) {
+      Value* s = b.CreateAdd(soff, b.CreateMul(c, ew::i64c(b, ss.back())));
+      Value* d = b.CreateAdd(doff, b.CreateMul(c, ew::i64c(b, ds.back())));
+      Value* v = b.CreateAlignedLoad(et, b.CreateInBoundsGEP(et, r.src, s), llvm::Align(esize));
+      b.CreateAlignedStore(v, b.CreateInBoundsGEP(et, r.dst, d), llvm::Align(esize));
+    }, "c");
+    return b.CreateAdd(row_start, col_end);
+  });
+}
+
+// Several regions sharing one item space (split: one per output, concat: one per input).
+void copy_regions(EmitContext& ec, const std::vector<Region>& regions, ir::DType dtype) {
+  llvm::IRBuilder<>& b = ec.b;
+  int64_t total = 0;
+  for (const Region& r : regions) total += product(r.dims);
+  ew::Range range = ew::tile_items(ec, total);
+  int64_t start = 0;
+  for (const Region& r : regions) {
+    int64_t n = product(r.dims);
+    if (n > 0) {
+      auto local = [&](Value* x) {
+        Value* v = b.CreateSub(x, ew::i64c(b, start));
+        v = b.CreateSelect(b.CreateICmpSLT(v, ew::i64c(b, 0)), ew::i64c(b, 0), v);
+        return b.CreateSelect(b.CreateICmpSGT(v, ew::i64c(b, n)), ew::i64c(b, n), v);
+      };
+      copy_region(ec, r, dtype, local(range.lo), local(range.hi));
+    }
+    start += n;
+  }
+}
+
+int64_t attr_int(const ir::Node& n, const char* name, int64_t fallback) {
+  auto it = n.attrs.find(name);
+  return it != n.attrs.end() && it->second.is_int() ? it->second.as_int() : fallback;
+}
+
+std::vector<int64_t> attr_ints(const ir::Node& n, const char* name, std::vector<int64_t> fallback) {
+  auto it = n.attrs.find(name);
+  return it != n.attrs.end() && it->second.is_ints() ? it->second.as_ints() : fallback;
+}
+
+int norm_axis(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis + rank : axis); }
+
+// The pad fill value's bits for `dtype` (cast rules of the reference).
+uint64_t fill_bits(ir::DType d, double v) {
+  auto sat = [&](double lo, double hi) -> int64_t {
+    if (std::isnan(v)) return 0;
+    double t = std::trunc(v);
+    if (t <= lo) return static_cast<int64_t>(lo);
+    if (t >= hi) return d == ir::DType::i64 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(hi);
+    return static_cast<int64_t>(t);
+  };
+  switch (d) {
+    case ir::DType::f32: return std::bit_cast<uint32_t>(static_cast<float>(v));
+    case ir::DType::f64: return std::bit_cast<uint64_t>(v);
+    case ir::DType::f16: return ir::double_to_f16(v);
+    case ir::DType::bf16: return ir::double_to_bf16(v);
+    case ir::DType::i8: return static_cast<uint8_t>(sat(-128, 127));
+    case ir::DType::u8: return static_cast<uint8_t>(sat(0, 255));
+    case ir::DType::i32: return static_cast<uint32_t>(sat(-2147483648.0, 2147483647.0));
+    case ir::DType::i64: return static_cast<uint64_t>(sat(-9223372036854775808.0, 9223372036854775807.0));
+    case ir::DType::boolean: return v != 0 ? 1 : 0;
+  }
+  return 0;
+}
+
+Status emit_pad(EmitContext& ec, const ir::Node& node) {
+  llvm::IRBuilder<>& b = ec.b;
+  const ir::Graph& g = ec.graph;
+  const ir::TensorType& in = g.value(node.inputs[0]).type;
+  const ir::TensorType& out = g.value(node.outputs[0]).type;
+  std::vector<int64_t> pads = attr_ints(node, "pads", {});
+  const int rank = in.shape.rank();
+  if (pads.size() != static_cast<size_t>(2 * rank)) return bad(ec, node, "pads must have 2*rank entries");
+  auto vit = node.attrs.find("value");
+  double value = vit == node.attrs.end() ? 0.0 : (vit->second.is_float() ? vit->second.as_float() : static_cast<double>(vit->second.as_int()));
+  Type* et = bits_type(ec.ctx, in.dtype);
+  const int64_t esize = ir::dtype_size(in.dtype);
+  Value* fill = llvm::ConstantInt::get(et, fill_bits(in.dtype, value));
+  Value* src = operand_ptr(ec, node.inputs[0]);
+  Value* dst = operand_ptr(ec, node.outputs[0]);
+
+  std::vector<int64_t> od = out.shape.dims(), id = in.shape.dims();
+  std::vector<int64_t> begin(pads.begin(), pads.begin() + rank);
+  if (rank == 0) {
+    od = {1};
+    id = {1};
+    begin = {0};
+  }
+  const int64_t total = product(od);
+  const bool empty_in = product(id) == 0;
+  std::vector<int64_t> ist = contiguous_strides(id);
+  ew::Range range = ew::tile_items(ec, total);
+  const size_t m = od.size();
+  const int64_t width = od.back();
+  ew::emit_while(b, range.lo, range.hi, [&](Value* i) -> Value* {
+    Value* w = ew::i64c(b, width);
+    Value* row = b.CreateUDiv(i, w);
+    Value* row_start = b.CreateMul(row, w);
+    Value* col = b.CreateSub(i, row_start);
+    Value* remaining = b.CreateSub(range.hi, row_start);
+    Value* col_end = b.CreateSelect(b.CreateICmpSLT(remaining, w), remaining, w);
+    Value* valid = b.getTrue();
+    Value* base = ew::i64c(b, 0);
+    Value* rest = row;
+    for (size_t j = m - 1; j-- > 0;) {
+      Value* o = j == 0 ? rest : b.CreateURem(rest, ew::i64c(b, od[j]));
+      if (j > 0) rest = b.CreateUDiv(rest, ew::i64c(b, od[j]));
+      if (empty_in) continue;
+      Value* x = b.CreateSub(o, ew::i64c(b, begin[j]));
+      Value* ok = b.CreateAnd(b.CreateICmpSGE(x, ew::i64c(b, 0)), b.CreateICmpSLT(x, ew::i64c(b, id[j])));
+      valid = b.CreateAnd(valid, ok);
+      Value* xc = b.CreateSelect(ok, x, ew::i64c(b, 0));
+      base = b.CreateAdd(base, b.CreateMul(xc, ew::i64c(b, ist[j])));
+    }
+    ew::emit_for(b, col, col_end, [&](Value* c) {
+      Value* v = fill;
+      if (!empty_in) {
+        Value* x = b.CreateSub(c, ew::i64c(b, begin.back()));
+        Value* ok = b.CreateAnd(valid, b.CreateAnd(b.CreateICmpSGE(x, ew::i64c(b, 0)),
+                                                   b.CreateICmpSLT(x, ew::i64c(b, id.back()))));
+        Value* xc = b.CreateSelect(ok, x, ew::i64c(b, 0));
+        Value* ld = b.CreateAlignedLoad(et, b.CreateInBoundsGEP(et, src, b.CreateAdd(base, xc)), llvm::Align(esize));
+        v = b.CreateSelect(ok, ld, fill);
+      }
+      b.CreateAlignedStore(v, b.CreateInBoundsGEP(et, dst, b.CreateAdd(row_start, c)), llvm::Align(esize));
+    }, "c");
+    return b.CreateAdd(row_start, col_end);
+  });
+  return Status();
+}
+
+Status emit_gather(EmitContext& ec, const ir::Node& node) {
+  llvm::IRBuilder<>& b = ec.b;
+  const ir::Graph& g = ec.graph;
+  const ir::TensorType& data = g.value(node.inputs[0]).type;
+  const ir::TensorType& indices = g.value(node.inputs[1]).type;
+  const int rank = data.shape.rank();
+  if (rank < 1) return bad(ec, node, "data must have rank >= 1");
+  const int axis = norm_axis(attr_int(node, "axis", 0), rank);
+  const std::vector<int64_t>& dd = data.shape.dims();
+  const int64_t outer = product(dd, 0, static_cast<size_t>(axis));
+  const int64_t dim = dd[static_cast<size_t>(axis)];
+  const int64_t inner = product(dd, static_cast<size_t>(axis) + 1);
+  const int64_t nidx = product(indices.shape.dims());
+  const int64_t total = outer * nidx * inner;
+  Type* et = bits_type(ec.ctx, data.dtype);
+  const int64_t esize = ir::dtype_size(data.dtype);
+  Value* src = operand_ptr(ec, node.inputs[0]);
+  Value* idx_ptr = operand_ptr(ec, node.inputs[1]);
+  Value* dst = operand_ptr(ec, node.outputs[0]);
+  Type* it = indices.dtype == ir::DType::i32 ? b.getInt32Ty() : b.getInt64Ty();
+  ew::Range range = ew::tile_items(ec, total);
+  if (total == 0) return Status();
+  Value* zero = llvm::ConstantInt::get(et, 0);
+  ew::emit_while(b, range.lo, range.hi, [&](Value* i) -> Value* {
+    Value* w = ew::i64c(b, inner);
+    Value* row = b.CreateUDiv(i, w);
+    Value* row_start = b.CreateMul(row, w);
+    Value* col = b.CreateSub(i, row_start);
+    Value* remaining = b.CreateSub(range.hi, row_start);
+    Value* col_end = b.CreateSelect(b.CreateICmpSLT(remaining, w), remaining, w);
+    Value* j = b.CreateURem(row, ew::i64c(b, nidx));
+    Value* o = b.CreateUDiv(row, ew::i64c(b, nidx));
+    Value* raw = b.CreateAlignedLoad(it, b.CreateInBoundsGEP(it, idx_ptr, j), llvm::Align(it->getScalarSizeInBits() / 8));
+    Value* k = b.CreateSExt(raw, b.getInt64Ty());
+    k = b.CreateSelect(b.CreateICmpSLT(k, ew::i64c(b, 0)), b.CreateAdd(k, ew::i64c(b, dim)), k);
+    Value* ok = b.CreateAnd(b.CreateICmpSGE(k, ew::i64c(b, 0)), b.CreateICmpSLT(k, ew::i64c(b, dim)));
+    Value* kc = b.CreateSelect(ok, k, ew::i64c(b, 0));
+    Value* base = b.CreateMul(b.CreateAdd(b.CreateMul(o, ew::i64c(b, dim)), kc), w);
+    ew::emit_for(b, col, col_end, [&](Value* c) {
+      Value* v = zero;
+      if (dim > 0) {
+        Value* ld = b.CreateAlignedLoad(et, b.CreateInBoundsGEP(et, src, b.CreateAdd(base, c)), llvm::Align(esize));
+        v = b.CreateSelect(ok, ld, zero);
+      }
+      b.CreateAlignedStore(v, b.CreateInBoundsGEP(et, dst, b.CreateAdd(row_start, c)), llvm::Align(esize));
+    }, "c");
+    return b.CreateAdd(row_start, col_end);
+  });
+  return Status();
+}
+
+// ONNX slice start for one axis (same clamping as shape inference).
+int64_t slice_start(int64_t d, int64_t start, int64_t step) {
+  if (start < 0) start += d;
+  if (step > 0) return std::clamp<int64_t>(start, 0, d);
+  return d == 0 ? 0 : std::clamp<int64_t>(start, 0, d - 1);
+}
+
+}  // namespace
+
+Status emit_layout(EmitContext& ec, const ir::Node& node) {
+  llvm::IRBuilder<>& b = ec.b;
+  const ir::Graph& g = ec.graph;
+  for (ir::ValueId v : node.inputs) {
+    if (!g.has_value(v) || !operand_ptr(ec, v)) return bad(ec, node, fmt::format("input {} is not an operand", v));
+  }
+  for (ir::ValueId v : node.outputs) {
+    if (!g.has_value(v) || !operand_ptr(ec, v)) return bad(ec, node, fmt::format("output {} is not an operand", v));
+  }
+  auto zero = [&] { return ew::i64c(b, 0); };
+
+  switch (node.op) {
+    case ir::OpKind::reshape:
+    case ir::OpKind::flatten:
+    case ir::OpKind::squeeze:
+    case ir::OpKind::unsqueeze:
+    case ir::OpKind::identity: {
+      const ir::TensorType& t = g.value(node.outputs[0]).type;
+      int64_t n = product(t.shape.dims());
+      Region r{{n}, operand_ptr(ec, node.inputs[0]), zero(), {1}, operand_ptr(ec, node.outputs[0]), zero(), {1}};
+      copy_regions(ec, {r}, t.dtype);
+      return Status();
+    }
+    case ir::OpKind::read_handle:
+    case ir::OpKind::write_handle: {
+      Value* handle = operand_ptr(ec, ir::kNoValue);
+      if (!handle) return bad(ec, node, "no handle operand (value kNoValue)");
+      ir::ValueId v = node.op == ir::OpKind::read_handle ? node.outputs[0] : node.inputs[0];
+      const ir::TensorType& t = g.value(v).type;
+      Value* vp = operand_ptr(ec, v);
+      int64_t n = product(t.shape.dims());
+      Region r{{n}, handle, zero(), {1}, vp, zero(), {1}};
+      if (node.op == ir::OpKind::write_handle) std::swap(r.src, r.dst);
+      copy_regions(ec, {r}, t.dtype);
+      return Status();
+    }
+    case ir::OpKind::write_handle_at: {
+      Value* handle = operand_ptr(ec, ir::kNoValue);
+      if (!handle) return bad(ec, node, "no handle operand (value kNoValue)");
+      auto hit = node.attrs.find("handle");
+      const ir::Handle* h = hit != node.attrs.end() && hit->second.is_string() ? g.find_handle(hit->second.as_string()) : nullptr;
+      if (!h) return bad(ec, node, "unknown handle");
+      const ir::TensorType& vt = g.value(node.inputs[0]).type;
+      const int rank = h->type.shape.rank();
+      const int axis = norm_axis(attr_int(node, "axis", 0), rank);
+      if (vt.shape.rank() != rank || axis < 0 || axis >= rank) return bad(ec, node, "value does not fit the handle");
+      std::vector<int64_t> hst = contiguous_strides(h->type.shape.dims());
+      int64_t max_pos = h->type.shape[axis] - vt.shape[axis];
+      Value* pos = b.CreateAlignedLoad(b.getInt64Ty(), operand_ptr(ec, node.inputs[1]), llvm::Align(8));
+      pos = b.CreateSelect(b.CreateICmpSLT(pos, zero()), zero(), pos);
+      pos = b.CreateSelect(b.CreateICmpSGT(pos, ew::i64c(b, max_pos)), ew::i64c(b, max_pos), pos);
+      Value* base = b.CreateMul(pos, ew::i64c(b, hst[static_cast<size_t>(axis)]));
+      Region r{vt.shape.dims(), operand_ptr(ec, node.inputs[0]), zero(), contiguous_strides(vt.shape.dims()),
+               handle, base, hst};
+      if (rank == 0) r = Region{{1}, r.src, zero(), {1}, handle, zero(), {1}};
+      copy_regions(ec, {r}, vt.dtype);
+      return Status();
+    }
+    case ir::OpKind::transpose: {
+      const ir::TensorType& in = g.value(node.inputs[0]).type;
+      const ir::TensorType& out = g.value(node.outputs[0]).type;
+      const int rank = in.shape.rank();
+      std::vector<int64_t> perm(static_cast<size_t>(rank));
+      for (int j = 0; j < rank; ++j) perm[static_cast<size_t>(j)] = rank - 1 - j;
+      perm = attr_ints(node, "perm", perm);
+      std::vector<int64_t> ist = contiguous_strides(in.shape.dims());
+      std::vector<int64_t> sst;
+      for (int64_t p : perm) sst.push_back(ist[static_cast<size_t>(p)]);
+      Region r{out.shape.dims(), operand_ptr(ec, node.inputs[0]), zero(), sst, operand_ptr(ec, node.outputs[0]), zero(),
+               contiguous_strides(out.shape.dims())};
+      if (rank == 0) r = Region{{1}, r.src, zero(), {1}, r.dst, zero(), {1}};
+      copy_regions(ec, {r}, in.dtype);
+      return Status();
+    }
+    case ir::OpKind::slice: {
+      const ir::TensorType& in = g.value(node.inputs[0]).type;
+      const ir::TensorType& out = g.value(node.outputs[0]).type;
+      const int rank = in.shape.rank();
+      std::vector<int64_t> starts = attr_ints(node, "starts", {});
+      std::vector<int64_t> ends = attr_ints(node, "ends", {});
+      size_t n = starts.size();
+      std::vector<int64_t> axes(n);
+      for (size_t i = 0; i < n; ++i) axes[i] = static_cast<int64_t>(i);
+      axes = attr_ints(node, "axes", axes);
+      std::vector<int64_t> steps = attr_ints(node, "steps", std::vector<int64_t>(n, 1));
+      if (ends.size() != n || axes.size() != n || steps.size() != n) return bad(ec, node, "inconsistent slice attributes");
+      std::vector<int64_t> ist = contiguous_strides(in.shape.dims());
+      std::vector<int64_t> sst = ist;
+      int64_t base = 0;
+      for (size_t i = 0; i < n; ++i) {
+        auto a = static_cast<size_t>(norm_axis(axes[i], rank));
+        int64_t d = in.shape[static_cast<int>(a)];
+        if (out.shape[static_cast<int>(a)] == 0) continue;  // nothing is read
+        base += slice_start(d, starts[i], steps[i]) * ist[a];
+        // a step beyond the extent only matters for length-1 outputs: avoid overflow
+        sst[a] = out.shape[static_cast<int>(a)] > 1 ? steps[i] * ist[a] : 0;
+      }
+      Region r{out.shape.dims(), operand_ptr(ec, node.inputs[0]), ew::i64c(b, base), sst,
+               operand_ptr(ec, node.outputs[0]), zero(), contiguous_strides(out.shape.dims())};
+      if (rank == 0) r = Region{{1}, r.src, zero(), {1}, r.dst, zero(), {1}};
+      copy_regions(ec, {r}, in.dtype);
+      return Status();
+    }
+    case ir::OpKind::split: {
+      const ir::TensorType& in = g.value(node.inputs[0]).type;
+      const int axis = norm_axis(attr_int(node, "axis", 0), in.shape.rank());
+      std::vector<int64_t> ist = contiguous_strides(in.shape.dims());
+      std::vector<Region> regions;
+      int64_t offset = 0;
+      for (ir::ValueId v : node.outputs) {
+        const ir::TensorType& t = g.value(v).type;
+        regions.push_back(Region{t.shape.dims(), operand_ptr(ec, node.inputs[0]),
+                                 ew::i64c(b, offset * ist[static_cast<size_t>(axis)]), ist, operand_ptr(ec, v), zero(),
+                                 contiguous_strides(t.shape.dims())});
+        offset += t.shape[axis];
+      }
+      copy_regions(ec, regions, in.dtype);
+      return Status();
+    }
+    case ir::OpKind::concat: {
+      const ir::TensorType& out = g.value(node.outputs[0]).type;
+      const int axis = norm_axis(attr_int(node, "axis", 0), out.shape.rank());
+      std::vector<int64_t> ost = contiguous_strides(out.shape.dims());
+      std::vector<Region> regions;
+      int64_t offset = 0;
+      for (ir::ValueId v : node.inputs) {
+        const ir::TensorType& t = g.value(v).type;
+        regions.push_back(Region{t.shape.dims(), operand_ptr(ec, v), zero(), contiguous_strides(t.shape.dims()),
+                                 operand_ptr(ec, node.outputs[0]), ew::i64c(b, offset * ost[static_cast<size_t>(axis)]), ost});
+        offset += t.shape[axis];
+      }
+      copy_regions(ec, regions, out.dtype);
+      return Status();
+    }
+    case ir::OpKind::pad:
+      return emit_pad(ec, node);
+    case ir::OpKind::gather:
+      return emit_gather(ec, node);
+    default:
+      break;
+  }
+  return Status(ErrorCode::kUnsupported,
+                fmt::format("group '{}': no emitter for {}", ec.group.name, ir::describe_node(g, node.id)));
+}
+
+}  // namespace carve::jit::detail

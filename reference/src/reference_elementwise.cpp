@@ -1,0 +1,229 @@
+// Reference kernels: unary, binary, comparisons, where, cast.
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "reference_internal.h"
+
+namespace carve::reference::ref {
+namespace {
+
+using ir::OpKind;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+double float_unary(OpKind op, double x, const Ctx& ctx) {
+  switch (op) {
+    case OpKind::neg: return -x;
+    case OpKind::abs: return std::fabs(x);
+    case OpKind::exp: return std::exp(x);
+    case OpKind::log: return std::log(x);
+    case OpKind::sqrt: return std::sqrt(x);
+    case OpKind::rsqrt: return 1.0 / std::sqrt(x);
+    case OpKind::tanh: return std::tanh(x);
+    case OpKind::sigmoid: return sigmoid(x);
+    case OpKind::relu: return x < 0 ? 0.0 : x;
+    case OpKind::gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case OpKind::erf: return std::erf(x);
+    case OpKind::silu: return x * sigmoid(x);
+    case OpKind::hard_sigmoid: {
+      const double y = ctx.attr_float("alpha", 0.2) * x + ctx.attr_float("beta", 0.5);
+      return std::isnan(y) ? y : std::max(0.0, std::min(1.0, y));
+    }
+    case OpKind::clip: {
+      const double lo = ctx.attr_float("min", -kInf), hi = ctx.attr_float("max", kInf);
+      return x < lo ? lo : (x > hi ? hi : x);  // NaN falls through
+    }
+    default: return kNaN;
+  }
+}
+
+// Integer clip bounds: [ceil(min), floor(max)] saturated to the dtype's range.
+std::pair<int64_t, int64_t> int_clip_bounds(ir::DType dtype, double lo, double hi) {
+  int64_t bounds[2];
+  const double values[2] = {std::ceil(lo), std::floor(hi)};
+  for (int i = 0; i < 2; ++i) {
+    std::vector<uint8_t> encoded = encode_double(dtype, values[i]);  // saturating
+    bounds[i] = load_i64(dtype, encoded.data(), 1)[0];
+  }
+  return {bounds[0], bounds[1]};
+}
+
+Status run_unary(const Ctx& ctx) {
+  const OpKind op = ctx.node.op;
+  const ir::TensorType& t = ctx.in_type(0);
+  const int64_t n = count(t.shape);
+  if (ir::is_float(t.dtype)) {
+    std::vector<double> x = load_f64(t.dtype, ctx.in[0], n);
+    for (double& v : x) v = float_unary(op, v, ctx);
+    store_f64(ctx.out_type(0).dtype, x, ctx.out[0]);
+    return Status();
+  }
+  std::vector<int64_t> x = load_i64(t.dtype, ctx.in[0], n);
+  switch (op) {
+    case OpKind::neg:
+      for (int64_t& v : x) v = wrap_neg(v);
+      break;
+    case OpKind::abs:
+      for (int64_t& v : x) v = v < 0 ? wrap_neg(v) : v;
+      break;
+    case OpKind::relu:
+      for (int64_t& v : x) v = v < 0 ? 0 : v;
+      break;
+    case OpKind::clip: {
+      auto [lo, hi] = int_clip_bounds(t.dtype, ctx.attr_float("min", -kInf),
+                                      ctx.attr_float("max", kInf));
+      for (int64_t& v : x) v = v < lo ? lo : (v > hi ? hi : v);
+      break;
+    }
+    default:
+      return ctx.error(ErrorCode::kInternal, "no integer form of this op");
+  }
+  store_i64(ctx.out_type(0).dtype, x, ctx.out[0]);
+  return Status();
+}
+
+double float_binary(OpKind op, double a, double b) {
+  switch (op) {
+    case OpKind::add: return a + b;
+    case OpKind::sub: return a - b;
+    case OpKind::mul: return a * b;
+    case OpKind::div: return a / b;
+    case OpKind::pow: return std::pow(a, b);
+    case OpKind::max: return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
+    case OpKind::min: return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b);
+    default: return kNaN;
+  }
+}
+
+int64_t int_pow(int64_t base, int64_t exponent) {
+  if (exponent < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return exponent % 2 == 0 ? 1 : -1;
+    return 0;  // |base| > 1: the real result truncates to 0; base 0: like x / 0
+  }
+  uint64_t result = 1, b = static_cast<uint64_t>(base);
+  for (auto e = static_cast<uint64_t>(exponent); e != 0; e >>= 1) {
+    if ((e & 1) != 0) result *= b;
+    b *= b;
+  }
+  return static_cast<int64_t>(result);
+}
+
+int64_t int_binary(OpKind op, int64_t a, int64_t b) {
+  switch (op) {
+    case OpKind::add: return wrap_add(a, b);
+    case OpKind::sub: return wrap_sub(a, b);
+    case OpKind::mul: return wrap_mul(a, b);
+    case OpKind::div:
+      if (b == 0) return 0;
+      if (b == -1) return wrap_neg(a);  // INT64_MIN / -1 would overflow
+      return a / b;                     // truncates toward zero
+    case OpKind::pow: return int_pow(a, b);
+    case OpKind::max: return std::max(a, b);
+    case OpKind::min: return std::min(a, b);
+    default: return 0;
+  }
+}
+
+template <typename V>
+bool compare(OpKind op, V a, V b) {
+  switch (op) {
+    case OpKind::equal: return a == b;
+    case OpKind::not_equal: return a != b;
+    case OpKind::less: return a < b;
+    case OpKind::less_equal: return a <= b;
+    case OpKind::greater: return a > b;
+    case OpKind::greater_equal: return a >= b;
+    default: return false;
+  }
+}
+
+template <typename V>
+void binary_typed(const Ctx& ctx) {
+  const OpKind op = ctx.node.op;
+  const ir::TensorType& ta = ctx.in_type(0);
+  const ir::TensorType& tb = ctx.in_type(1);
+  const ir::TensorType& to = ctx.out_type(0);
+  const std::vector<V> a = load<V>(ta.dtype, ctx.in[0], count(ta.shape));
+  const std::vector<V> b = load<V>(tb.dtype, ctx.in[1], count(tb.shape));
+  const int64_t n = count(to.shape);
+  IndexWalker walk(to.shape, {broadcast_strides(ta.shape, to.shape),
+                              broadcast_strides(tb.shape, to.shape)});
+  if (ir::is_comparison(op)) {
+    std::vector<int64_t> y(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i, walk.next()) {
+      y[static_cast<size_t>(i)] = compare<V>(op, a[static_cast<size_t>(walk.offset(0))],
+                                             b[static_cast<size_t>(walk.offset(1))]);
+    }
+    store_i64(to.dtype, y, ctx.out[0]);
+    return;
+  }
+  std::vector<V> y(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i, walk.next()) {
+    const V x0 = a[static_cast<size_t>(walk.offset(0))];
+    const V x1 = b[static_cast<size_t>(walk.offset(1))];
+    if constexpr (std::is_same_v<V, double>) {
+      y[static_cast<size_t>(i)] = float_binary(op, x0, x1);
+    } else {
+      y[static_cast<size_t>(i)] = int_binary(op, x0, x1);
+    }
+  }
+  store<V>(to.dtype, y, ctx.out[0]);
+}
+
+Status run_where(const Ctx& ctx) {
+  const ir::TensorType& to = ctx.out_type(0);
+  const auto size = static_cast<size_t>(ir::dtype_size(to.dtype));
+  const int64_t n = count(to.shape);
+  IndexWalker walk(to.shape, {broadcast_strides(ctx.in_type(0).shape, to.shape),
+                              broadcast_strides(ctx.in_type(1).shape, to.shape),
+                              broadcast_strides(ctx.in_type(2).shape, to.shape)});
+  const auto* cond = static_cast<const uint8_t*>(ctx.in[0]);
+  const auto* x = static_cast<const uint8_t*>(ctx.in[1]);
+  const auto* y = static_cast<const uint8_t*>(ctx.in[2]);
+  auto* out = static_cast<uint8_t*>(ctx.out[0]);
+  for (int64_t i = 0; i < n; ++i, walk.next()) {
+    const bool c = cond[walk.offset(0)] != 0;
+    const uint8_t* src = c ? x + static_cast<size_t>(walk.offset(1)) * size
+                           : y + static_cast<size_t>(walk.offset(2)) * size;
+    std::memcpy(out + static_cast<size_t>(i) * size, src, size);
+  }
+  return Status();
+}
+
+Status run_cast(const Ctx& ctx) {
+  const ir::TensorType& from = ctx.in_type(0);
+  const ir::DType to = ctx.out_type(0).dtype;
+  const int64_t n = count(from.shape);
+  if (ir::is_float(from.dtype)) {
+    store_f64(to, load_f64(from.dtype, ctx.in[0], n), ctx.out[0]);
+  } else {
+    store_i64(to, load_i64(from.dtype, ctx.in[0], n), ctx.out[0]);
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status run_elementwise(const Ctx& ctx) {
+  const OpKind op = ctx.node.op;
+  if (ir::is_unary_elementwise(op)) return run_unary(ctx);
+  if (ir::is_binary_elementwise(op)) {
+    if (ir::is_float(ctx.in_type(0).dtype)) {
+      binary_typed<double>(ctx);
+    } else {
+      binary_typed<int64_t>(ctx);
+    }
+    return Status();
+  }
+  if (op == OpKind::where) return run_where(ctx);
+  if (op == OpKind::cast) return run_cast(ctx);
+  return ctx.error(ErrorCode::kInternal, "not an elementwise op");
+}
+
+}  // namespace carve::reference::ref

@@ -1,0 +1,275 @@
+// DeviceExecutor (device_executor.h): NVRTC kernels, device memory and stream/graph runs.
+#include "device_executor.h"
+
+#include <fmt/format.h>
+
+#include "carve/jit/cuda/cuda_codegen.h"
+
+namespace carve::runtime::detail {
+
+namespace cu = jit::cuda;
+
+namespace {
+
+cuda::DevicePtr dptr(const std::byte* p) { return static_cast<cuda::DevicePtr>(reinterpret_cast<uintptr_t>(p)); }
+
+Status named(const Program& p, int32_t l, Status s) {
+  if (s.ok()) return s;
+  return s.with_context(fmt::format("launch {} '{}'", l, p.launches[static_cast<size_t>(l)].name));
+}
+
+bool on_device(const Buffer& b) { return b.device_kind() == DeviceKind::kDevice; }
+
+}  // namespace
+
+Result<std::shared_ptr<DeviceBackend>> DeviceBackend::create(const Device& device, int streams, bool graphs) {
+  if (device.type != DeviceType::cuda)
+    return Status(ErrorCode::kInvalidArgument, fmt::format("device backend for {}", device.to_string()));
+  CARVE_RETURN_IF_ERROR(cuda::driver_status());
+  auto backend = std::make_shared<DeviceBackend>();
+  backend->device = device;
+  backend->streams = std::max(1, streams);
+  backend->graphs = graphs;
+  CARVE_ASSIGN_OR_RETURN(backend->info, cuda::device_info(device.index));
+  CARVE_ASSIGN_OR_RETURN(backend->allocator, cuda::CudaAllocator::create(device.index));
+  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<cu::NvrtcCompiler> nvrtc, cu::NvrtcCompiler::create({}));
+  backend->nvrtc = std::move(nvrtc);
+  return backend;
+}
+
+Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<DeviceBackend> backend,
+                                                               const Program& p, const Schedule& schedule,
+                                                               bool sequential) {
+  std::unique_ptr<DeviceExecutor> ex(new DeviceExecutor());
+  ex->backend_ = backend;
+  ex->schedule_ = &schedule;
+  if (schedule.task_count() != static_cast<int32_t>(p.launches.size()))
+    return Status(ErrorCode::kInternal, "device schedule must have one task per launch");
+  const auto& ctx = backend->allocator->context();
+  std::vector<bool> device_kernel(p.kernels.size(), false);  // kernels only the host runs get no module
+  for (const Launch& l : p.launches)
+    if (l.kind == LaunchKind::kernel && !l.on_host) device_kernel[static_cast<size_t>(l.kernel)] = true;
+  for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
+    const ProgramKernel& k = p.kernels[ki];
+    if (!device_kernel[ki]) {
+      ex->modules_.push_back(nullptr);
+      ex->configs_.emplace_back();
+      continue;
+    }
+    CARVE_ASSIGN_OR_RETURN(cu::KernelSource src, cu::generate_kernel(p.graph, k.group));
+    auto bin = backend->nvrtc->compile(src.source, backend->info.arch());
+    if (!bin.ok()) return bin.status().with_context(fmt::format("kernel group '{}'", k.group.name));
+    CARVE_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaModule> module, cuda::CudaModule::load(ctx, **bin));
+    ex->modules_.push_back(std::move(module));
+    ex->configs_.push_back(src.launch);
+  }
+  auto alloc = std::static_pointer_cast<Allocator>(backend->allocator);
+  for (const auto& host : p.constant_buffers) {  // uploaded once
+    if (!host) {
+      ex->constants_.emplace_back(std::nullopt);
+      continue;
+    }
+    CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(alloc, host->dtype(), host->shape()));
+    CARVE_RETURN_IF_ERROR(b.copy_from(*host));
+    ex->constants_.push_back(std::move(b));
+  }
+  for (const auto& h : p.handles) {
+    if (!h->memory().is_cpu_accessible()) {
+      ex->handle_mirrors_.emplace_back(std::nullopt);
+      continue;
+    }
+    CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(alloc, h->type().dtype, h->type().shape));
+    ex->handle_mirrors_.push_back(std::move(b));
+  }
+  for (ir::ValueId v : p.inputs) {
+    const auto& t = p.graph.value(v).type;
+    CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(alloc, t.dtype, t.shape));
+    ex->input_staging_.push_back(std::move(b));
+  }
+  for (ir::ValueId v : p.outputs) {
+    const auto& t = p.graph.value(v).type;
+    CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(alloc, t.dtype, t.shape));
+    ex->output_staging_.push_back(std::move(b));
+  }
+  if (p.mixed()) {  // the host copy of the arena (same offsets) for the CPU-placed kernels
+    CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(cpu_allocator(), ir::DType::u8,
+                                                      ir::Shape({std::max<int64_t>(1, p.plan.arena_bytes)})));
+    ex->host_arena_ = std::move(b);
+  }
+  CARVE_ASSIGN_OR_RETURN(ex->plan_, plan_streams(schedule, {.streams = sequential ? 1 : backend->streams}));
+  for (int s = 0; s < ex->plan_.streams; ++s) {
+    CARVE_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaStream> stream, cuda::CudaStream::create(ctx));
+    ex->streams_.push_back(std::move(stream));
+  }
+  for (int32_t t = 0; t < schedule.task_count(); ++t) {
+    ex->events_.emplace_back();
+    if (!ex->plan_.records[static_cast<size_t>(t)]) continue;
+    CARVE_ASSIGN_OR_RETURN(ex->events_.back(), cuda::CudaEvent::create(ctx));
+  }
+  for (int s = 0; s < ex->plan_.streams; ++s) {
+    CARVE_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaEvent> e, cuda::CudaEvent::create(ctx));
+    ex->joins_.push_back(std::move(e));
+  }
+  ex->nodes_.assign(p.launches.size(), nullptr);
+  return ex;
+}
+
+DeviceExecutor::~DeviceExecutor() = default;
+
+Status DeviceExecutor::launch_one(const Program& p, int32_t l, const RegionBases& bases, cuda::CudaStream* stream) const {
+  const Launch& launch = p.launches[static_cast<size_t>(l)];
+  switch (launch.kind) {
+    case LaunchKind::kernel: {
+      const std::vector<uint64_t> params = launch_addresses(launch, bases);
+      const auto k = static_cast<size_t>(launch.kernel);
+      return named(p, l, modules_[k]->launch(configs_[k], params, stream));
+    }
+    case LaunchKind::copy:
+      return named(p, l, stream->copy_device_async(dptr(bases.address(launch.operands[1])),
+                                                   dptr(bases.address(launch.operands[0])),
+                                                   static_cast<size_t>(launch.operands[0].bytes)));
+    case LaunchKind::upload:
+      return named(p, l, stream->copy_to_device_async(dptr(bases.address(launch.operands[1])),
+                                                      bases.address(launch.operands[0]),
+                                                      static_cast<size_t>(launch.operands[0].bytes)));
+    case LaunchKind::download:
+      return named(p, l, stream->copy_from_device_async(bases.address(launch.operands[1]),
+                                                        dptr(bases.address(launch.operands[0])),
+                                                        static_cast<size_t>(launch.operands[0].bytes)));
+  }
+  return Status(ErrorCode::kInternal, "unknown launch kind");
+}
+
+// Every launch on its planned stream. capture: only kernels and device copies (transfers
+// run outside the graph, before/after it on stream 0), recording each kernel's node.
+Status DeviceExecutor::enqueue(const Program& p, const RegionBases& bases, const std::vector<uint8_t>& skip,
+                               bool capture) {
+  for (int32_t t = 0; t < schedule_->task_count(); ++t) {
+    const int32_t l = schedule_->tasks()[static_cast<size_t>(t)].launch;
+    const Launch& launch = p.launches[static_cast<size_t>(l)];
+    if (capture && is_transfer(launch)) continue;
+    if (launch.on_host) {  // mixed placement: the host waits for the device, then runs the kernel
+      for (auto& s : streams_) CARVE_RETURN_IF_ERROR(named(p, l, s->synchronize()));
+      execute_launch(p, launch, bases, launch.tile_begin, launch.tile_end);
+      continue;
+    }
+    cuda::CudaStream* stream = streams_[static_cast<size_t>(plan_.stream_of[static_cast<size_t>(t)])].get();
+    for (int32_t w : plan_.waits[static_cast<size_t>(t)]) {
+      const int32_t wl = schedule_->tasks()[static_cast<size_t>(w)].launch;
+      if (capture && is_transfer(p.launches[static_cast<size_t>(wl)])) continue;  // done before the graph
+      CARVE_RETURN_IF_ERROR(named(p, l, stream->wait(*events_[static_cast<size_t>(w)])));
+    }
+    if (!skip[static_cast<size_t>(l)]) CARVE_RETURN_IF_ERROR(launch_one(p, l, bases, stream));
+    if (capture && launch.kind == LaunchKind::kernel) {
+      CARVE_ASSIGN_OR_RETURN(nodes_[static_cast<size_t>(l)], stream->last_captured_node());
+    }
+    if (plan_.records[static_cast<size_t>(t)])
+      CARVE_RETURN_IF_ERROR(named(p, l, events_[static_cast<size_t>(t)]->record(stream)));
+  }
+  return Status();
+}
+
+Status DeviceExecutor::capture(const Program& p, const RegionBases& bases) {
+  graph_.reset();
+  cuda::CudaStream* origin = streams_[0].get();
+  CARVE_RETURN_IF_ERROR(origin->begin_capture());
+  // Fork: every other stream joins the capture by waiting on an event of the origin.
+  Status s = joins_[0]->record(origin);
+  for (size_t i = 1; s.ok() && i < streams_.size(); ++i) s = streams_[i]->wait(*joins_[0]);
+  const std::vector<uint8_t> none(p.launches.size(), 0);
+  if (s.ok()) s = enqueue(p, bases, none, /*capture=*/true);
+  // Join: the origin waits for every other stream before the capture ends.
+  for (size_t i = 1; s.ok() && i < streams_.size(); ++i) {
+    s = joins_[i]->record(streams_[i].get());
+    if (s.ok()) s = origin->wait(*joins_[i]);
+  }
+  auto graph = origin->end_capture();  // always end, so the stream leaves capture mode
+  CARVE_RETURN_IF_ERROR(s.with_context("capturing the CUDA graph"));
+  CARVE_ASSIGN_OR_RETURN(graph_, std::move(graph));
+  captured_ = bases;
+  ++captures_;
+  return Status();
+}
+
+Status DeviceExecutor::transfers(const Program& p, const RegionBases& bases, const std::vector<uint8_t>& skip,
+                                 LaunchKind kind) {
+  for (size_t l = 0; l < p.launches.size(); ++l)
+    if (p.launches[l].kind == kind && !skip[l])
+      CARVE_RETURN_IF_ERROR(launch_one(p, static_cast<int32_t>(l), bases, streams_[0].get()));
+  return Status();
+}
+
+Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std::span<Buffer> outputs,
+                           RunRecord* record) {
+  if (p.mixed()) {
+    for (const Buffer& b : inputs)
+      if (on_device(b))
+        return Status(ErrorCode::kUnsupported, "a program with CPU-placed nodes takes host inputs and outputs");
+    for (const Buffer& b : outputs)
+      if (on_device(b))
+        return Status(ErrorCode::kUnsupported, "a program with CPU-placed nodes takes host inputs and outputs");
+  }
+  RegionBases bases;
+  bases.arena = p.arena->arena().unsafe_data();
+  if (host_arena_) bases.host_arena = host_arena_->unsafe_data();
+  for (const auto& c : p.constant_buffers) bases.host_constants.push_back(c ? c->unsafe_data() : nullptr);
+  std::vector<uint8_t> skip(p.launches.size(), 0);
+  std::vector<int32_t> upload_of_input(p.inputs.size(), -1), download_of_output(p.outputs.size(), -1);
+  for (size_t l = 0; l < p.launches.size(); ++l) {
+    const Launch& launch = p.launches[l];
+    if (launch.kind == LaunchKind::upload && launch.operands[0].region == Region::host_input)
+      upload_of_input[static_cast<size_t>(launch.operands[0].slot)] = static_cast<int32_t>(l);
+    if (launch.kind == LaunchKind::download && launch.operands[1].region == Region::host_output)
+      download_of_output[static_cast<size_t>(launch.operands[1].slot)] = static_cast<int32_t>(l);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const bool dev = on_device(inputs[i]);
+    bases.inputs.push_back(dev ? inputs[i].unsafe_data() : input_staging_[i].unsafe_data());
+    bases.host_inputs.push_back(dev ? nullptr : inputs[i].unsafe_data());
+    if (dev && upload_of_input[i] >= 0) skip[static_cast<size_t>(upload_of_input[i])] = 1;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const bool dev = on_device(outputs[i]);
+    bases.outputs.push_back(dev ? outputs[i].unsafe_data() : output_staging_[i].unsafe_data());
+    bases.host_outputs.push_back(dev ? nullptr : outputs[i].unsafe_data());
+    if (dev && download_of_output[i] >= 0) skip[static_cast<size_t>(download_of_output[i])] = 1;
+  }
+  for (const auto& c : constants_) bases.constants.push_back(c ? c->unsafe_data() : nullptr);
+  for (size_t h = 0; h < p.handles.size(); ++h) {
+    const Buffer& memory = p.handles[h]->memory();
+    bases.handles.push_back(handle_mirrors_[h] ? handle_mirrors_[h]->unsafe_data() : memory.unsafe_data());
+    bases.host_handles.push_back(handle_mirrors_[h] ? memory.unsafe_data() : nullptr);
+  }
+  if (record != nullptr) {
+    record->parallel = plan_.streams_used > 1;
+    record->threads = plan_.streams;
+    record->fallback_reason = record->parallel ? "" : "one stream";
+  }
+  if (!backend_->graphs || p.mixed()) {  // host kernels cannot be captured: streams
+    CARVE_RETURN_IF_ERROR(enqueue(p, bases, skip, /*capture=*/false));
+    for (auto& s : streams_) CARVE_RETURN_IF_ERROR(s->synchronize());
+    return Status();
+  }
+  CARVE_RETURN_IF_ERROR(transfers(p, bases, skip, LaunchKind::upload));
+  bool recapture = !graph_;
+  std::vector<int32_t> changed;
+  if (!recapture) {
+    changed = changed_launches(p, *captured_, bases);
+    for (int32_t l : changed) recapture = recapture || p.launches[static_cast<size_t>(l)].kind != LaunchKind::kernel;
+  }
+  if (recapture) {
+    CARVE_RETURN_IF_ERROR(capture(p, bases));
+  } else {
+    for (int32_t l : changed) {  // kernel parameters updated in place
+      const std::vector<uint64_t> params = launch_addresses(p.launches[static_cast<size_t>(l)], bases);
+      CARVE_RETURN_IF_ERROR(named(p, l, graph_->set_kernel_params(nodes_[static_cast<size_t>(l)], params)));
+      ++param_updates_;
+    }
+    captured_ = bases;
+  }
+  CARVE_RETURN_IF_ERROR(graph_->launch(streams_[0].get()).with_context("cuGraphLaunch"));
+  CARVE_RETURN_IF_ERROR(transfers(p, bases, skip, LaunchKind::download));
+  return streams_[0]->synchronize();
+}
+
+}  // namespace carve::runtime::detail

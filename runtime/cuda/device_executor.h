@@ -1,0 +1,88 @@
+// Internal: runs a device Program (device_program.h) on a CUDA device. Used by Session /
+// CompiledProgram when SessionOptions::device is cuda; no CUDA headers (jit/cuda wraps them).
+//
+//  - create(): compiles every kernel group with NVRTC (generate_kernel: the same groups as
+//    the CPU JIT; cubin/PTX cached by the compiler), uploads constants once, allocates the
+//    device staging buffers, handle mirrors, streams and one event per task that others
+//    wait on (plan_streams over the hazard DAG, one task per launch).
+//  - run(): binds caller buffers (DeviceResident: in place, their transfer skipped; host:
+//    staged), then either
+//      streams: enqueues every launch on its planned stream with event waits, or
+//      graph: uploads on stream 0, the kernels/copies as ONE CUDA graph captured on the
+//        first run over the same streams and events and replayed after (kernel node
+//        parameters updated in place when caller device pointers change; re-captured
+//        only when a captured device-to-device copy's addresses change), downloads on
+//        stream 0; and synchronises.
+// Mixed programs (Launch::on_host): host kernels run in task order on the calling thread
+// after every stream has synchronised (so every device predecessor is complete); device
+// work after them is enqueued only after they return. Such programs run on streams (no
+// graph capture) and take host inputs/outputs only (kUnsupported for DeviceResident ones).
+// Errors name the launch: "launch 5 'fused_add_relu': cuLaunchKernel: ...".
+// Thread-safety: one run at a time (CompiledProgram's lock).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "carve/runtime/cuda/cuda_allocator.h"
+#include "carve/runtime/cuda/cuda_device.h"
+#include "carve/jit/cuda/nvrtc.h"
+#include "carve/runtime/cuda/device_program.h"
+#include "carve/runtime/schedule.h"
+#include "carve/runtime/stream_plan.h"
+
+namespace carve::runtime::detail {
+
+struct DeviceBackend {
+  Device device;
+  std::shared_ptr<runtime::cuda::CudaAllocator> allocator;
+  std::shared_ptr<jit::cuda::NvrtcCompiler> nvrtc;
+  runtime::cuda::DeviceInfo info;
+  int streams = 4;
+  bool graphs = true;
+
+  // kUnavailable "no CUDA device: ..." without a driver/device; NVRTC errors as theirs.
+  static Result<std::shared_ptr<DeviceBackend>> create(const Device& device, int streams, bool graphs);
+};
+
+class DeviceExecutor {
+ public:
+  static Result<std::unique_ptr<DeviceExecutor>> create(std::shared_ptr<DeviceBackend> backend,
+                                                        const Program& program, const Schedule& schedule,
+                                                        bool sequential);
+  ~DeviceExecutor();
+  Status run(const Program& program, std::span<const Buffer> inputs, std::span<Buffer> outputs,
+             RunRecord* record);
+  const StreamPlan& stream_plan() const { return plan_; }
+  const Device& backend_device() const { return backend_->device; }
+  int64_t graph_captures() const { return captures_; }
+  int64_t graph_param_updates() const { return param_updates_; }
+
+ private:
+  DeviceExecutor() = default;
+  Status launch_one(const Program& program, int32_t l, const RegionBases& bases, runtime::cuda::CudaStream* stream) const;
+  Status enqueue(const Program& program, const RegionBases& bases, const std::vector<uint8_t>& skip, bool capture);
+  Status capture(const Program& program, const RegionBases& bases);
+  Status transfers(const Program& program, const RegionBases& bases, const std::vector<uint8_t>& skip,
+                   LaunchKind kind);
+
+  std::shared_ptr<DeviceBackend> backend_;
+  const Schedule* schedule_ = nullptr;
+  StreamPlan plan_;
+  std::vector<std::unique_ptr<runtime::cuda::CudaModule>> modules_;  // per Program kernel
+  std::vector<jit::cuda::LaunchConfig> configs_;
+  std::vector<std::optional<Buffer>> constants_, handle_mirrors_;
+  std::vector<Buffer> input_staging_, output_staging_;
+  std::optional<Buffer> host_arena_;  // mixed programs: the CPU-placed kernels' arena
+  std::vector<std::unique_ptr<runtime::cuda::CudaStream>> streams_;
+  std::vector<std::unique_ptr<runtime::cuda::CudaEvent>> events_;  // per task (null: never waited on)
+  std::vector<std::unique_ptr<runtime::cuda::CudaEvent>> joins_;   // capture fork (0) and joins
+  std::unique_ptr<runtime::cuda::CudaGraph> graph_;
+  std::vector<runtime::cuda::GraphNode> nodes_;  // per launch: its captured kernel node
+  std::optional<RegionBases> captured_;
+  int64_t captures_ = 0, param_updates_ = 0;
+};
+
+}  // namespace carve::runtime::detail

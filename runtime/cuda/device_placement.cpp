@@ -1,0 +1,145 @@
+// Mixed CPU/GPU placement of a device program (device_program.h: place_on_host).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "carve/runtime/cuda/device_program.h"
+
+namespace carve::runtime {
+namespace {
+
+constexpr int64_t kAll = std::numeric_limits<int64_t>::max();
+
+// Sorted disjoint byte intervals [begin, end).
+class Ranges {
+ public:
+  void add(int64_t b, int64_t e) {
+    subtract(b, e);
+    spans_.emplace_back(b, e);
+    std::sort(spans_.begin(), spans_.end());
+  }
+  void subtract(int64_t b, int64_t e) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (auto [sb, se] : spans_) {
+      if (se <= b || e <= sb) {
+        out.emplace_back(sb, se);
+        continue;
+      }
+      if (sb < b) out.emplace_back(sb, b);
+      if (e < se) out.emplace_back(e, se);
+    }
+    spans_ = std::move(out);
+  }
+  // Parts of [b, e) inside this set.
+  std::vector<std::pair<int64_t, int64_t>> intersect(int64_t b, int64_t e) const {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (auto [sb, se] : spans_)
+      if (std::max(b, sb) < std::min(e, se)) out.emplace_back(std::max(b, sb), std::min(e, se));
+    return out;
+  }
+  // Parts of [b, e) outside this set.
+  std::vector<std::pair<int64_t, int64_t>> missing(int64_t b, int64_t e) const {
+    Ranges r;
+    r.spans_ = {{b, e}};
+    for (auto [sb, se] : spans_) r.subtract(sb, se);
+    return r.spans_;
+  }
+
+ private:
+  std::vector<std::pair<int64_t, int64_t>> spans_;
+};
+
+Region host_region(Region r) {
+  switch (r) {
+    case Region::arena: return Region::host_arena;
+    case Region::input: return Region::host_input;
+    case Region::output: return Region::host_output;
+    case Region::constant: return Region::host_constant;
+    case Region::handle: return Region::host_handle;
+    default: return r;
+  }
+}
+
+// Where the valid bytes of every (device region, slot) are: [0] device, [1] host.
+struct Residency {
+  std::map<std::pair<Region, int32_t>, Ranges> valid[2];
+
+  explicit Residency(const Program& p) {
+    // Inputs and constants are valid on both sides (uploaded / the caller's host memory).
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      for (auto& side : valid) side[{Region::input, static_cast<int32_t>(i)}].add(0, kAll);
+    for (size_t c = 0; c < p.constants.size(); ++c)
+      for (auto& side : valid) side[{Region::constant, static_cast<int32_t>(c)}].add(0, kAll);
+  }
+  Ranges& at(int side, const MemoryRef& r) { return valid[side][{r.region, r.slot}]; }
+};
+
+Launch transfer_launch(const Launch& reader, const MemoryRef& device_ref, bool to_host) {
+  MemoryRef host_ref = device_ref;
+  host_ref.region = host_region(device_ref.region);
+  std::string name = fmt::format("{}_{}_{}+{}_for_{}", to_host ? "download" : "upload",
+                                 region_name(device_ref.region), device_ref.slot, device_ref.offset, reader.name);
+  if (to_host) return make_transfer(std::move(name), LaunchKind::download, device_ref, host_ref);
+  return make_transfer(std::move(name), LaunchKind::upload, host_ref, device_ref);
+}
+
+}  // namespace
+
+Status place_on_host(Program& p, const std::vector<bool>& host_launch) {
+  if (!p.on_device) return Status(ErrorCode::kInvalidArgument, "place_on_host: not a device program");
+  if (host_launch.size() != p.launches.size())
+    return Status(ErrorCode::kInvalidArgument, fmt::format("place_on_host: {} flags for {} launches",
+                                                           host_launch.size(), p.launches.size()));
+  for (size_t l = 0; l < p.launches.size(); ++l) {
+    if (!host_launch[l]) continue;
+    const Launch& launch = p.launches[l];
+    if (launch.kind != LaunchKind::kernel)
+      return Status(ErrorCode::kInvalidArgument, fmt::format("place_on_host: launch {} '{}' is a {}, not a kernel",
+                                                             l, launch.name, launch_kind_name(launch.kind)));
+    for (const MemoryRef& r : launch.operands)
+      if (r.region == Region::handle)
+        return Status(ErrorCode::kUnsupported,
+                      fmt::format("kernel '{}' is placed on the CPU but uses handle '{}': handles are device memory "
+                                  "in a device program; place the state ops on the device",
+                                  launch.name, p.handles[static_cast<size_t>(r.slot)]->name()));
+  }
+  Residency res(p);
+  std::vector<Launch> out;
+  for (size_t l = 0; l < p.launches.size(); ++l) {
+    Launch launch = std::move(p.launches[l]);
+    const int side = host_launch[l] ? 1 : 0;
+    for (const MemoryRef& r : launch.reads) {
+      // Bytes this side lacks but the other side holds: copy exactly those, before the reader.
+      for (auto [b, e] : res.at(side, r).missing(r.offset, r.offset + r.bytes))
+        for (auto [cb, ce] : res.at(1 - side, r).intersect(b, e)) {
+          MemoryRef part = r;
+          part.offset = cb;
+          part.bytes = ce - cb;
+          out.push_back(transfer_launch(launch, part, /*to_host=*/side == 1));
+          res.at(side, r).add(cb, ce);
+        }
+    }
+    for (const MemoryRef& w : launch.writes) {
+      res.at(side, w).add(w.offset, w.offset + w.bytes);
+      res.at(1 - side, w).subtract(w.offset, w.offset + w.bytes);
+    }
+    if (side == 1) {
+      launch.on_host = true;
+      for (auto* refs : {&launch.operands, &launch.reads, &launch.writes})
+        for (MemoryRef& r : *refs) r.region = host_region(r.region);
+    }
+    out.push_back(std::move(launch));
+  }
+  p.launches = std::move(out);
+  p.output_on_host.assign(p.outputs.size(), false);
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const MemoryRef whole{Region::output, static_cast<int32_t>(i), 0, 1};
+    p.output_on_host[i] = res.at(0, whole).intersect(0, kAll).empty() && !res.at(1, whole).intersect(0, kAll).empty();
+  }
+  return Status();
+}
+
+}  // namespace carve::runtime

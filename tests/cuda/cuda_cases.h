@@ -1,0 +1,444 @@
+// The CUDA test cases shared by the jit suite (codegen, NVRTC, cuda_runner on the GPU) and
+// the runtime suite (the same graphs through Session on a cuda device): one graph per op
+// family and dtype, tolerances, random inputs, and run_gpu_family (skips without a GPU).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "carve/ir/builder.h"
+#include "carve/ir/order.h"
+#include "carve/jit/cuda/cuda_codegen.h"
+#include "carve/runtime/cuda/cuda_device.h"
+#include "carve/runtime/cuda/cuda_runner.h"
+#include "carve/jit/cuda/nvrtc.h"
+#include "carve/jit/fusion.h"
+#include "carve/ir/half.h"
+#include "carve/reference/reference.h"
+#include "test_support.h"
+
+namespace carve::jit::cuda {
+
+using namespace carve::runtime::cuda;
+using namespace carve::reference;
+namespace {
+
+using ir::DType;
+using ir::GraphBuilder;
+using ir::ValueId;
+
+struct Case {
+  std::string name;
+  std::function<void(GraphBuilder&)> build;
+  double rtol = 0, atol = 0;  // GPU vs reference tolerance
+  double lo = -2, hi = 2;     // random input range
+  FusionOptions fusion{};
+};
+
+const std::vector<DType> kFloats = {DType::f32, DType::f64, DType::f16, DType::bf16};
+const std::vector<DType> kInts = {DType::i8, DType::i32, DType::i64, DType::u8};
+
+// Tolerance by dtype for transcendental/accumulating results.
+double tol(DType d, double f32 = 1e-5) {
+  switch (d) {
+    case DType::f16: return 2e-3;
+    case DType::bf16: return 1.6e-2;
+    case DType::f64: return 1e-12;
+    default: return f32;
+  }
+}
+
+std::string dn(DType d) { return std::string(ir::dtype_name(d)); }
+
+// ---- cases per family ----
+
+std::vector<Case> elementwise_cases() {
+  std::vector<Case> cases;
+  for (DType d : kFloats) {
+    cases.push_back({"unary chain " + dn(d), [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {3, 37});
+                       auto t = b.abs(b.neg(x));
+                       t = b.sqrt(b.relu(t));
+                       t = b.log(b.exp(t));
+                       t = b.rsqrt(b.add(t, b.input("one", d, {1})));
+                       t = b.tanh(b.sigmoid(t));
+                       t = b.erf(b.gelu(t));
+                       t = b.silu(b.hard_sigmoid(t, 0.3, 0.4));
+                       b.output(b.clip(t, -0.25, 0.75));
+                     }, tol(d, 2e-6), tol(d, 2e-6), 0.5, 2});
+    cases.push_back({"binary broadcast chain " + dn(d), [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {2, 3, 8});
+                       auto r = b.input("row", d, {8});
+                       auto c = b.input("col", d, {3, 1});
+                       auto t = b.add(x, r);
+                       t = b.sub(t, c);
+                       t = b.mul(t, r);
+                       t = b.div(t, b.input("den", d, {1, 3, 1}));
+                       t = b.max(t, c);
+                       t = b.min(t, r);
+                       b.output(b.pow(b.abs(t), b.input("e", d, {1})));
+                     }, tol(d, 1e-6), tol(d, 1e-6), 0.5, 2});
+    cases.push_back({"where of less " + dn(d), [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {4, 5});
+                       auto y = b.input("y", d, {5});
+                       b.output(b.where(b.less(x, y), x, y));
+                     }});
+  }
+  for (DType d : kInts) {
+    cases.push_back({"integer chain " + dn(d), [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {4, 9});
+                       auto y = b.input("y", d, {9});
+                       auto t = b.relu(b.abs(b.neg(x)));
+                       t = b.add(t, y);
+                       t = b.sub(t, x);
+                       t = b.mul(t, y);
+                       t = b.div(t, b.input("z", d, {4, 1}));
+                       t = b.max(t, b.min(x, y));
+                       t = b.pow(t, b.input("e", d, {1}));
+                       b.output(b.clip(t, -7.5, 100.25));
+                     }, 0, 0, -9, 9});
+  }
+  for (DType d : ir::all_dtypes()) {
+    cases.push_back({"comparisons " + dn(d), [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {6, 4});
+                       auto y = b.input("y", d, {4});
+                       b.output(b.equal(x, y));
+                       b.output(b.not_equal(x, y));
+                       b.output(b.less_equal(x, y));
+                       b.output(b.greater(x, y));
+                       b.output(b.greater_equal(x, y));
+                     }, 0, 0, -3, 3});
+    // Round trips from d through every dtype: every ordered cast pair, both directions.
+    cases.push_back({"casts from " + dn(d), [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {5, 7});
+                       ValueId t = x;
+                       for (DType to : ir::all_dtypes()) {
+                         if (to == d) continue;
+                         t = b.cast(b.cast(t, to), d);
+                       }
+                       b.output(t);
+                       b.output(b.cast(x, DType::f16));
+                     }, 0, 0, -300, 300});
+  }
+  return cases;
+}
+
+std::vector<Case> layout_cases() {
+  std::vector<Case> cases;
+  for (DType d : {DType::f32, DType::bf16, DType::boolean, DType::i64}) {
+    const std::string s = dn(d);
+    cases.push_back({"transpose " + s, [d](GraphBuilder& b) { b.output(b.transpose(b.input("x", d, {2, 3, 5}), {2, 0, 1})); }});
+    cases.push_back({"slice with steps " + s, [d](GraphBuilder& b) {
+                       b.output(b.slice(b.input("x", d, {6, 7}), {-1, 1}, {-7, 7}, {0, 1}, {-2, 3}));
+                     }});
+    cases.push_back({"pad " + s, [d](GraphBuilder& b) { b.output(b.pad(b.input("x", d, {2, 3}), {1, 0, 2, 3}, 1.5)); }});
+    cases.push_back({"concat " + s, [d](GraphBuilder& b) {
+                       b.output(b.concat({b.input("a", d, {2, 1, 3}), b.input("b", d, {2, 4, 3}), b.input("c", d, {2, 2, 3})}, 1));
+                     }});
+    cases.push_back({"split " + s, [d](GraphBuilder& b) {
+                       for (ValueId v : b.split(b.input("x", d, {3, 8}), 1, {2, 5, 1})) b.output(v);
+                     }});
+    cases.push_back({"gather " + s, [d](GraphBuilder& b) {
+                       auto idx = b.constant("idx", DType::i32, {2, 2}, std::vector<uint8_t>(16, 0));
+                       b.output(b.gather(b.input("x", d, {3, 4, 2}), idx, 1));
+                     }});
+  }
+  cases.push_back({"gather i64 negative indices", [](GraphBuilder& b) {
+                     std::vector<int64_t> idx = {-1, 0, 2, -3};
+                     std::vector<uint8_t> bytes(idx.size() * 8);
+                     std::memcpy(bytes.data(), idx.data(), bytes.size());
+                     b.output(b.gather(b.input("x", DType::f16, {3, 5}), b.constant("i", DType::i64, {4}, bytes), 0));
+                   }});
+  cases.push_back({"view copy of an input", [](GraphBuilder& b) {
+                     b.output(b.reshape(b.input("x", DType::f32, {4, 6}), {2, 12}));
+                   }});
+  cases.push_back({"kv cache state ops", [](GraphBuilder& b) {
+                     b.handle("cache", DType::f16, {2, 8, 4});
+                     auto v = b.input("v", DType::f16, {2, 3, 4});
+                     auto pos = b.input("pos", DType::i64, {});
+                     b.op(ir::OpKind::write_handle_at, {v, pos}, {{"handle", "cache"}, {"axis", 1}});
+                     b.handle("whole", DType::i32, {5});
+                     b.op(ir::OpKind::write_handle, {b.input("w", DType::i32, {5})}, {{"handle", "whole"}});
+                     b.output(b.op1(ir::OpKind::read_handle, {}, {{"handle", "whole"}}));
+                   }, 0, 0, 0, 9});
+  return cases;
+}
+
+std::vector<Case> reduction_cases() {
+  std::vector<Case> cases;
+  for (DType d : kFloats) {
+    const std::string s = dn(d);
+    cases.push_back({"reduce sum mean max " + s, [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {3, 50, 4});
+                       b.output(b.reduce_sum(x, {1}));
+                       b.output(b.reduce_mean(x, {0, 2}, false));
+                       b.output(b.reduce_max(x, {}));
+                       b.output(b.reduce_sum(x, {-1}, false));
+                     }, tol(d, 1e-6), tol(d, 1e-6)});
+    cases.push_back({"softmax " + s, [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {4, 70});
+                       b.output(b.softmax(x, -1));
+                       b.output(b.softmax(b.input("y", d, {3, 5, 2}), 1));
+                     }, tol(d, 1e-6), tol(d, 1e-7)});
+    cases.push_back({"layer norm " + s, [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {3, 4, 16});
+                       b.output(b.layer_norm(x, b.input("s", d, {4, 16}), b.input("b", d, {4, 16}), 1));
+                       b.output(b.layer_norm(b.input("y", d, {5, 8}), b.input("s2", d, {8}), std::nullopt));
+                     }, tol(d, 1e-5), tol(d, 1e-5)});
+    cases.push_back({"batch norm and global avg pool " + s, [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {2, 3, 5, 7});
+                       b.output(b.batch_norm(x, b.input("s", d, {3}), b.input("b", d, {3}), b.input("m", d, {3}),
+                                             b.abs(b.input("v", d, {3})), 1e-3));
+                       b.output(b.global_avg_pool(x));
+                     }, tol(d, 1e-5), tol(d, 1e-5)});
+  }
+  for (DType d : {DType::i32, DType::i8}) {
+    cases.push_back({"integer reduce sum max " + dn(d), [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {3, 40});
+                       b.output(b.reduce_sum(x, {1}));
+                       b.output(b.reduce_max(x, {0}));
+                     }, 0, 0, -100, 100});
+  }
+  return cases;
+}
+
+std::vector<Case> pool_cases() {
+  std::vector<Case> cases;
+  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+    cases.push_back({"pools " + dn(d), [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {2, 3, 9, 8});
+                       ir::PoolOptions o;
+                       o.kernel = {3, 2};
+                       o.strides = {2, 2};
+                       o.pads = {1, 0, 1, 1};
+                       b.output(b.max_pool(x, o));
+                       b.output(b.avg_pool(x, o));
+                       o.ceil_mode = true;
+                       o.count_include_pad = true;
+                       b.output(b.avg_pool(x, o));
+                     }, tol(d, 1e-6), tol(d, 1e-6)});
+  }
+  cases.push_back({"max pool i8", [](GraphBuilder& b) {
+                     ir::PoolOptions o;
+                     o.kernel = {2, 2};
+                     b.output(b.max_pool(b.input("x", DType::i8, {1, 2, 5, 5}), o));
+                   }, 0, 0, -100, 100});
+  return cases;
+}
+
+std::vector<Case> matmul_cases() {
+  std::vector<Case> cases;
+  for (DType d : kFloats) {
+    const std::string s = dn(d);
+    const double t = d == DType::f32 ? 1e-5 : tol(d);
+    cases.push_back({"matmul bias relu " + s, [d](GraphBuilder& b) {
+                       auto y = b.matmul(b.input("a", d, {70, 33}), b.input("w", d, {33, 65}));
+                       b.output(b.relu(b.add(y, b.input("bias", d, {65}))));
+                     }, t, t});
+    cases.push_back({"matmul batched broadcast " + s, [d](GraphBuilder& b) {
+                       b.output(b.matmul(b.input("a", d, {2, 1, 5, 7}), b.input("b", d, {3, 7, 4})));
+                       b.output(b.matmul(b.input("v", d, {7}), b.input("m", d, {2, 7, 3})));
+                       b.output(b.matmul(b.input("m2", d, {4, 7}), b.input("u", d, {7})));
+                     }, t, t});
+    cases.push_back({"gemm " + s, [d](GraphBuilder& b) {
+                       b.output(b.gemm(b.input("a", d, {9, 5}), b.input("b", d, {6, 9}), b.input("c", d, {6}), true, true, 0.5, 2.0));
+                       b.output(b.gemm(b.input("a2", d, {4, 3}), b.input("b2", d, {3, 2})));
+                     }, t, t});
+  }
+  for (DType d : {DType::i32, DType::i8, DType::i64, DType::u8}) {
+    cases.push_back({"integer matmul and gemm " + dn(d), [d](GraphBuilder& b) {
+                       b.output(b.matmul(b.input("a", d, {5, 20}), b.input("b", d, {20, 3})));
+                       b.output(b.gemm(b.input("a2", d, {4, 3}), b.input("b2", d, {3, 2}), b.input("c", d, {4, 1})));
+                       b.output(b.gemm(b.input("a3", d, {4, 3}), b.input("b3", d, {3, 2}), b.input("c3", d, {2}), false, false, 3.0, -1.0));
+                     }, 0, 0, -20, 20});
+  }
+  return cases;
+}
+
+std::vector<Case> conv_cases() {
+  std::vector<Case> cases;
+  for (DType d : kFloats) {
+    const std::string s = dn(d);
+    const double t = d == DType::f32 ? 1e-5 : tol(d);
+    cases.push_back({"conv2d bias epilogue " + s, [d](GraphBuilder& b) {
+                       ir::Conv2dOptions o;
+                       o.strides = {2, 1};
+                       o.pads = {1, 2, 0, 1};
+                       o.dilations = {1, 2};
+                       auto y = b.conv2d(b.input("x", d, {2, 4, 9, 10}), b.input("w", d, {6, 4, 3, 3}), b.input("b", d, {6}), o);
+                       b.output(b.relu(b.add(y, b.input("r", d, {6, 1, 1}))));
+                     }, t, t});
+    cases.push_back({"conv2d grouped and depthwise " + s, [d](GraphBuilder& b) {
+                       ir::Conv2dOptions g;
+                       g.groups = 2;
+                       g.pads = {1, 1, 1, 1};
+                       b.output(b.conv2d(b.input("x", d, {1, 4, 6, 6}), b.input("w", d, {6, 2, 3, 3}), std::nullopt, g));
+                       ir::Conv2dOptions dw;
+                       dw.groups = 4;
+                       dw.strides = {2, 2};
+                       dw.pads = {1, 1, 1, 1};
+                       b.output(b.conv2d(b.input("x2", d, {2, 4, 7, 7}), b.input("w2", d, {8, 1, 3, 3}), b.input("b2", d, {8}), dw));
+                     }, t, t});
+  }
+  cases.push_back({"conv2d i32", [](GraphBuilder& b) {
+                     b.output(b.conv2d(b.input("x", DType::i32, {1, 2, 5, 5}), b.input("w", DType::i32, {3, 2, 2, 2}),
+                                       b.input("b", DType::i32, {3})));
+                   }, 0, 0, -10, 10});
+  return cases;
+}
+
+// ---- helpers ----
+
+Result<ir::Graph> build(const Case& c) {
+  GraphBuilder b;
+  c.build(b);
+  return b.build();
+}
+
+NvrtcCompiler* shared_nvrtc() {
+  static auto nv = NvrtcCompiler::create([&] { NvrtcOptions o; o.disk_cache = false; return o; }());
+  return nv.ok() ? nv->get() : nullptr;
+}
+
+// Generates and NVRTC-compiles every kernel group of every case; returns the kernel count.
+int compile_cases(const std::vector<Case>& cases, std::string_view arch = "sm_90") {
+  NvrtcCompiler* nv = shared_nvrtc();
+  int kernels = 0;
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    auto g = build(c);
+    REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+    auto order = ir::execution_order(*g);
+    REQUIRE(order.ok());
+    auto groups = form_kernel_groups(*g, *order, c.fusion);
+    REQUIRE_MESSAGE(groups.ok(), groups.status().to_string());
+    std::vector<KernelGroup> all = *groups;
+    // Views the runtime may need as copies (make_single_node_group) are covered too.
+    for (const ir::Node& n : g->nodes) {
+      if (ir::is_view(n.op)) {
+        auto single = make_single_node_group(*g, n.id);
+        REQUIRE(single.ok());
+        all.push_back(*single);
+      }
+    }
+    for (const KernelGroup& k : all) {
+      CAPTURE(k.name);
+      auto src = generate_kernel(*g, k);
+      REQUIRE_MESSAGE(src.ok(), src.status().to_string());
+      CHECK(src->num_params == static_cast<int>(k.operands.size()));
+      CHECK(src->launch.grid[0] >= 1);
+      CHECK(src->launch.block[0] >= 32);
+      CHECK(src->source.find("extern \"C\" __global__") != std::string::npos);
+      CHECK(src->source.find("#include") == std::string::npos);
+      if (nv != nullptr) {
+        auto bin = nv->compile(src->source, arch);
+        CHECK_MESSAGE(bin.ok(), bin.status().to_string() << "\n--- source ---\n" << src->source);
+      }
+      ++kernels;
+    }
+  }
+  return kernels;
+}
+
+[[maybe_unused]] void run_nvrtc_family(const std::vector<Case>& cases, const char* family) {
+  if (shared_nvrtc() == nullptr) {
+    compile_cases(cases);  // codegen still checked
+    carve::test::skip("no NVRTC: " + nvrtc_status().message());
+    return;
+  }
+  const int n = compile_cases(cases);
+  MESSAGE(std::string(family) << ": " << n << " kernels compiled by NVRTC for sm_90");
+  CHECK(n >= static_cast<int>(cases.size()));
+}
+
+// Random inputs; for integer/bool dtypes values are integers in [lo, hi].
+HostTensor random_tensor(std::mt19937_64& rng, const ir::TensorType& t, double lo, double hi) {
+  const int64_t n = t.shape.num_elements().value();
+  std::vector<double> v(static_cast<size_t>(n));
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (double& x : v) {
+    x = u(rng);
+    if (!ir::is_float(t.dtype)) x = std::round(x);
+    if (t.dtype == DType::boolean) x = x > (lo + hi) / 2 ? 1 : 0;
+    if (t.dtype == DType::u8 && x < 0) x = -x;
+  }
+  return HostTensor::from_doubles(t.dtype, t.shape, v);
+}
+
+std::string compare(const HostTensor& got, const HostTensor& want, double rtol, double atol) {
+  if (got.type != want.type) return "type " + got.type.to_string() + " vs " + want.type.to_string();
+  const std::vector<double> a = got.to_doubles(), e = want.to_doubles();
+  if (!ir::is_float(want.type.dtype) || (rtol == 0 && atol == 0)) {
+    if (got.bytes == want.bytes) return "";
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool ok = (std::isnan(a[i]) && std::isnan(e[i])) || a[i] == e[i] ||
+                    (ir::is_float(want.type.dtype) && std::fabs(a[i] - e[i]) <= atol + rtol * std::fabs(e[i]));
+    if (!ok) return "element " + std::to_string(i) + ": got " + std::to_string(a[i]) + ", want " + std::to_string(e[i]);
+  }
+  return "";
+}
+
+// Runs a graph on the GPU: inputs in graph-input order, handles by name (run_graph's contract).
+using GpuRunner = std::function<Result<std::vector<HostTensor>>(const ir::Graph&, std::span<const HostTensor>,
+                                                                ReferenceHandles*)>;
+
+void run_gpu_family(const std::vector<Case>& cases,
+                    const GpuRunner& runner = [](const ir::Graph& g, std::span<const HostTensor> in,
+                                                 ReferenceHandles* h) { return run_graph(g, in, h); }) {
+  Status s = driver_status();
+  if (!s.ok()) {
+    carve::test::skip(s.message());
+    return;
+  }
+  std::mt19937_64 rng(1234);
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    auto g = build(c);
+    REQUIRE(g.ok());
+    std::vector<HostTensor> inputs;
+    for (const ir::Value& v : g->values) {
+      if (v.kind == ir::ValueKind::input) {
+        HostTensor t = random_tensor(rng, v.type, c.lo, c.hi);
+        if (v.name == "pos") t = HostTensor::scalar<int64_t>(7);  // clamped to 5 on the GPU
+        inputs.push_back(std::move(t));
+      }
+    }
+    ReferenceHandles ref_handles, gpu_handles;
+    for (const ir::Handle& h : g->handles) {
+      ref_handles[h.name] = *HostTensor::zeros(h.type);
+      gpu_handles[h.name] = *HostTensor::zeros(h.type);
+    }
+    // The reference rejects an out-of-range pos; give it the clamped one.
+    std::vector<HostTensor> ref_inputs = inputs;
+    for (size_t i = 0, k = 0; i < g->values.size(); ++i) {
+      if (g->values[i].kind != ir::ValueKind::input) continue;
+      if (g->values[i].name == "pos") ref_inputs[k] = HostTensor::scalar<int64_t>(5);
+      ++k;
+    }
+    auto want = run_reference(*g, ref_inputs, &ref_handles);
+    REQUIRE_MESSAGE(want.ok(), want.status().to_string());
+    auto got = runner(*g, inputs, &gpu_handles);
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    REQUIRE(got->size() == want->size());
+    for (size_t i = 0; i < got->size(); ++i) {
+      CAPTURE(i);
+      CHECK_MESSAGE(compare((*got)[i], (*want)[i], c.rtol, c.atol) == "", compare((*got)[i], (*want)[i], c.rtol, c.atol));
+    }
+    for (const auto& [name, t] : ref_handles) {
+      CAPTURE(name);
+      CHECK(compare(gpu_handles[name], t, 0, 0) == "");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace carve::jit::cuda

@@ -1,0 +1,111 @@
+// CUDA code generation for every op family and dtype. Here (no GPU needed) every generated
+// kernel is compiled by NVRTC for sm_90, which checks the generated CUDA C for real. With a
+// device, the cuda/gpu/... cases also run each graph on the GPU and compare with the
+// reference interpreter on random inputs (they skip without one).
+#include "cuda_cases.h"
+
+namespace carve::jit::cuda {
+
+using namespace carve::runtime::cuda;
+using namespace carve::reference;
+
+TEST_CASE("cuda/codegen/kernel signature and launch") {
+  GraphBuilder b;
+  auto x = b.input("x", DType::f16, {4, 8});
+  auto bias = b.input("bias", DType::f16, {8});
+  b.output(b.gelu(b.add(x, bias)));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto order = ir::execution_order(*g);
+  auto groups = form_kernel_groups(*g, *order);
+  REQUIRE(groups.ok());
+  REQUIRE(groups->size() == 1);
+  auto src = generate_kernel(*g, (*groups)[0]);
+  REQUIRE_MESSAGE(src.ok(), src.status().to_string());
+  CHECK(src->entry == "carve_kernel");
+  CHECK(src->family == "elementwise");
+  CHECK(src->num_params == 3);
+  CHECK(src->source.find("carve_kernel(const unsigned short* __restrict__ p0, const unsigned short* __restrict__ p1, "
+                         "unsigned short* __restrict__ p2)") != std::string::npos);
+  CHECK(src->launch.block[0] == 256);
+  CHECK(src->launch.grid[0] == 1);
+  // No names in the source: identical groups share one compiled kernel.
+  CHECK(src->source.find("gelu_1") == std::string::npos);
+  auto again = generate_kernel(*g, (*groups)[0]);
+  REQUIRE(again.ok());
+  CHECK(again->source == src->source);
+  // In-place operands lose __restrict__.
+  KernelGroup aliased = (*groups)[0];
+  aliased.may_alias = {{0, 2}};
+  auto a = generate_kernel(*g, aliased);
+  REQUIRE(a.ok());
+  CHECK(a->source.find("const unsigned short* p0") != std::string::npos);
+  CHECK(a->source.find("unsigned short* p2") != std::string::npos);
+}
+
+TEST_CASE("cuda/codegen/malformed groups are rejected") {
+  GraphBuilder b;
+  auto x = b.input("x", DType::f32, {4});
+  b.output(b.relu(x));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  KernelGroup empty;
+  empty.name = "empty";
+  CHECK(generate_kernel(*g, empty).status().code() == ErrorCode::kInvalidArgument);
+  KernelGroup bad;
+  bad.name = "bad";
+  bad.nodes = {42};
+  CHECK(generate_kernel(*g, bad).status().code() == ErrorCode::kInvalidArgument);
+  auto order = ir::execution_order(*g);
+  auto groups = form_kernel_groups(*g, *order);
+  REQUIRE(groups.ok());
+  CodegenOptions o;
+  o.block_size = 100;
+  CHECK(generate_kernel(*g, (*groups)[0], o).status().code() == ErrorCode::kInvalidArgument);
+}
+
+TEST_CASE("cuda/codegen/matmul uses the same fusion groups as the CPU JIT") {
+  GraphBuilder b;
+  auto y = b.matmul(b.input("a", DType::f32, {8, 4}), b.input("w", DType::f32, {4, 16}));
+  b.output(b.relu(b.add(y, b.input("bias", DType::f32, {16}))));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto order = ir::execution_order(*g);
+  auto groups = form_kernel_groups(*g, *order);
+  REQUIRE(groups.ok());
+  REQUIRE(groups->size() == 1);
+  auto src = generate_kernel(*g, (*groups)[0]);
+  REQUIRE_MESSAGE(src.ok(), src.status().to_string());
+  CHECK(src->family == "gemm");
+  // a, w, bias, the output, and the CPU emitter's scratch (passed, unused on the GPU).
+  CHECK(src->num_params == static_cast<int>((*groups)[0].operands.size()));
+  CHECK(src->source.find("__shared__") != std::string::npos);
+}
+
+TEST_CASE("cuda/nvrtc/elementwise kernels compile") { run_nvrtc_family(elementwise_cases(), "elementwise"); }
+TEST_CASE("cuda/nvrtc/layout and state kernels compile") { run_nvrtc_family(layout_cases(), "layout"); }
+TEST_CASE("cuda/nvrtc/reduction and norm kernels compile") { run_nvrtc_family(reduction_cases(), "reductions"); }
+TEST_CASE("cuda/nvrtc/pool kernels compile") { run_nvrtc_family(pool_cases(), "pools"); }
+TEST_CASE("cuda/nvrtc/matmul and gemm kernels compile") { run_nvrtc_family(matmul_cases(), "matmul"); }
+TEST_CASE("cuda/nvrtc/conv kernels compile") { run_nvrtc_family(conv_cases(), "conv"); }
+
+TEST_CASE("cuda/nvrtc/generated kernels compile for other archs") {
+  if (shared_nvrtc() == nullptr) {
+    carve::test::skip("no NVRTC: " + nvrtc_status().message());
+    return;
+  }
+  std::vector<Case> cases = {matmul_cases()[0], elementwise_cases()[2 * 0 + 2], reduction_cases()[1]};
+  for (const char* arch : {"sm_75", "sm_80", "sm_89", "sm_120", "sm_999"}) {
+    CAPTURE(arch);
+    CHECK(compile_cases(cases, arch) >= 3);
+  }
+}
+
+TEST_CASE("cuda/gpu/elementwise matches the reference") { run_gpu_family(elementwise_cases()); }
+TEST_CASE("cuda/gpu/layout and state ops match the reference") { run_gpu_family(layout_cases()); }
+TEST_CASE("cuda/gpu/reductions and norms match the reference") { run_gpu_family(reduction_cases()); }
+TEST_CASE("cuda/gpu/pools match the reference") { run_gpu_family(pool_cases()); }
+TEST_CASE("cuda/gpu/matmul and gemm match the reference") { run_gpu_family(matmul_cases()); }
+TEST_CASE("cuda/gpu/conv matches the reference") { run_gpu_family(conv_cases()); }
+
+}  // namespace carve::jit::cuda

@@ -1,0 +1,169 @@
+// The CUDA device path on a GPU (every case skips with "no CUDA device: ..." without one):
+// every op family's graphs through Session(cuda) equal the reference interpreter (graph
+// replay and plain streams); 4 streams == 1 stream bit for bit; a graph replay with new
+// caller device pointers; the KV decoder's logits within 1e-3 of the CPU reference.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "cuda_cases.h"
+#include "carve/runtime/cuda/cuda_allocator.h"
+#include "carve/runtime/session.h"
+#include "kv_decoder/decoder_runner.h"
+
+namespace carve::jit::cuda {
+
+using namespace carve::runtime::cuda;
+using namespace carve::reference;
+namespace {
+
+namespace rt = carve::runtime;
+
+bool skip_without_gpu() {
+  Status s = driver_status();
+  if (!s.ok()) carve::test::skip(s.message());
+  return !s.ok();
+}
+
+rt::SessionOptions device_options(int streams, bool graphs) {
+  rt::SessionOptions o;
+  o.device = {rt::DeviceType::cuda, 0};
+  o.streams = streams;
+  o.cuda_graphs = graphs;
+  return o;
+}
+
+// run_graph's contract through a Session on the device: host inputs and handles.
+GpuRunner session_runner(rt::Session& session) {
+  return [&session](const ir::Graph& g, std::span<const HostTensor> in,
+                    ReferenceHandles* handles) -> Result<std::vector<HostTensor>> {
+    rt::CompileOptions options;
+    for (const ir::Handle& h : g.handles) {
+      CARVE_ASSIGN_OR_RETURN(auto bh, rt::BufferHandle::create(h.name, h.type.dtype, h.type.shape));
+      options.handles.push_back(bh);
+    }
+    CARVE_ASSIGN_OR_RETURN(auto program, session.compile(g, options));
+    std::vector<rt::Buffer> inputs;
+    for (const HostTensor& t : in) {
+      std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(t.bytes.data()), t.bytes.size());
+      CARVE_ASSIGN_OR_RETURN(rt::Buffer b, rt::Buffer::borrow(bytes, t.type.dtype, t.type.shape));
+      inputs.push_back(std::move(b));
+    }
+    CARVE_ASSIGN_OR_RETURN(auto outputs, program->run(inputs));
+    std::vector<HostTensor> result;
+    for (const rt::Buffer& b : outputs) {
+      HostTensor t;
+      t.type = ir::TensorType{b.dtype(), b.shape()};
+      t.bytes.resize(b.size());
+      CARVE_ASSIGN_OR_RETURN(auto bytes, b.bytes());
+      std::memcpy(t.bytes.data(), bytes.data(), b.size());
+      result.push_back(std::move(t));
+    }
+    if (handles != nullptr)
+      for (const auto& h : options.handles) {
+        CARVE_ASSIGN_OR_RETURN(rt::Buffer value, h->read());
+        HostTensor t;
+        t.type = h->type();
+        t.bytes.resize(value.size());
+        CARVE_ASSIGN_OR_RETURN(auto bytes, value.bytes());
+        std::memcpy(t.bytes.data(), bytes.data(), value.size());
+        (*handles)[h->name()] = std::move(t);
+      }
+    return result;
+  };
+}
+
+void run_session_families(int streams, bool graphs) {
+  if (skip_without_gpu()) return;
+  auto session = rt::Session::create(device_options(streams, graphs));
+  REQUIRE_MESSAGE(session.ok(), session.status().to_string());
+  const GpuRunner runner = session_runner(**session);
+  for (const auto& cases : {elementwise_cases(), layout_cases(), reduction_cases(), pool_cases(), matmul_cases(),
+                            conv_cases()})
+    run_gpu_family(cases, runner);
+}
+
+}  // namespace
+
+TEST_CASE("cuda/gpu/session/every op family matches the reference with graph replay") { run_session_families(4, true); }
+TEST_CASE("cuda/gpu/session/every op family matches the reference with streams") { run_session_families(4, false); }
+
+TEST_CASE("cuda/gpu/session/parallel streams equal one stream, graph replay with new pointers") {
+  if (skip_without_gpu()) return;
+  auto parallel = rt::Session::create(device_options(4, true));
+  auto single = rt::Session::create(device_options(1, false));
+  REQUIRE(parallel.ok());
+  REQUIRE(single.ok());
+  std::mt19937_64 rng(99);
+  for (const auto& c : matmul_cases()) {
+    CAPTURE(c.name);
+    auto g = build(c);
+    REQUIRE(g.ok());
+    std::vector<HostTensor> in;
+    for (const ir::Value& v : g->values)
+      if (v.kind == ir::ValueKind::input) in.push_back(random_tensor(rng, v.type, c.lo, c.hi));
+    auto a = session_runner(**parallel)(*g, in, nullptr);
+    auto b = session_runner(**single)(*g, in, nullptr);
+    REQUIRE_MESSAGE(a.ok(), a.status().to_string());
+    REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+    for (size_t i = 0; i < a->size(); ++i) CHECK(compare((*a)[i], (*b)[i], 0, 0) == "");
+  }
+  // Caller device pointers: two different device inputs through one captured graph.
+  ir::GraphBuilder gb;
+  auto x = gb.input("x", DType::f32, {256});
+  gb.output(gb.rename(gb.relu(gb.add(x, x)), "y"));
+  auto graph = gb.build();
+  REQUIRE(graph.ok());
+  auto program = (*parallel)->compile(*graph, {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  auto alloc = (*parallel)->allocator();
+  for (float scale : {1.0f, -2.0f, 3.0f}) {
+    std::vector<float> host(256);
+    for (size_t i = 0; i < host.size(); ++i) host[i] = scale * (static_cast<float>(i) - 100.0f);
+    auto dx = rt::Buffer::allocate(alloc, DType::f32, {256});  // a new device pointer every time
+    REQUIRE(dx.ok());
+    REQUIRE(dx->copy_in(std::as_bytes(std::span<const float>(host))).ok());
+    std::vector<rt::Buffer> inputs{*dx};
+    auto out = (*program)->run(inputs);
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    auto y = *out->at(0).span<float>();
+    for (size_t i = 0; i < host.size(); ++i) CHECK(y[i] == std::max(0.0f, host[i] + host[i]));
+  }
+}
+
+TEST_CASE("cuda/gpu/session/kv decoder logits match the CPU reference within 1e-3") {
+  if (skip_without_gpu()) return;
+  auto session = rt::Session::create(device_options(4, true));
+  REQUIRE(session.ok());
+  examples::DecoderModel model({});
+  const auto& c = model.config();
+  std::vector<int64_t> tokens{5, 17, 33, 2};
+  auto runner = examples::DecoderRunner::create(**session, model, static_cast<int64_t>(tokens.size()));
+  REQUIRE_MESSAGE(runner.ok(), runner.status().to_string());
+  auto prefill = (*runner)->prefill(tokens);
+  REQUIRE_MESSAGE(prefill.ok(), prefill.status().to_string());
+  int64_t next = examples::argmax(prefill->data() + (tokens.size() - 1) * c.vocab, c.vocab);
+  for (int step = 0; step < 4; ++step) {
+    const auto pos = static_cast<int64_t>(tokens.size());
+    tokens.push_back(next);
+    auto logits = (*runner)->decode(next, pos);
+    REQUIRE_MESSAGE(logits.ok(), logits.status().to_string());
+    auto full = model.full(static_cast<int64_t>(tokens.size()));
+    REQUIRE(full.ok());
+    auto want = run_reference(*full, std::vector<HostTensor>{HostTensor::from<int64_t>(
+                                         {static_cast<int64_t>(tokens.size())}, tokens)});
+    REQUIRE(want.ok());
+    const std::vector<float> all = want->at(0).as<float>();
+    const float* last = all.data() + (tokens.size() - 1) * c.vocab;
+    double diff = 0, ref = 0;
+    for (int64_t i = 0; i < c.vocab; ++i) {
+      diff = std::max(diff, std::fabs(double((*logits)[static_cast<size_t>(i)]) - double(last[i])));
+      ref = std::max(ref, std::fabs(double(last[i])));
+    }
+    CAPTURE(step);
+    CHECK(diff / ref < 1e-3);
+    next = examples::argmax(logits->data(), c.vocab);
+  }
+}
+
+}  // namespace carve::jit::cuda
