@@ -44,7 +44,7 @@ bool skip_if(benchmark::State& state, const carve::Status& s) {
 
 rt::SessionOptions device_options(int streams, bool graphs) {
   rt::SessionOptions o;
-  o.device = {rt::DeviceType::cuda, 0};
+  o.device = {rt::DeviceType::kCuda, 0};
   o.streams = streams;
   o.cuda_graphs = graphs;
   return o;
@@ -77,15 +77,15 @@ struct DeviceRun {
 
 carve::Result<carve::ir::Graph> add_graph() {
   carve::ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {kBandwidthElems});
-  auto y = b.input("y", DType::f32, {kBandwidthElems});
+  auto x = b.input("x", DType::kF32, {kBandwidthElems});
+  auto y = b.input("y", DType::kF32, {kBandwidthElems});
   b.output(b.add(x, y));
   return b.build();
 }
 
 carve::Result<carve::ir::Graph> launch_graph(bool wide) {
   carve::ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {kTinyElems});
+  auto x = b.input("x", DType::kF32, {kTinyElems});
   auto t = x;
   for (int i = 0; i < kKernels; ++i) {
     if (wide) {

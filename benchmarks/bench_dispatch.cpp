@@ -48,7 +48,7 @@ struct BenchProgram {
     program.kernels.push_back(std::move(k));
   }
   void rmw(int64_t offset, int64_t bytes) {
-    const rt::MemoryRef r{rt::Region::arena, 0, offset, bytes, -1};
+    const rt::MemoryRef r{rt::Region::kArena, 0, offset, bytes, -1};
     rt::Launch l;
     l.name = std::to_string(program.launches.size());
     l.kernel = 0;

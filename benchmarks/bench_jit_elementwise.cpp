@@ -24,8 +24,8 @@ using carve::ir::DType;
 
 carve::ir::Graph add_graph(int64_t n) {
   carve::ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {n});
-  auto y = b.input("y", DType::f32, {n});
+  auto x = b.input("x", DType::kF32, {n});
+  auto y = b.input("y", DType::kF32, {n});
   b.output(b.add(x, y));
   return std::move(b.build()).value();
 }
@@ -33,9 +33,9 @@ carve::ir::Graph add_graph(int64_t n) {
 // relu(x * w + b) -- a typical small fused kernel for the compile-time benchmarks.
 carve::ir::Graph chain_graph(int64_t n) {
   carve::ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {n});
-  auto w = b.input("w", DType::f32, {n});
-  auto c = b.input("c", DType::f32, {1});
+  auto x = b.input("x", DType::kF32, {n});
+  auto w = b.input("w", DType::kF32, {n});
+  auto c = b.input("c", DType::kF32, {1});
   b.output(b.relu(b.add(b.mul(x, w), c)));
   return std::move(b.build()).value();
 }

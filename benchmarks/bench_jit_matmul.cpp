@@ -65,7 +65,7 @@ std::unique_ptr<Prepared> prepare(GraphBuilder& b) {
   }
   p->scratch.resize(static_cast<size_t>(p->kernel.group.scratch_bytes) + 64);
   for (const auto& op : p->kernel.group.operands) {
-    if (op.role == carve::jit::OperandRole::scratch) {
+    if (op.role == carve::jit::OperandRole::kScratch) {
       p->ops.push_back(p->scratch.data());
     } else {
       p->ops.push_back(p->buffers[static_cast<size_t>(op.value)].data());
@@ -80,8 +80,8 @@ void run(Prepared& p) { p.kernel.fn(p.ops.data(), 0, p.kernel.group.num_tiles); 
 void BM_carve_matmul_f32(benchmark::State& state) {
   const int64_t n = state.range(0);
   GraphBuilder b;
-  auto x = b.input("a", DType::f32, {n, n});
-  auto y = b.input("b", DType::f32, {n, n});
+  auto x = b.input("a", DType::kF32, {n, n});
+  auto y = b.input("b", DType::kF32, {n, n});
   b.output(b.matmul(x, y));
   auto p = prepare(b);
   if (!p->ok) {
@@ -120,9 +120,9 @@ void BM_carve_conv2d_f32(benchmark::State& state) {
   const int64_t c = state.range(0), o = state.range(1), hw = state.range(2), k = state.range(3),
                 groups = state.range(4);
   GraphBuilder b;
-  auto x = b.input("x", DType::f32, {1, c, hw, hw});
-  auto w = b.input("w", DType::f32, {o, c / groups, k, k});
-  auto bias = b.input("bias", DType::f32, {o});
+  auto x = b.input("x", DType::kF32, {1, c, hw, hw});
+  auto w = b.input("w", DType::kF32, {o, c / groups, k, k});
+  auto bias = b.input("bias", DType::kF32, {o});
   carve::ir::Conv2dOptions opt;
   opt.groups = groups;
   opt.pads = {k / 2, k / 2, k / 2, k / 2};

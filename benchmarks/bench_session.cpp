@@ -23,13 +23,13 @@ carve::ir::ValueId weight(carve::ir::GraphBuilder& b, const char* name) {
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
   std::vector<uint8_t> bytes(w.size() * sizeof(float));
   std::memcpy(bytes.data(), w.data(), bytes.size());
-  return b.constant(name, DType::f32, {kN, kN}, std::move(bytes));
+  return b.constant(name, DType::kF32, {kN, kN}, std::move(bytes));
 }
 
 carve::ir::Graph graph(bool two_branches) {
   carve::ir::GraphBuilder b("branches");
   auto branch = [&](const char* in, const char* w1, const char* w2) {
-    auto x = b.input(in, DType::f32, {kN, kN});
+    auto x = b.input(in, DType::kF32, {kN, kN});
     return b.softmax(b.relu(b.matmul(b.tanh(b.matmul(x, weight(b, w1))), weight(b, w2))), -1);
   };
   b.output(branch("x", "w1", "w2"));

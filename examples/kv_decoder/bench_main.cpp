@@ -40,14 +40,14 @@ double cpu_seconds() {
 
 Status write_f32(const std::string& path, const std::vector<float>& values, ir::Shape shape) {
   CARVE_ASSIGN_OR_RETURN(runtime::Buffer b,
-                         runtime::Buffer::allocate(runtime::cpu_allocator(), ir::DType::f32, std::move(shape)));
+                         runtime::Buffer::allocate(runtime::cpu_allocator(), ir::DType::kF32, std::move(shape)));
   CARVE_ASSIGN_OR_RETURN(auto span, b.mutable_span<float>());
   std::copy(values.begin(), values.end(), span.begin());
   return runtime::write_npy(path, b);
 }
 
 Status write_i64(const std::string& path, const std::vector<int64_t>& values) {
-  CARVE_ASSIGN_OR_RETURN(runtime::Buffer b, runtime::Buffer::allocate(runtime::cpu_allocator(), ir::DType::i64,
+  CARVE_ASSIGN_OR_RETURN(runtime::Buffer b, runtime::Buffer::allocate(runtime::cpu_allocator(), ir::DType::kI64,
                                                                       {static_cast<int64_t>(values.size())}));
   CARVE_ASSIGN_OR_RETURN(auto span, b.mutable_span<int64_t>());
   std::copy(values.begin(), values.end(), span.begin());

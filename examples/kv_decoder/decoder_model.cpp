@@ -85,15 +85,15 @@ Result<ir::Graph> DecoderModel::build(int64_t tokens, bool write_cache, bool dec
     auto it = w.find(name);
     if (it != w.end()) return it->second;
     for (const auto& [n, values] : weights_)
-      if (n == name) return w[name] = b.constant(name, DType::f32, std::move(shape), to_bytes(values));
+      if (n == name) return w[name] = b.constant(name, DType::kF32, std::move(shape), to_bytes(values));
     return ir::kNoValue;
   };
-  auto scalar = [&](const std::string& name, float v) { return b.constant(name, DType::f32, {}, to_bytes({v})); };
+  auto scalar = [&](const std::string& name, float v) { return b.constant(name, DType::kF32, {}, to_bytes({v})); };
 
   if (write_cache)
-    for (const std::string& name : cache_names()) b.handle(name, DType::f32, {c.max_seq, d});
-  auto token_ids = b.input("tokens", DType::i64, {T});
-  ValueId pos = decode ? b.input("pos", DType::i64, {}) : b.constant("pos0", DType::i64, {}, to_bytes_of<int64_t>({0}));
+    for (const std::string& name : cache_names()) b.handle(name, DType::kF32, {c.max_seq, d});
+  auto token_ids = b.input("tokens", DType::kI64, {T});
+  ValueId pos = decode ? b.input("pos", DType::kI64, {}) : b.constant("pos0", DType::kI64, {}, to_bytes_of<int64_t>({0}));
   // Positions of the query rows, and the key positions attention may see.
   ValueId positions;
   ValueId mask;  // bool: [1, kv] for decode (key j <= pos), [T, T] causal otherwise
@@ -101,7 +101,7 @@ Result<ir::Graph> DecoderModel::build(int64_t tokens, bool write_cache, bool dec
     positions = b.reshape(pos, {1});
     std::vector<int64_t> kv_pos(static_cast<size_t>(c.max_seq));
     for (int64_t j = 0; j < c.max_seq; ++j) kv_pos[static_cast<size_t>(j)] = j;
-    auto key_positions = b.constant("key_positions", DType::i64, {1, c.max_seq}, to_bytes_of(kv_pos));
+    auto key_positions = b.constant("key_positions", DType::kI64, {1, c.max_seq}, to_bytes_of(kv_pos));
     mask = b.less_equal(key_positions, pos);
   } else {
     std::vector<int64_t> row(static_cast<size_t>(T));
@@ -110,8 +110,8 @@ Result<ir::Graph> DecoderModel::build(int64_t tokens, bool write_cache, bool dec
       row[static_cast<size_t>(i)] = i;
       for (int64_t j = 0; j < T; ++j) causal[static_cast<size_t>(i * T + j)] = j <= i;
     }
-    positions = b.constant("positions", DType::i64, {T}, to_bytes_of(row));
-    mask = b.constant("causal_mask", DType::boolean, {T, T}, causal);
+    positions = b.constant("positions", DType::kI64, {T}, to_bytes_of(row));
+    mask = b.constant("causal_mask", DType::kBool, {T, T}, causal);
   }
   auto x = b.add(b.gather(weight("tok_emb", {c.vocab, d}), token_ids), b.gather(weight("pos_emb", {c.max_seq, d}), positions));
   auto scale = scalar("attn_scale", 1.0f / std::sqrt(static_cast<float>(hd)));

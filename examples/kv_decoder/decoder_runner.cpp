@@ -8,7 +8,7 @@ namespace carve::examples {
 namespace {
 
 Result<runtime::Buffer> i64_buffer(const std::vector<int64_t>& values, ir::Shape shape) {
-  CARVE_ASSIGN_OR_RETURN(runtime::Buffer b, runtime::Buffer::allocate(runtime::cpu_allocator(), ir::DType::i64, shape));
+  CARVE_ASSIGN_OR_RETURN(runtime::Buffer b, runtime::Buffer::allocate(runtime::cpu_allocator(), ir::DType::kI64, shape));
   CARVE_ASSIGN_OR_RETURN(auto span, b.mutable_span<int64_t>());
   std::copy(values.begin(), values.end(), span.begin());
   return b;
@@ -33,7 +33,7 @@ Result<std::unique_ptr<DecoderRunner>> DecoderRunner::create(runtime::Session& s
   const auto& c = model.config();
   runtime::CompileOptions options = base;
   for (const std::string& name : model.cache_names()) {
-    CARVE_ASSIGN_OR_RETURN(auto cache, runtime::BufferHandle::create(name, ir::DType::f32, {c.max_seq, c.d_model}));
+    CARVE_ASSIGN_OR_RETURN(auto cache, runtime::BufferHandle::create(name, ir::DType::kF32, {c.max_seq, c.d_model}));
     runner->caches_.push_back(cache);
     options.handles.push_back(std::move(cache));
   }

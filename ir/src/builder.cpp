@@ -54,13 +54,13 @@ ValueId GraphBuilder::declare(std::string name, TensorType type, ValueKind kind,
 }
 
 ValueId GraphBuilder::input(std::string name, DType dtype, Shape shape) {
-  return declare(std::move(name), TensorType{dtype, std::move(shape)}, ValueKind::input,
+  return declare(std::move(name), TensorType{dtype, std::move(shape)}, ValueKind::kInput,
                  std::nullopt);
 }
 
 ValueId GraphBuilder::constant(std::string name, DType dtype, Shape shape,
                                std::optional<std::vector<uint8_t>> data) {
-  return declare(std::move(name), TensorType{dtype, std::move(shape)}, ValueKind::constant,
+  return declare(std::move(name), TensorType{dtype, std::move(shape)}, ValueKind::kConstant,
                  std::move(data));
 }
 
@@ -151,7 +151,7 @@ std::vector<ValueId> GraphBuilder::op(OpKind kind, std::vector<ValueId> inputs, 
     ValueId v = graph_.num_values();
     value_names_.insert(name);
     graph_.values.push_back(
-        Value{v, std::move(name), std::move((*out)[k]), ValueKind::intermediate, id, std::nullopt});
+        Value{v, std::move(name), std::move((*out)[k]), ValueKind::kIntermediate, id, std::nullopt});
     node.outputs.push_back(v);
     results.push_back(v);
   }
@@ -174,15 +174,15 @@ ValueId GraphBuilder::op1(OpKind kind, std::vector<ValueId> inputs, Attrs attrs,
 }
 
 ValueId GraphBuilder::hard_sigmoid(ValueId x, double alpha, double beta) {
-  return op1(OpKind::hard_sigmoid, {x}, {{"alpha", alpha}, {"beta", beta}});
+  return op1(OpKind::kHardSigmoid, {x}, {{"alpha", alpha}, {"beta", beta}});
 }
 
 ValueId GraphBuilder::clip(ValueId x, double min, double max) {
-  return op1(OpKind::clip, {x}, {{"min", min}, {"max", max}});
+  return op1(OpKind::kClip, {x}, {{"min", min}, {"max", max}});
 }
 
 ValueId GraphBuilder::cast(ValueId x, DType to) {
-  return op1(OpKind::cast, {x}, {{"to", dtype_name(to)}});
+  return op1(OpKind::kCast, {x}, {{"to", dtype_name(to)}});
 }
 
 namespace {
@@ -194,36 +194,36 @@ Attrs reduce_attrs(std::vector<int64_t> axes, bool keepdims) {
 }  // namespace
 
 ValueId GraphBuilder::reduce_sum(ValueId x, std::vector<int64_t> axes, bool keepdims) {
-  return op1(OpKind::reduce_sum, {x}, reduce_attrs(std::move(axes), keepdims));
+  return op1(OpKind::kReduceSum, {x}, reduce_attrs(std::move(axes), keepdims));
 }
 ValueId GraphBuilder::reduce_mean(ValueId x, std::vector<int64_t> axes, bool keepdims) {
-  return op1(OpKind::reduce_mean, {x}, reduce_attrs(std::move(axes), keepdims));
+  return op1(OpKind::kReduceMean, {x}, reduce_attrs(std::move(axes), keepdims));
 }
 ValueId GraphBuilder::reduce_max(ValueId x, std::vector<int64_t> axes, bool keepdims) {
-  return op1(OpKind::reduce_max, {x}, reduce_attrs(std::move(axes), keepdims));
+  return op1(OpKind::kReduceMax, {x}, reduce_attrs(std::move(axes), keepdims));
 }
 
 ValueId GraphBuilder::softmax(ValueId x, int64_t axis) {
-  return op1(OpKind::softmax, {x}, {{"axis", axis}});
+  return op1(OpKind::kSoftmax, {x}, {{"axis", axis}});
 }
 
 ValueId GraphBuilder::layer_norm(ValueId x, ValueId scale, std::optional<ValueId> bias,
                                  int64_t axis, double epsilon) {
   std::vector<ValueId> in = {x, scale};
   if (bias) in.push_back(*bias);
-  return op1(OpKind::layer_norm, std::move(in), {{"axis", axis}, {"epsilon", epsilon}});
+  return op1(OpKind::kLayerNorm, std::move(in), {{"axis", axis}, {"epsilon", epsilon}});
 }
 
 ValueId GraphBuilder::batch_norm(ValueId x, ValueId scale, ValueId bias, ValueId mean, ValueId var,
                                  double epsilon) {
-  return op1(OpKind::batch_norm, {x, scale, bias, mean, var}, {{"epsilon", epsilon}});
+  return op1(OpKind::kBatchNorm, {x, scale, bias, mean, var}, {{"epsilon", epsilon}});
 }
 
 ValueId GraphBuilder::gemm(ValueId a, ValueId b, std::optional<ValueId> c, bool trans_a,
                            bool trans_b, double alpha, double beta) {
   std::vector<ValueId> in = {a, b};
   if (c) in.push_back(*c);
-  return op1(OpKind::gemm, std::move(in),
+  return op1(OpKind::kGemm, std::move(in),
              {{"trans_a", trans_a}, {"trans_b", trans_b}, {"alpha", alpha}, {"beta", beta}});
 }
 
@@ -231,7 +231,7 @@ ValueId GraphBuilder::conv2d(ValueId x, ValueId w, std::optional<ValueId> bias,
                              const Conv2dOptions& o) {
   std::vector<ValueId> in = {x, w};
   if (bias) in.push_back(*bias);
-  return op1(OpKind::conv2d, std::move(in),
+  return op1(OpKind::kConv2d, std::move(in),
              {{"groups", o.groups},
               {"strides", to_vec(o.strides)},
               {"pads", to_vec(o.pads)},
@@ -239,7 +239,7 @@ ValueId GraphBuilder::conv2d(ValueId x, ValueId w, std::optional<ValueId> bias,
 }
 
 ValueId GraphBuilder::max_pool(ValueId x, const PoolOptions& o) {
-  return op1(OpKind::max_pool, {x},
+  return op1(OpKind::kMaxPool, {x},
              {{"kernel", to_vec(o.kernel)},
               {"strides", to_vec(o.strides)},
               {"pads", to_vec(o.pads)},
@@ -247,7 +247,7 @@ ValueId GraphBuilder::max_pool(ValueId x, const PoolOptions& o) {
 }
 
 ValueId GraphBuilder::avg_pool(ValueId x, const PoolOptions& o) {
-  return op1(OpKind::avg_pool, {x},
+  return op1(OpKind::kAvgPool, {x},
              {{"kernel", to_vec(o.kernel)},
               {"strides", to_vec(o.strides)},
               {"pads", to_vec(o.pads)},
@@ -256,11 +256,11 @@ ValueId GraphBuilder::avg_pool(ValueId x, const PoolOptions& o) {
 }
 
 ValueId GraphBuilder::concat(std::vector<ValueId> inputs, int64_t axis) {
-  return op1(OpKind::concat, std::move(inputs), {{"axis", axis}});
+  return op1(OpKind::kConcat, std::move(inputs), {{"axis", axis}});
 }
 
 std::vector<ValueId> GraphBuilder::split(ValueId x, int64_t axis, std::vector<int64_t> sizes) {
-  return op(OpKind::split, {x}, {{"axis", axis}, {"sizes", std::move(sizes)}});
+  return op(OpKind::kSplit, {x}, {{"axis", axis}, {"sizes", std::move(sizes)}});
 }
 
 ValueId GraphBuilder::slice(ValueId x, std::vector<int64_t> starts, std::vector<int64_t> ends,
@@ -268,52 +268,52 @@ ValueId GraphBuilder::slice(ValueId x, std::vector<int64_t> starts, std::vector<
   Attrs a{{"starts", std::move(starts)}, {"ends", std::move(ends)}};
   if (!axes.empty()) a["axes"] = std::move(axes);
   if (!steps.empty()) a["steps"] = std::move(steps);
-  return op1(OpKind::slice, {x}, std::move(a));
+  return op1(OpKind::kSlice, {x}, std::move(a));
 }
 
 ValueId GraphBuilder::transpose(ValueId x, std::vector<int64_t> perm) {
-  return op1(OpKind::transpose, {x}, {{"perm", std::move(perm)}});
+  return op1(OpKind::kTranspose, {x}, {{"perm", std::move(perm)}});
 }
 
 ValueId GraphBuilder::pad(ValueId x, std::vector<int64_t> pads, double value) {
-  return op1(OpKind::pad, {x}, {{"pads", std::move(pads)}, {"value", value}});
+  return op1(OpKind::kPad, {x}, {{"pads", std::move(pads)}, {"value", value}});
 }
 
 ValueId GraphBuilder::gather(ValueId data, ValueId indices, int64_t axis) {
-  return op1(OpKind::gather, {data, indices}, {{"axis", axis}});
+  return op1(OpKind::kGather, {data, indices}, {{"axis", axis}});
 }
 
 ValueId GraphBuilder::reshape(ValueId x, std::vector<int64_t> shape) {
-  return op1(OpKind::reshape, {x}, {{"shape", std::move(shape)}});
+  return op1(OpKind::kReshape, {x}, {{"shape", std::move(shape)}});
 }
 
 ValueId GraphBuilder::flatten(ValueId x, int64_t axis) {
-  return op1(OpKind::flatten, {x}, {{"axis", axis}});
+  return op1(OpKind::kFlatten, {x}, {{"axis", axis}});
 }
 
 ValueId GraphBuilder::squeeze(ValueId x, std::vector<int64_t> axes) {
   Attrs a;
   if (!axes.empty()) a["axes"] = std::move(axes);
-  return op1(OpKind::squeeze, {x}, std::move(a));
+  return op1(OpKind::kSqueeze, {x}, std::move(a));
 }
 
 ValueId GraphBuilder::unsqueeze(ValueId x, std::vector<int64_t> axes) {
-  return op1(OpKind::unsqueeze, {x}, {{"axes", std::move(axes)}});
+  return op1(OpKind::kUnsqueeze, {x}, {{"axes", std::move(axes)}});
 }
 
 ValueId GraphBuilder::read_handle(std::string handle) {
-  return op1(OpKind::read_handle, {}, {{"handle", std::move(handle)}});
+  return op1(OpKind::kReadHandle, {}, {{"handle", std::move(handle)}});
 }
 
 NodeId GraphBuilder::write_handle(std::string handle, ValueId value) {
   if (!status_.ok()) return kNoNode;
-  op(OpKind::write_handle, {value}, {{"handle", std::move(handle)}});
+  op(OpKind::kWriteHandle, {value}, {{"handle", std::move(handle)}});
   return status_.ok() ? graph_.num_nodes() - 1 : kNoNode;
 }
 
 NodeId GraphBuilder::write_handle_at(std::string handle, ValueId value, ValueId pos, int64_t axis) {
   if (!status_.ok()) return kNoNode;
-  op(OpKind::write_handle_at, {value, pos}, {{"handle", std::move(handle)}, {"axis", axis}});
+  op(OpKind::kWriteHandleAt, {value, pos}, {{"handle", std::move(handle)}, {"axis", axis}});
   return status_.ok() ? graph_.num_nodes() - 1 : kNoNode;
 }
 

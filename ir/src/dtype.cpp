@@ -14,20 +14,20 @@ struct DTypeInfo {
 };
 
 constexpr std::array<DTypeInfo, kNumDTypes> kInfos = {{
-    {DType::f32, "f32", 4},
-    {DType::f16, "f16", 2},
-    {DType::bf16, "bf16", 2},
-    {DType::f64, "f64", 8},
-    {DType::i8, "i8", 1},
-    {DType::i32, "i32", 4},
-    {DType::i64, "i64", 8},
-    {DType::u8, "u8", 1},
-    {DType::boolean, "bool", 1},
+    {DType::kF32, "f32", 4},
+    {DType::kF16, "f16", 2},
+    {DType::kBf16, "bf16", 2},
+    {DType::kF64, "f64", 8},
+    {DType::kI8, "i8", 1},
+    {DType::kI32, "i32", 4},
+    {DType::kI64, "i64", 8},
+    {DType::kU8, "u8", 1},
+    {DType::kBool, "bool", 1},
 }};
 
-constexpr std::array<DType, kNumDTypes> kAll = {DType::f32, DType::f16, DType::bf16,
-                                                DType::f64, DType::i8,  DType::i32,
-                                                DType::i64, DType::u8,  DType::boolean};
+constexpr std::array<DType, kNumDTypes> kAll = {DType::kF32, DType::kF16, DType::kBf16,
+                                                DType::kF64, DType::kI8,  DType::kI32,
+                                                DType::kI64, DType::kU8,  DType::kBool};
 
 }  // namespace
 
@@ -56,11 +56,11 @@ Result<DType> parse_dtype(std::string_view name) {
 }
 
 bool is_float(DType dtype) {
-  return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::f64;
+  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBf16 || dtype == DType::kF64;
 }
 
 bool is_integer(DType dtype) {
-  return dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64 || dtype == DType::u8;
+  return dtype == DType::kI8 || dtype == DType::kI32 || dtype == DType::kI64 || dtype == DType::kU8;
 }
 
 }  // namespace carve::ir

@@ -8,11 +8,11 @@ namespace carve::ir {
 
 std::string_view value_kind_name(ValueKind kind) {
   switch (kind) {
-    case ValueKind::input:
+    case ValueKind::kInput:
       return "input";
-    case ValueKind::constant:
+    case ValueKind::kConstant:
       return "const";
-    case ValueKind::intermediate:
+    case ValueKind::kIntermediate:
       return "intermediate";
   }
   return "?";

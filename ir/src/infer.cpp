@@ -108,7 +108,7 @@ Status expect_float(const TensorType& t, std::string_view what) {
 }
 
 Status expect_numeric(const TensorType& t, std::string_view what) {
-  if (t.dtype != DType::boolean) return Status();
+  if (t.dtype != DType::kBool) return Status();
   return type_error(fmt::format("{} must be numeric, got bool", what));
 }
 
@@ -180,7 +180,7 @@ Result<std::vector<TensorType>> infer_types(OpKind op, std::span<const TensorTyp
     out = infer_elementwise(op, inputs, reader);
   } else if (traits.state) {
     out = infer_state(op, inputs, reader, handles);
-  } else if (static_cast<int>(op) <= static_cast<int>(OpKind::batch_norm)) {
+  } else if (static_cast<int>(op) <= static_cast<int>(OpKind::kBatchNorm)) {
     out = infer_nn(op, inputs, reader);
   } else {
     out = infer_layout(op, inputs, reader);

@@ -7,10 +7,10 @@ namespace {
 // Transcendental ops only make sense on floats; neg/abs/relu/clip also take integers.
 bool float_only(OpKind op) {
   switch (op) {
-    case OpKind::neg:
-    case OpKind::abs:
-    case OpKind::relu:
-    case OpKind::clip:
+    case OpKind::kNeg:
+    case OpKind::kAbs:
+    case OpKind::kRelu:
+    case OpKind::kClip:
       return false;
     default:
       return true;
@@ -23,11 +23,11 @@ Result<Types> infer_unary(OpKind op, const TensorType& x, const AttrReader& attr
   } else {
     CARVE_RETURN_IF_ERROR(expect_numeric(x, "input"));
   }
-  if (op == OpKind::hard_sigmoid) {
+  if (op == OpKind::kHardSigmoid) {
     CARVE_RETURN_IF_ERROR(attrs.get_float("alpha", 0.2).status());
     CARVE_RETURN_IF_ERROR(attrs.get_float("beta", 0.5).status());
   }
-  if (op == OpKind::clip) {
+  if (op == OpKind::kClip) {
     constexpr double kInf = std::numeric_limits<double>::infinity();
     CARVE_ASSIGN_OR_RETURN(double lo, attrs.get_float("min", -kInf));
     CARVE_ASSIGN_OR_RETURN(double hi, attrs.get_float("max", kInf));
@@ -47,12 +47,12 @@ Result<Types> infer_elementwise(OpKind op, Inputs in, const AttrReader& attrs) {
     CARVE_RETURN_IF_ERROR(expect_same_dtype(in[0], in[1], "operands"));
     if (!is_comparison(op)) CARVE_RETURN_IF_ERROR(expect_numeric(in[0], "operands"));
     CARVE_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes(in[0].shape, in[1].shape));
-    DType dtype = is_comparison(op) ? DType::boolean : in[0].dtype;
+    DType dtype = is_comparison(op) ? DType::kBool : in[0].dtype;
     return Types{TensorType{dtype, std::move(shape)}};
   }
 
-  if (op == OpKind::where) {
-    if (in[0].dtype != DType::boolean) {
+  if (op == OpKind::kWhere) {
+    if (in[0].dtype != DType::kBool) {
       return type_error(fmt::format("condition must be bool, got {}", dtype_name(in[0].dtype)));
     }
     CARVE_RETURN_IF_ERROR(expect_same_dtype(in[1], in[2], "x and y"));

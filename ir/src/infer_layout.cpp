@@ -144,7 +144,7 @@ Result<Types> infer_pad(const TensorType& x, const AttrReader& attrs) {
 Result<Types> infer_gather(const TensorType& data, const TensorType& indices,
                            const AttrReader& attrs) {
   CARVE_RETURN_IF_ERROR(expect_min_rank(data, 1, "data"));
-  if (indices.dtype != DType::i32 && indices.dtype != DType::i64) {
+  if (indices.dtype != DType::kI32 && indices.dtype != DType::kI64) {
     return type_error(fmt::format("indices must be i32 or i64, got {}", dtype_name(indices.dtype)));
   }
   CARVE_ASSIGN_OR_RETURN(int64_t raw_axis, attrs.get_int("axis", 0));
@@ -252,27 +252,27 @@ Result<Types> infer_unsqueeze(const TensorType& x, const AttrReader& attrs) {
 
 Result<Types> infer_layout(OpKind op, Inputs in, const AttrReader& attrs) {
   switch (op) {
-    case OpKind::concat:
+    case OpKind::kConcat:
       return infer_concat(in, attrs);
-    case OpKind::split:
+    case OpKind::kSplit:
       return infer_split(in[0], attrs);
-    case OpKind::slice:
+    case OpKind::kSlice:
       return infer_slice(in[0], attrs);
-    case OpKind::transpose:
+    case OpKind::kTranspose:
       return infer_transpose(in[0], attrs);
-    case OpKind::pad:
+    case OpKind::kPad:
       return infer_pad(in[0], attrs);
-    case OpKind::gather:
+    case OpKind::kGather:
       return infer_gather(in[0], in[1], attrs);
-    case OpKind::reshape:
+    case OpKind::kReshape:
       return infer_reshape(in[0], attrs);
-    case OpKind::flatten:
+    case OpKind::kFlatten:
       return infer_flatten(in[0], attrs);
-    case OpKind::squeeze:
+    case OpKind::kSqueeze:
       return infer_squeeze(in[0], attrs);
-    case OpKind::unsqueeze:
+    case OpKind::kUnsqueeze:
       return infer_unsqueeze(in[0], attrs);
-    case OpKind::identity:
+    case OpKind::kIdentity:
       return Types{in[0]};
     default:
       break;
@@ -289,14 +289,14 @@ Result<Types> infer_state(OpKind op, Inputs in, const AttrReader& attrs,
     return attr_error(fmt::format("handle '{}' is not declared on the graph", name));
   }
   const TensorType& h = it->type;
-  if (op == OpKind::read_handle) return Types{h};
+  if (op == OpKind::kReadHandle) return Types{h};
 
   const TensorType& v = in[0];
   if (v.dtype != h.dtype) {
     return type_error(
         fmt::format("value {} does not match handle '{}' {}", v.to_string(), name, h.to_string()));
   }
-  if (op == OpKind::write_handle) {
+  if (op == OpKind::kWriteHandle) {
     if (v.shape != h.shape) {
       return shape_error(fmt::format("value {} does not match handle '{}' {}", v.to_string(), name,
                                      h.to_string()));
@@ -316,7 +316,7 @@ Result<Types> infer_state(OpKind op, Inputs in, const AttrReader& attrs,
         fmt::format("value {} does not fit handle '{}' {} along axis {} (other dims must match)",
                     v.to_string(), name, h.to_string(), axis));
   }
-  if (in[1].dtype != DType::i64 || in[1].shape.rank() != 0) {
+  if (in[1].dtype != DType::kI64 || in[1].shape.rank() != 0) {
     return type_error(fmt::format("pos must be an i64 scalar, got {}", in[1].to_string()));
   }
   return Types{};

@@ -7,7 +7,7 @@ namespace carve::ir::detail {
 namespace {
 
 Result<Types> infer_reduce(OpKind op, const TensorType& x, const AttrReader& attrs) {
-  if (op == OpKind::reduce_mean) {
+  if (op == OpKind::kReduceMean) {
     CARVE_RETURN_IF_ERROR(expect_float(x, "input"));
   } else {
     CARVE_RETURN_IF_ERROR(expect_numeric(x, "input"));
@@ -207,7 +207,7 @@ Result<Types> infer_conv(Inputs in, const AttrReader& attrs) {
 
 Result<Types> infer_pool(OpKind op, const TensorType& x, const AttrReader& attrs) {
   CARVE_RETURN_IF_ERROR(expect_rank(x, 4, "input (NCHW)"));
-  if (op == OpKind::avg_pool) {
+  if (op == OpKind::kAvgPool) {
     CARVE_RETURN_IF_ERROR(expect_float(x, "input"));
     CARVE_RETURN_IF_ERROR(attrs.get_flag("count_include_pad", false).status());
   } else {
@@ -254,31 +254,31 @@ Result<Types> infer_batch_norm(Inputs in, const AttrReader& attrs) {
 
 Result<Types> infer_nn(OpKind op, Inputs in, const AttrReader& attrs) {
   switch (op) {
-    case OpKind::reduce_sum:
-    case OpKind::reduce_mean:
-    case OpKind::reduce_max:
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMean:
+    case OpKind::kReduceMax:
       return infer_reduce(op, in[0], attrs);
-    case OpKind::softmax:
+    case OpKind::kSoftmax:
       return infer_softmax(in[0], attrs);
-    case OpKind::layer_norm:
+    case OpKind::kLayerNorm:
       return infer_layer_norm(in, attrs);
-    case OpKind::matmul:
+    case OpKind::kMatmul:
       return infer_matmul(in[0], in[1]);
-    case OpKind::gemm:
+    case OpKind::kGemm:
       return infer_gemm(in, attrs);
-    case OpKind::conv2d:
+    case OpKind::kConv2d:
       return infer_conv(in, attrs);
-    case OpKind::max_pool:
-    case OpKind::avg_pool:
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
       return infer_pool(op, in[0], attrs);
-    case OpKind::global_avg_pool: {
+    case OpKind::kGlobalAvgPool: {
       CARVE_RETURN_IF_ERROR(expect_float(in[0], "input"));
       CARVE_RETURN_IF_ERROR(expect_min_rank(in[0], 3, "input (N,C,spatial...)"));
       std::vector<int64_t> dims = in[0].shape.dims();
       std::fill(dims.begin() + 2, dims.end(), 1);
       return Types{TensorType{in[0].dtype, Shape(std::move(dims))}};
     }
-    case OpKind::batch_norm:
+    case OpKind::kBatchNorm:
       return infer_batch_norm(in, attrs);
     default:
       break;

@@ -50,61 +50,61 @@ constexpr OpTraits One(OpKind k, SV name, std::span<const SV> attrs, int min_in 
 using K = OpKind;
 // Indexed by OpKind; the static_assert below keeps it in enum order.
 constexpr std::array<OpTraits, kNumOps> kTable = {{
-    Unary(K::neg, "neg"),
-    Unary(K::abs, "abs"),
-    Unary(K::exp, "exp"),
-    Unary(K::log, "log"),
-    Unary(K::sqrt, "sqrt"),
-    Unary(K::rsqrt, "rsqrt"),
-    Unary(K::tanh, "tanh"),
-    Unary(K::sigmoid, "sigmoid"),
-    Unary(K::relu, "relu"),
-    Unary(K::gelu, "gelu"),
-    Unary(K::erf, "erf"),
-    Unary(K::silu, "silu"),
-    Unary(K::hard_sigmoid, "hard_sigmoid", kHardSigmoid),
-    Unary(K::clip, "clip", kClip),
-    Binary(K::add, "add"),
-    Binary(K::sub, "sub"),
-    Binary(K::mul, "mul"),
-    Binary(K::div, "div"),
-    Binary(K::pow, "pow"),
-    Binary(K::max, "max"),
-    Binary(K::min, "min"),
-    Binary(K::equal, "equal"),
-    Binary(K::not_equal, "not_equal"),
-    Binary(K::less, "less"),
-    Binary(K::less_equal, "less_equal"),
-    Binary(K::greater, "greater"),
-    Binary(K::greater_equal, "greater_equal"),
-    T(K::where, "where", 3, 3, 1, 1, kElem, kNone),
-    Unary(K::cast, "cast", kCast),
-    One(K::reduce_sum, "reduce_sum", kReduce),
-    One(K::reduce_mean, "reduce_mean", kReduce),
-    One(K::reduce_max, "reduce_max", kReduce),
-    One(K::softmax, "softmax", kAxis),
-    One(K::layer_norm, "layer_norm", kLayerNorm, 2, 3),
-    One(K::matmul, "matmul", kNone, 2, 2),
-    One(K::gemm, "gemm", kGemm, 2, 3),
-    One(K::conv2d, "conv2d", kConv, 2, 3),
-    One(K::max_pool, "max_pool", kMaxPool),
-    One(K::avg_pool, "avg_pool", kAvgPool),
-    One(K::global_avg_pool, "global_avg_pool", kNone),
-    One(K::batch_norm, "batch_norm", kEpsilon, 5, 5),
-    One(K::concat, "concat", kAxis, 1, kVariadic),
-    T(K::split, "split", 1, 1, 1, kVariadic, 0, kSplit),
-    One(K::slice, "slice", kSlice),
-    One(K::transpose, "transpose", kPerm),
-    One(K::pad, "pad", kPad),
-    One(K::gather, "gather", kAxis, 2, 2),
-    T(K::reshape, "reshape", 1, 1, 1, 1, kView, kShape),
-    T(K::flatten, "flatten", 1, 1, 1, 1, kView, kAxis),
-    T(K::squeeze, "squeeze", 1, 1, 1, 1, kView, kAxes),
-    T(K::unsqueeze, "unsqueeze", 1, 1, 1, 1, kView, kAxes),
-    T(K::identity, "identity", 1, 1, 1, 1, kView, kNone),
-    T(K::read_handle, "read_handle", 0, 0, 1, 1, kState, kHandle),
-    T(K::write_handle, "write_handle", 1, 1, 0, 0, kState | kSink, kHandle),
-    T(K::write_handle_at, "write_handle_at", 2, 2, 0, 0, kState | kSink, kHandleAxis),
+    Unary(K::kNeg, "neg"),
+    Unary(K::kAbs, "abs"),
+    Unary(K::kExp, "exp"),
+    Unary(K::kLog, "log"),
+    Unary(K::kSqrt, "sqrt"),
+    Unary(K::kRsqrt, "rsqrt"),
+    Unary(K::kTanh, "tanh"),
+    Unary(K::kSigmoid, "sigmoid"),
+    Unary(K::kRelu, "relu"),
+    Unary(K::kGelu, "gelu"),
+    Unary(K::kErf, "erf"),
+    Unary(K::kSilu, "silu"),
+    Unary(K::kHardSigmoid, "hard_sigmoid", kHardSigmoid),
+    Unary(K::kClip, "clip", kClip),
+    Binary(K::kAdd, "add"),
+    Binary(K::kSub, "sub"),
+    Binary(K::kMul, "mul"),
+    Binary(K::kDiv, "div"),
+    Binary(K::kPow, "pow"),
+    Binary(K::kMax, "max"),
+    Binary(K::kMin, "min"),
+    Binary(K::kEqual, "equal"),
+    Binary(K::kNotEqual, "not_equal"),
+    Binary(K::kLess, "less"),
+    Binary(K::kLessEqual, "less_equal"),
+    Binary(K::kGreater, "greater"),
+    Binary(K::kGreaterEqual, "greater_equal"),
+    T(K::kWhere, "where", 3, 3, 1, 1, kElem, kNone),
+    Unary(K::kCast, "cast", kCast),
+    One(K::kReduceSum, "reduce_sum", kReduce),
+    One(K::kReduceMean, "reduce_mean", kReduce),
+    One(K::kReduceMax, "reduce_max", kReduce),
+    One(K::kSoftmax, "softmax", kAxis),
+    One(K::kLayerNorm, "layer_norm", kLayerNorm, 2, 3),
+    One(K::kMatmul, "matmul", kNone, 2, 2),
+    One(K::kGemm, "gemm", kGemm, 2, 3),
+    One(K::kConv2d, "conv2d", kConv, 2, 3),
+    One(K::kMaxPool, "max_pool", kMaxPool),
+    One(K::kAvgPool, "avg_pool", kAvgPool),
+    One(K::kGlobalAvgPool, "global_avg_pool", kNone),
+    One(K::kBatchNorm, "batch_norm", kEpsilon, 5, 5),
+    One(K::kConcat, "concat", kAxis, 1, kVariadic),
+    T(K::kSplit, "split", 1, 1, 1, kVariadic, 0, kSplit),
+    One(K::kSlice, "slice", kSlice),
+    One(K::kTranspose, "transpose", kPerm),
+    One(K::kPad, "pad", kPad),
+    One(K::kGather, "gather", kAxis, 2, 2),
+    T(K::kReshape, "reshape", 1, 1, 1, 1, kView, kShape),
+    T(K::kFlatten, "flatten", 1, 1, 1, 1, kView, kAxis),
+    T(K::kSqueeze, "squeeze", 1, 1, 1, 1, kView, kAxes),
+    T(K::kUnsqueeze, "unsqueeze", 1, 1, 1, 1, kView, kAxes),
+    T(K::kIdentity, "identity", 1, 1, 1, 1, kView, kNone),
+    T(K::kReadHandle, "read_handle", 0, 0, 1, 1, kState, kHandle),
+    T(K::kWriteHandle, "write_handle", 1, 1, 0, 0, kState | kSink, kHandle),
+    T(K::kWriteHandleAt, "write_handle_at", 2, 2, 0, 0, kState | kSink, kHandleAxis),
 }};
 
 constexpr bool table_in_enum_order() {
@@ -146,18 +146,18 @@ bool is_sink(OpKind op) { return is_valid_op(op) && op_traits(op).sink; }
 
 bool is_unary_elementwise(OpKind op) {
   auto i = static_cast<int>(op);
-  return i >= static_cast<int>(OpKind::neg) && i <= static_cast<int>(OpKind::clip);
+  return i >= static_cast<int>(OpKind::kNeg) && i <= static_cast<int>(OpKind::kClip);
 }
 bool is_binary_elementwise(OpKind op) {
   auto i = static_cast<int>(op);
-  return i >= static_cast<int>(OpKind::add) && i <= static_cast<int>(OpKind::greater_equal);
+  return i >= static_cast<int>(OpKind::kAdd) && i <= static_cast<int>(OpKind::kGreaterEqual);
 }
 bool is_comparison(OpKind op) {
   auto i = static_cast<int>(op);
-  return i >= static_cast<int>(OpKind::equal) && i <= static_cast<int>(OpKind::greater_equal);
+  return i >= static_cast<int>(OpKind::kEqual) && i <= static_cast<int>(OpKind::kGreaterEqual);
 }
 bool is_reduction(OpKind op) {
-  return op == OpKind::reduce_sum || op == OpKind::reduce_mean || op == OpKind::reduce_max;
+  return op == OpKind::kReduceSum || op == OpKind::kReduceMean || op == OpKind::kReduceMax;
 }
 
 bool accepts_attr(OpKind op, std::string_view attr_name) {

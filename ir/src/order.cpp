@@ -146,7 +146,7 @@ Result<std::vector<Lifetime>> lifetimes(const Graph& graph, std::span<const Node
   for (ValueId v = 0; v < graph.num_values(); ++v) {
     NodeId p = def[static_cast<size_t>(v)];
     if (p == kNoNode) {
-      if (graph.value(v).kind == ValueKind::intermediate) {
+      if (graph.value(v).kind == ValueKind::kIntermediate) {
         return Status(ErrorCode::kVerifyError,
                       fmt::format("{} is never defined", describe_value(graph, v)));
       }

@@ -331,7 +331,7 @@ Status Parser::declaration(ValueKind kind) {
   CARVE_RETURN_IF_ERROR(expect(':', fmt::format("after value name '{}'", n)));
   CARVE_ASSIGN_OR_RETURN(TensorType t, type());
   Value v{kNoValue, std::move(n), std::move(t), kind, kNoNode, std::nullopt};
-  if (kind == ValueKind::constant && eat('=')) {
+  if (kind == ValueKind::kConstant && eat('=')) {
     skip_ws();
     if (!peek_word("hex")) return expected("hex\"...\" constant data");
     pos_ += 3;
@@ -418,7 +418,7 @@ Status Parser::node_line() {
       CARVE_ASSIGN_OR_RETURN(TensorType t, type());
       node.outputs.push_back(graph_.num_values());
       CARVE_RETURN_IF_ERROR(define_value(
-          Value{kNoValue, std::move(out), std::move(t), ValueKind::intermediate, id, std::nullopt},
+          Value{kNoValue, std::move(out), std::move(t), ValueKind::kIntermediate, id, std::nullopt},
           out_at));
     } while (eat(','));
   }
@@ -456,10 +456,10 @@ Result<Graph> Parser::run() {
     if (eat('}')) break;
     if (peek_word("input")) {
       pos_ += 5;
-      CARVE_RETURN_IF_ERROR(declaration(ValueKind::input));
+      CARVE_RETURN_IF_ERROR(declaration(ValueKind::kInput));
     } else if (peek_word("const")) {
       pos_ += 5;
-      CARVE_RETURN_IF_ERROR(declaration(ValueKind::constant));
+      CARVE_RETURN_IF_ERROR(declaration(ValueKind::kConstant));
     } else if (peek_word("handle")) {
       pos_ += 6;
       CARVE_RETURN_IF_ERROR(handle_decl());

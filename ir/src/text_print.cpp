@@ -116,10 +116,10 @@ std::string print(const Graph& g) {
   };
   for (const Value& v : g.values) {
     switch (v.kind) {
-      case ValueKind::input:
+      case ValueKind::kInput:
         out += fmt::format("  input {}: {}\n", name(v.name), format_type(v.type));
         break;
-      case ValueKind::constant:
+      case ValueKind::kConstant:
         out += fmt::format("  const {}: {}", name(v.name), format_type(v.type));
         if (v.data.has_value()) {
           out += " = hex\"";
@@ -128,7 +128,7 @@ std::string print(const Graph& g) {
         }
         out += '\n';
         break;
-      case ValueKind::intermediate:
+      case ValueKind::kIntermediate:
         if (g.has_node(v.producer)) {
           print_nodes_through(v.producer);
         } else {

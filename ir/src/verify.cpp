@@ -35,18 +35,18 @@ Status check_values(const Graph& g) {
     }
     Status s = v.type.validate();
     if (!s.ok()) return s.with_context(fmt::format("value '{}'", v.name));
-    if (v.kind != ValueKind::constant && v.data.has_value()) {
+    if (v.kind != ValueKind::kConstant && v.data.has_value()) {
       return error(fmt::format("value '{}' ({}) carries data; only constants may", v.name,
                                value_kind_name(v.kind)));
     }
-    if (v.kind == ValueKind::constant && v.data.has_value()) {
+    if (v.kind == ValueKind::kConstant && v.data.has_value()) {
       int64_t need = *v.type.byte_size();
       if (static_cast<int64_t>(v.data->size()) != need) {
         return error(fmt::format("constant '{}' has {} bytes of data, but {} needs {}", v.name,
                                  v.data->size(), v.type.to_string(), need));
       }
     }
-    if (v.kind != ValueKind::intermediate && v.producer != kNoNode) {
+    if (v.kind != ValueKind::kIntermediate && v.producer != kNoNode) {
       return error(fmt::format("{} value '{}' records producer #{}; declared values have none",
                                value_kind_name(v.kind), v.name, v.producer));
     }
@@ -73,7 +73,7 @@ Status check_definitions(const Graph& g, std::vector<NodeId>& definer) {
                                  describe_node(g, n), i, v));
       }
       const Value& value = g.value(v);
-      if (value.kind != ValueKind::intermediate) {
+      if (value.kind != ValueKind::kIntermediate) {
         return error(fmt::format("{}: output #{} '{}' is defined twice: it is also a graph {}",
                                  describe_node(g, n), i, value.name, value_kind_name(value.kind)));
       }
@@ -88,7 +88,7 @@ Status check_definitions(const Graph& g, std::vector<NodeId>& definer) {
   for (ValueId v = 0; v < g.num_values(); ++v) {
     const Value& value = g.value(v);
     NodeId d = definer[static_cast<size_t>(v)];
-    if (value.kind == ValueKind::intermediate && d != kNoNode && value.producer != d) {
+    if (value.kind == ValueKind::kIntermediate && d != kNoNode && value.producer != d) {
       return error(fmt::format("value '{}' records producer #{} but is defined by {}", value.name,
                                value.producer, describe_node(g, d)));
     }
@@ -97,7 +97,7 @@ Status check_definitions(const Graph& g, std::vector<NodeId>& definer) {
 }
 
 bool is_defined(const Graph& g, const std::vector<NodeId>& definer, ValueId v) {
-  return g.value(v).kind != ValueKind::intermediate || definer[static_cast<size_t>(v)] != kNoNode;
+  return g.value(v).kind != ValueKind::kIntermediate || definer[static_cast<size_t>(v)] != kNoNode;
 }
 
 Status check_uses(const Graph& g, const std::vector<NodeId>& definer) {

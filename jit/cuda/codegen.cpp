@@ -18,7 +18,7 @@ Status emit_elementwise(KernelWriter& w) {
   const int64_t n = numel(dims);
   bool broadcast = false;
   for (size_t i = 0; i < w.group().operands.size(); ++i) {
-    if (w.group().operands[i].role != OperandRole::scratch && w.operand_type(static_cast<int>(i)).shape.dims() != dims) {
+    if (w.group().operands[i].role != OperandRole::kScratch && w.operand_type(static_cast<int>(i)).shape.dims() != dims) {
       broadcast = true;
     }
   }
@@ -46,8 +46,8 @@ Status emit_batch_norm(KernelWriter& w) {
   const bool dbl = acc == "double";
   const char* p = dbl ? "d" : "f";
   int ops[5];
-  for (int i = 0; i < 5; ++i) ops[i] = w.operand(n.inputs[static_cast<size_t>(i)], OperandRole::input);
-  const int out = w.operand(n.outputs[0], OperandRole::output);
+  for (int i = 0; i < 5; ++i) ops[i] = w.operand(n.inputs[static_cast<size_t>(i)], OperandRole::kInput);
+  const int out = w.operand(n.outputs[0], OperandRole::kOutput);
   if (out < 0) return unsupported(g, n, "output is not an operand");
   auto ld = [&](int i, const std::string& idx) {
     return fmt::format("({}){}", acc, load(dt, KernelWriter::param(ops[i]), idx));
@@ -76,8 +76,8 @@ Result<KernelSource> generate_kernel(const ir::Graph& graph, const KernelGroup& 
   CARVE_RETURN_IF_ERROR(w.init());
   const ir::Node& a = w.anchor();
   const ir::OpKind op = a.op;
-  if (group.nodes.size() > 1 && !ir::is_elementwise(op) && op != ir::OpKind::matmul && op != ir::OpKind::gemm &&
-      op != ir::OpKind::conv2d) {
+  if (group.nodes.size() > 1 && !ir::is_elementwise(op) && op != ir::OpKind::kMatmul && op != ir::OpKind::kGemm &&
+      op != ir::OpKind::kConv2d) {
     return detail::unsupported(graph, a, "only elementwise chains and matmul/gemm/conv2d epilogues fuse");
   }
   for (ir::NodeId id : group.nodes) {
@@ -89,18 +89,18 @@ Result<KernelSource> generate_kernel(const ir::Graph& graph, const KernelGroup& 
     s = detail::emit_elementwise(w);
   } else {
     switch (op) {
-      case ir::OpKind::reduce_sum:
-      case ir::OpKind::reduce_mean:
-      case ir::OpKind::reduce_max: s = detail::emit_reduce(w); break;
-      case ir::OpKind::softmax:
-      case ir::OpKind::layer_norm:
-      case ir::OpKind::global_avg_pool: s = detail::emit_rows(w); break;
-      case ir::OpKind::batch_norm: s = detail::emit_batch_norm(w); break;
-      case ir::OpKind::max_pool:
-      case ir::OpKind::avg_pool: s = detail::emit_pool(w); break;
-      case ir::OpKind::matmul:
-      case ir::OpKind::gemm: s = detail::emit_gemm(w); break;
-      case ir::OpKind::conv2d: s = detail::emit_conv(w); break;
+      case ir::OpKind::kReduceSum:
+      case ir::OpKind::kReduceMean:
+      case ir::OpKind::kReduceMax: s = detail::emit_reduce(w); break;
+      case ir::OpKind::kSoftmax:
+      case ir::OpKind::kLayerNorm:
+      case ir::OpKind::kGlobalAvgPool: s = detail::emit_rows(w); break;
+      case ir::OpKind::kBatchNorm: s = detail::emit_batch_norm(w); break;
+      case ir::OpKind::kMaxPool:
+      case ir::OpKind::kAvgPool: s = detail::emit_pool(w); break;
+      case ir::OpKind::kMatmul:
+      case ir::OpKind::kGemm: s = detail::emit_gemm(w); break;
+      case ir::OpKind::kConv2d: s = detail::emit_conv(w); break;
       default: s = detail::emit_layout(w); break;
     }
   }

@@ -132,9 +132,9 @@ struct IntRange {
 
 IntRange int_range(DType d) {
   switch (d) {
-    case DType::i8: return {-128, 127, "128.0"};
-    case DType::u8: return {0, 255, "256.0"};
-    case DType::i32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), "2147483648.0"};
+    case DType::kI8: return {-128, 127, "128.0"};
+    case DType::kU8: return {0, 255, "256.0"};
+    case DType::kI32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), "2147483648.0"};
     default:
       return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), "9223372036854775808.0"};
   }
@@ -146,28 +146,28 @@ std::string_view prelude() { return kPrelude; }
 
 std::string_view stype(DType d) {
   switch (d) {
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-    case DType::f16:
-    case DType::bf16: return "unsigned short";
-    case DType::i8: return "signed char";
-    case DType::i32: return "int";
-    case DType::i64: return "long long";
-    case DType::u8:
-    case DType::boolean: return "unsigned char";
+    case DType::kF32: return "float";
+    case DType::kF64: return "double";
+    case DType::kF16:
+    case DType::kBf16: return "unsigned short";
+    case DType::kI8: return "signed char";
+    case DType::kI32: return "int";
+    case DType::kI64: return "long long";
+    case DType::kU8:
+    case DType::kBool: return "unsigned char";
   }
   return "unsigned char";
 }
 
 std::string_view ctype(DType d) {
-  if (d == DType::f64) return "double";
+  if (d == DType::kF64) return "double";
   if (ir::is_float(d)) return "float";
-  if (d == DType::boolean) return "bool";
+  if (d == DType::kBool) return "bool";
   return "long long";
 }
 
 std::string_view acc_type(DType d, bool wide) {
-  if (d == DType::f64) return "double";
+  if (d == DType::kF64) return "double";
   if (ir::is_float(d)) return wide ? "double" : "float";
   return "long long";
 }
@@ -185,44 +185,44 @@ std::string ilit(int64_t v) {
 
 std::string load(DType d, std::string_view ptr, std::string_view idx) {
   switch (d) {
-    case DType::f32:
-    case DType::f64: return fmt::format("{}[{}]", ptr, idx);
-    case DType::f16: return fmt::format("carve_h2f({}[{}])", ptr, idx);
-    case DType::bf16: return fmt::format("carve_b2f({}[{}])", ptr, idx);
-    case DType::boolean: return fmt::format("({}[{}] != 0)", ptr, idx);
+    case DType::kF32:
+    case DType::kF64: return fmt::format("{}[{}]", ptr, idx);
+    case DType::kF16: return fmt::format("carve_h2f({}[{}])", ptr, idx);
+    case DType::kBf16: return fmt::format("carve_b2f({}[{}])", ptr, idx);
+    case DType::kBool: return fmt::format("({}[{}] != 0)", ptr, idx);
     default: return fmt::format("(long long){}[{}]", ptr, idx);
   }
 }
 
 std::string store(DType d, std::string_view ptr, std::string_view idx, std::string_view x) {
   switch (d) {
-    case DType::f32:
-    case DType::f64: return fmt::format("{}[{}] = {};", ptr, idx, x);
-    case DType::f16: return fmt::format("{}[{}] = carve_f2h({});", ptr, idx, x);
-    case DType::bf16: return fmt::format("{}[{}] = carve_f2b({});", ptr, idx, x);
-    case DType::boolean: return fmt::format("{}[{}] = ({}) ? 1 : 0;", ptr, idx, x);
+    case DType::kF32:
+    case DType::kF64: return fmt::format("{}[{}] = {};", ptr, idx, x);
+    case DType::kF16: return fmt::format("{}[{}] = carve_f2h({});", ptr, idx, x);
+    case DType::kBf16: return fmt::format("{}[{}] = carve_f2b({});", ptr, idx, x);
+    case DType::kBool: return fmt::format("{}[{}] = ({}) ? 1 : 0;", ptr, idx, x);
     default: return fmt::format("{}[{}] = ({}){};", ptr, idx, stype(d), x);
   }
 }
 
 std::string round_to(DType d, std::string_view x) {
   switch (d) {
-    case DType::f16: return fmt::format("carve_rh({})", x);
-    case DType::bf16: return fmt::format("carve_rb({})", x);
-    case DType::i8: return fmt::format("(long long)(signed char)({})", x);
-    case DType::i32: return fmt::format("(long long)(int)({})", x);
-    case DType::u8: return fmt::format("(long long)(unsigned char)({})", x);
+    case DType::kF16: return fmt::format("carve_rh({})", x);
+    case DType::kBf16: return fmt::format("carve_rb({})", x);
+    case DType::kI8: return fmt::format("(long long)(signed char)({})", x);
+    case DType::kI32: return fmt::format("(long long)(int)({})", x);
+    case DType::kU8: return fmt::format("(long long)(unsigned char)({})", x);
     default: return std::string(x);
   }
 }
 
 std::string from_double(DType d, std::string_view x) {
   switch (d) {
-    case DType::f32: return fmt::format("(float)({})", x);
-    case DType::f64: return fmt::format("({})", x);
-    case DType::f16: return fmt::format("carve_h2f(carve_d2h({}))", x);
-    case DType::bf16: return fmt::format("carve_b2f(carve_d2b({}))", x);
-    case DType::boolean: return fmt::format("(({}) != 0.0)", x);
+    case DType::kF32: return fmt::format("(float)({})", x);
+    case DType::kF64: return fmt::format("({})", x);
+    case DType::kF16: return fmt::format("carve_h2f(carve_d2h({}))", x);
+    case DType::kBf16: return fmt::format("carve_b2f(carve_d2b({}))", x);
+    case DType::kBool: return fmt::format("(({}) != 0.0)", x);
     default: {
       IntRange r = int_range(d);
       return fmt::format("carve_d2i({}, {}, {}, {})", x, ilit(r.lo), ilit(r.hi), r.limit);
@@ -232,31 +232,31 @@ std::string from_double(DType d, std::string_view x) {
 
 std::string from_int(DType d, std::string_view v) {
   switch (d) {
-    case DType::f32: return fmt::format("__ll2float_rn({})", v);
-    case DType::f64: return fmt::format("__ll2double_rn({})", v);
-    case DType::f16: return fmt::format("carve_h2f(carve_ll2h({}))", v);
-    case DType::bf16: return fmt::format("carve_b2f(carve_ll2b({}))", v);
-    case DType::boolean: return fmt::format("(({}) != 0)", v);
+    case DType::kF32: return fmt::format("__ll2float_rn({})", v);
+    case DType::kF64: return fmt::format("__ll2double_rn({})", v);
+    case DType::kF16: return fmt::format("carve_h2f(carve_ll2h({}))", v);
+    case DType::kBf16: return fmt::format("carve_b2f(carve_ll2b({}))", v);
+    case DType::kBool: return fmt::format("(({}) != 0)", v);
     default: return round_to(d, v);
   }
 }
 
 std::string storage_literal(DType d, double value) {
   switch (d) {
-    case DType::f32: {
+    case DType::kF32: {
       const float f = static_cast<float>(value);
       return fmt::format("__uint_as_float({}u)", std::bit_cast<uint32_t>(f));
     }
-    case DType::f64: return fmt::format("__longlong_as_double({})", ilit(std::bit_cast<int64_t>(value)));
-    case DType::f16: return fmt::format("(unsigned short){}u", ir::double_to_f16(value));
-    case DType::bf16: return fmt::format("(unsigned short){}u", ir::double_to_bf16(value));
-    case DType::boolean: return value != 0 ? "(unsigned char)1" : "(unsigned char)0";
+    case DType::kF64: return fmt::format("__longlong_as_double({})", ilit(std::bit_cast<int64_t>(value)));
+    case DType::kF16: return fmt::format("(unsigned short){}u", ir::double_to_f16(value));
+    case DType::kBf16: return fmt::format("(unsigned short){}u", ir::double_to_bf16(value));
+    case DType::kBool: return value != 0 ? "(unsigned char)1" : "(unsigned char)0";
     default: {
       int64_t v = 0;
       if (!std::isnan(value)) {
         IntRange r = int_range(d);
         const double t = std::trunc(value);
-        const double limit = std::ldexp(1.0, d == DType::i8 ? 7 : d == DType::u8 ? 8 : d == DType::i32 ? 31 : 63);
+        const double limit = std::ldexp(1.0, d == DType::kI8 ? 7 : d == DType::kU8 ? 8 : d == DType::kI32 ? 31 : 63);
         v = t >= limit ? r.hi : t < static_cast<double>(r.lo) ? r.lo : static_cast<int64_t>(t);
       }
       return fmt::format("({}){}", stype(d), ilit(v));
@@ -265,7 +265,7 @@ std::string storage_literal(DType d, double value) {
 }
 
 std::string lowest_literal(DType d) {
-  if (d == DType::f64) return "(-carve_inf())";
+  if (d == DType::kF64) return "(-carve_inf())";
   if (ir::is_float(d)) return "(float)(-carve_inf())";
   return ilit(int_range(d).lo);
 }
@@ -377,8 +377,8 @@ Status KernelWriter::init() {
         return Status(ErrorCode::kInvalidArgument, fmt::format("kernel group '{}': operand value id {} is not in the graph", group_.name, op.value));
       }
       types_.push_back(g_.value(op.value).type);
-    } else if (op.role == OperandRole::scratch) {
-      types_.push_back(ir::TensorType{DType::u8, ir::Shape{group_.scratch_bytes}});
+    } else if (op.role == OperandRole::kScratch) {
+      types_.push_back(ir::TensorType{DType::kU8, ir::Shape{group_.scratch_bytes}});
     } else {
       const ir::Node& a = anchor();
       if (!ir::is_state(a.op)) {
@@ -437,9 +437,9 @@ Result<KernelSource> KernelWriter::finish() const {
   for (size_t i = 0; i < group_.operands.size(); ++i) {
     const KernelOperand& op = group_.operands[i];
     if (!params.empty()) params += ", ";
-    const bool in = op.role == OperandRole::input;
+    const bool in = op.role == OperandRole::kInput;
     params += fmt::format("{}{}*{} {}", in ? "const " : "", stype(types_[i].dtype),
-                          aliased[i] || op.role == OperandRole::scratch ? "" : " __restrict__", param(static_cast<int>(i)));
+                          aliased[i] || op.role == OperandRole::kScratch ? "" : " __restrict__", param(static_cast<int>(i)));
   }
   if (params.empty()) params = "void";
   KernelSource out;
@@ -462,9 +462,9 @@ namespace {
 
 bool fast_float_op(OpKind op) {
   switch (op) {
-    case OpKind::neg: case OpKind::abs: case OpKind::relu: case OpKind::sqrt:
-    case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div:
-    case OpKind::max: case OpKind::min:
+    case OpKind::kNeg: case OpKind::kAbs: case OpKind::kRelu: case OpKind::kSqrt:
+    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
+    case OpKind::kMax: case OpKind::kMin:
       return true;
     default:
       return false;
@@ -475,16 +475,16 @@ bool fast_float_op(OpKind op) {
 std::string float_fast(OpKind op, bool dbl, const std::string& a, const std::string& b) {
   const char* p = dbl ? "d" : "f";
   switch (op) {
-    case OpKind::neg: return fmt::format("(-{})", a);
-    case OpKind::abs: return fmt::format("{}({})", dbl ? "fabs" : "fabsf", a);
-    case OpKind::relu: return fmt::format("({0} < 0 ? ({1})0 : {0})", a, dbl ? "double" : "float");
-    case OpKind::sqrt: return fmt::format("{}({})", dbl ? "__dsqrt_rn" : "__fsqrt_rn", a);
-    case OpKind::add: return fmt::format("__{}add_rn({}, {})", p, a, b);
-    case OpKind::sub: return fmt::format("__{}sub_rn({}, {})", p, a, b);
-    case OpKind::mul: return fmt::format("__{}mul_rn({}, {})", p, a, b);
-    case OpKind::div: return fmt::format("__{}div_rn({}, {})", p, a, b);
-    case OpKind::max: return fmt::format("carve_{}max({}, {})", p, a, b);
-    case OpKind::min: return fmt::format("carve_{}min({}, {})", p, a, b);
+    case OpKind::kNeg: return fmt::format("(-{})", a);
+    case OpKind::kAbs: return fmt::format("{}({})", dbl ? "fabs" : "fabsf", a);
+    case OpKind::kRelu: return fmt::format("({0} < 0 ? ({1})0 : {0})", a, dbl ? "double" : "float");
+    case OpKind::kSqrt: return fmt::format("{}({})", dbl ? "__dsqrt_rn" : "__fsqrt_rn", a);
+    case OpKind::kAdd: return fmt::format("__{}add_rn({}, {})", p, a, b);
+    case OpKind::kSub: return fmt::format("__{}sub_rn({}, {})", p, a, b);
+    case OpKind::kMul: return fmt::format("__{}mul_rn({}, {})", p, a, b);
+    case OpKind::kDiv: return fmt::format("__{}div_rn({}, {})", p, a, b);
+    case OpKind::kMax: return fmt::format("carve_{}max({}, {})", p, a, b);
+    case OpKind::kMin: return fmt::format("carve_{}min({}, {})", p, a, b);
     default: return "0";
   }
 }
@@ -492,26 +492,26 @@ std::string float_fast(OpKind op, bool dbl, const std::string& a, const std::str
 // A float op computed in double: `x`, `y` are doubles; returns a double expression.
 std::string float_wide(const ir::Node& n, const std::string& x, const std::string& y) {
   switch (n.op) {
-    case OpKind::exp: return fmt::format("exp({})", x);
-    case OpKind::log: return fmt::format("log({})", x);
-    case OpKind::rsqrt: return fmt::format("__ddiv_rn(1.0, __dsqrt_rn({}))", x);
-    case OpKind::tanh: return fmt::format("tanh({})", x);
-    case OpKind::sigmoid: return fmt::format("__ddiv_rn(1.0, __dadd_rn(1.0, exp(-{})))", x);
-    case OpKind::gelu:
+    case OpKind::kExp: return fmt::format("exp({})", x);
+    case OpKind::kLog: return fmt::format("log({})", x);
+    case OpKind::kRsqrt: return fmt::format("__ddiv_rn(1.0, __dsqrt_rn({}))", x);
+    case OpKind::kTanh: return fmt::format("tanh({})", x);
+    case OpKind::kSigmoid: return fmt::format("__ddiv_rn(1.0, __dadd_rn(1.0, exp(-{})))", x);
+    case OpKind::kGelu:
       return fmt::format("__dmul_rn(__dmul_rn(0.5, {0}), __dadd_rn(1.0, erf(__ddiv_rn({0}, __dsqrt_rn(2.0)))))", x);
-    case OpKind::erf: return fmt::format("erf({})", x);
-    case OpKind::silu: return fmt::format("__dmul_rn({0}, __ddiv_rn(1.0, __dadd_rn(1.0, exp(-{0}))))", x);
-    case OpKind::hard_sigmoid: {
+    case OpKind::kErf: return fmt::format("erf({})", x);
+    case OpKind::kSilu: return fmt::format("__dmul_rn({0}, __ddiv_rn(1.0, __dadd_rn(1.0, exp(-{0}))))", x);
+    case OpKind::kHardSigmoid: {
       const std::string t = fmt::format("__dadd_rn(__dmul_rn({}, {}), {})", dlit(attr_float(n, "alpha", 0.2)), x,
                                         dlit(attr_float(n, "beta", 0.5)));
       return fmt::format("carve_unit_clamp({})", t);
     }
-    case OpKind::clip: {
+    case OpKind::kClip: {
       const double inf = std::numeric_limits<double>::infinity();
       return fmt::format("({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))", x, dlit(attr_float(n, "min", -inf)),
                          dlit(attr_float(n, "max", inf)));
     }
-    case OpKind::pow: return fmt::format("pow({}, {})", x, y);
+    case OpKind::kPow: return fmt::format("pow({}, {})", x, y);
     default: return "carve_nan()";
   }
 }
@@ -519,29 +519,29 @@ std::string float_wide(const ir::Node& n, const std::string& x, const std::strin
 std::string int_op(const ir::Graph& g, const ir::Node& n, DType d, const std::string& a, const std::string& b) {
   (void)g;
   switch (n.op) {
-    case OpKind::neg: return fmt::format("carve_wneg({})", a);
-    case OpKind::abs: return fmt::format("({0} < 0 ? carve_wneg({0}) : {0})", a);
-    case OpKind::relu: return fmt::format("({0} < 0 ? 0LL : {0})", a);
-    case OpKind::clip: {
+    case OpKind::kNeg: return fmt::format("carve_wneg({})", a);
+    case OpKind::kAbs: return fmt::format("({0} < 0 ? carve_wneg({0}) : {0})", a);
+    case OpKind::kRelu: return fmt::format("({0} < 0 ? 0LL : {0})", a);
+    case OpKind::kClip: {
       // [ceil(min), floor(max)] saturated to the dtype.
       const double inf = std::numeric_limits<double>::infinity();
       IntRange r = int_range(d);
       auto sat = [&](double v) -> int64_t {
         if (std::isnan(v)) return 0;
-        const double limit = std::ldexp(1.0, d == DType::i8 ? 7 : d == DType::u8 ? 8 : d == DType::i32 ? 31 : 63);
+        const double limit = std::ldexp(1.0, d == DType::kI8 ? 7 : d == DType::kU8 ? 8 : d == DType::kI32 ? 31 : 63);
         return v >= limit ? r.hi : v < static_cast<double>(r.lo) ? r.lo : static_cast<int64_t>(v);
       };
       const int64_t lo = sat(std::ceil(attr_float(n, "min", -inf)));
       const int64_t hi = sat(std::floor(attr_float(n, "max", inf)));
       return fmt::format("({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))", a, ilit(lo), ilit(hi));
     }
-    case OpKind::add: return fmt::format("carve_wadd({}, {})", a, b);
-    case OpKind::sub: return fmt::format("carve_wsub({}, {})", a, b);
-    case OpKind::mul: return fmt::format("carve_wmul({}, {})", a, b);
-    case OpKind::div: return fmt::format("carve_idiv({}, {})", a, b);
-    case OpKind::pow: return fmt::format("carve_ipow({}, {})", a, b);
-    case OpKind::max: return fmt::format("carve_imax({}, {})", a, b);
-    case OpKind::min: return fmt::format("carve_imin({}, {})", a, b);
+    case OpKind::kAdd: return fmt::format("carve_wadd({}, {})", a, b);
+    case OpKind::kSub: return fmt::format("carve_wsub({}, {})", a, b);
+    case OpKind::kMul: return fmt::format("carve_wmul({}, {})", a, b);
+    case OpKind::kDiv: return fmt::format("carve_idiv({}, {})", a, b);
+    case OpKind::kPow: return fmt::format("carve_ipow({}, {})", a, b);
+    case OpKind::kMax: return fmt::format("carve_imax({}, {})", a, b);
+    case OpKind::kMin: return fmt::format("carve_imin({}, {})", a, b);
     default: return "";
   }
 }
@@ -549,12 +549,12 @@ std::string int_op(const ir::Graph& g, const ir::Node& n, DType d, const std::st
 std::string compare(OpKind op, const std::string& a, const std::string& b) {
   const char* c = "==";
   switch (op) {
-    case OpKind::equal: c = "=="; break;
-    case OpKind::not_equal: c = "!="; break;
-    case OpKind::less: c = "<"; break;
-    case OpKind::less_equal: c = "<="; break;
-    case OpKind::greater: c = ">"; break;
-    case OpKind::greater_equal: c = ">="; break;
+    case OpKind::kEqual: c = "=="; break;
+    case OpKind::kNotEqual: c = "!="; break;
+    case OpKind::kLess: c = "<"; break;
+    case OpKind::kLessEqual: c = "<="; break;
+    case OpKind::kGreater: c = ">"; break;
+    case OpKind::kGreaterEqual: c = ">="; break;
     default: break;
   }
   return fmt::format("({} {} {})", a, c, b);
@@ -564,19 +564,19 @@ std::string compare(OpKind op, const std::string& a, const std::string& b) {
 std::string cast_expr(DType from, DType to, const std::string& x) {
   if (from == to) return x;
   if (ir::is_float(from)) {
-    if (to == DType::boolean) return fmt::format("({} != 0)", x);
-    if (from == DType::f64) return from_double(to, x);
+    if (to == DType::kBool) return fmt::format("({} != 0)", x);
+    if (from == DType::kF64) return from_double(to, x);
     // x is a float holding an exact f32/f16/bf16 value
     switch (to) {
-      case DType::f32: return x;
-      case DType::f64: return fmt::format("(double)({})", x);
-      case DType::f16: return fmt::format("carve_rh({})", x);
-      case DType::bf16: return fmt::format("carve_rb({})", x);
+      case DType::kF32: return x;
+      case DType::kF64: return fmt::format("(double)({})", x);
+      case DType::kF16: return fmt::format("carve_rh({})", x);
+      case DType::kBf16: return fmt::format("carve_rb({})", x);
       default: return from_double(to, fmt::format("(double)({})", x));
     }
   }
   // int or bool source
-  const std::string v = from == DType::boolean ? fmt::format("(long long)({})", x) : x;
+  const std::string v = from == DType::kBool ? fmt::format("(long long)({})", x) : x;
   return from_int(to, v);
 }
 
@@ -590,7 +590,7 @@ Status emit_chain(KernelWriter& w, size_t first, const std::vector<int64_t>& out
   auto value_of = [&](ir::ValueId v) -> Result<std::string> {
     auto it = values.find(v);
     if (it != values.end()) return it->second;
-    const int op = w.operand(v, OperandRole::input);
+    const int op = w.operand(v, OperandRole::kInput);
     if (op < 0) {
       return Status(ErrorCode::kInvalidArgument,
                     fmt::format("kernel group '{}': {} is neither an operand nor computed inside", group.name,
@@ -621,14 +621,14 @@ Status emit_chain(KernelWriter& w, size_t first, const std::vector<int64_t>& out
     const DType od = g.value(out).type.dtype;
     const DType id = g.value(n.inputs[0]).type.dtype;
     std::string expr;
-    if (n.op == OpKind::cast) {
+    if (n.op == OpKind::kCast) {
       expr = cast_expr(id, od, in[0]);
-    } else if (n.op == OpKind::where) {
+    } else if (n.op == OpKind::kWhere) {
       expr = fmt::format("({} ? {} : {})", in[0], in[1], in[2]);
     } else if (ir::is_comparison(n.op)) {
       expr = compare(n.op, in[0], in[1]);
     } else if (ir::is_float(id)) {
-      const bool dbl = id == DType::f64;
+      const bool dbl = id == DType::kF64;
       const std::string b = in.size() > 1 ? in[1] : std::string();
       if (fast_float_op(n.op)) {
         expr = round_to(od, float_fast(n.op, dbl, in[0], b));
@@ -637,7 +637,7 @@ Status emit_chain(KernelWriter& w, size_t first, const std::vector<int64_t>& out
         const std::string yd = in.size() > 1 ? (dbl ? in[1] : fmt::format("(double){}", in[1])) : std::string();
         expr = from_double(od, float_wide(n, xd, yd));
       }
-    } else if (id == DType::boolean) {
+    } else if (id == DType::kBool) {
       return unsupported(g, n, "arithmetic on bool");
     } else {
       expr = int_op(g, n, id, in[0], in.size() > 1 ? in[1] : std::string());
@@ -651,7 +651,7 @@ Status emit_chain(KernelWriter& w, size_t first, const std::vector<int64_t>& out
   // Stores: every output operand computed here.
   for (size_t i = 0; i < group.operands.size(); ++i) {
     const KernelOperand& op = group.operands[i];
-    if (op.role != OperandRole::output) continue;
+    if (op.role != OperandRole::kOutput) continue;
     auto it = values.find(op.value);
     if (it == values.end()) continue;
     const ir::TensorType& t = g.value(op.value).type;

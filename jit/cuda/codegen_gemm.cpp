@@ -88,7 +88,7 @@ bool epilogue_broadcasts(const KernelWriter& w, const std::vector<int64_t>& dims
   const ir::Graph& g = w.graph();
   for (size_t k = 1; k < w.group().nodes.size(); ++k) {
     for (ir::ValueId v : g.node(w.group().nodes[k]).inputs) {
-      if (w.operand(v, OperandRole::input) >= 0 && g.value(v).type.shape.dims() != dims) return true;
+      if (w.operand(v, OperandRole::kInput) >= 0 && g.value(v).type.shape.dims() != dims) return true;
     }
   }
   return false;
@@ -110,7 +110,7 @@ Status epilogue(KernelWriter& w, const std::string& value, const std::string& li
 }
 
 std::string sum_to_value(DType dt, std::string_view acc, const std::string& s) {
-  if (acc == "double" && dt != DType::f64) return from_double(dt, s);
+  if (acc == "double" && dt != DType::kF64) return from_double(dt, s);
   return round_to(dt, s);
 }
 
@@ -123,13 +123,13 @@ Status emit_gemm(KernelWriter& w) {
   const ir::TensorType& tb = g.value(n.inputs[1]).type;
   const ir::TensorType& ty = g.value(n.outputs[0]).type;
   const DType dt = ta.dtype;
-  if (dt == DType::boolean) return unsupported(g, n, "matmul of bool");
-  const int a_op = w.operand(n.inputs[0], OperandRole::input);
-  const int b_op = w.operand(n.inputs[1], OperandRole::input);
+  if (dt == DType::kBool) return unsupported(g, n, "matmul of bool");
+  const int a_op = w.operand(n.inputs[0], OperandRole::kInput);
+  const int b_op = w.operand(n.inputs[1], OperandRole::kInput);
   const std::string A = KernelWriter::param(a_op), B = KernelWriter::param(b_op);
   GemmSpec s;
   s.acc = acc_type(dt, false);
-  if (n.op == OpKind::matmul) {
+  if (n.op == OpKind::kMatmul) {
     std::vector<int64_t> ad = ta.shape.dims(), bd = tb.shape.dims();
     const bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
     if (a_vec) ad.insert(ad.begin(), 1);
@@ -171,7 +171,7 @@ Status emit_gemm(KernelWriter& w) {
     std::string idx = "0LL";
     if (cs[0] != 0 && s.m != 1) idx = fmt::format("i * {}LL", cs[0]);
     if (cs[1] != 0 && s.n != 1) idx += fmt::format(" + j * {}LL", cs[1]);
-    cval = load(dt, KernelWriter::param(w.operand(n.inputs[2], OperandRole::input)), idx);
+    cval = load(dt, KernelWriter::param(w.operand(n.inputs[2], OperandRole::kInput)), idx);
   }
   std::string value;
   if (ir::is_float(dt)) {
@@ -199,7 +199,7 @@ Status emit_conv(KernelWriter& w) {
   const ir::TensorType& tw = g.value(n.inputs[1]).type;
   const ir::TensorType& ty = g.value(n.outputs[0]).type;
   const DType dt = tx.dtype;
-  if (dt == DType::boolean) return unsupported(g, n, "conv2d of bool");
+  if (dt == DType::kBool) return unsupported(g, n, "conv2d of bool");
   if (tx.shape.rank() != 4 || tw.shape.rank() != 4 || ty.shape.rank() != 4) return unsupported(g, n, "conv2d takes NCHW/OIHW");
   const int64_t batch = tx.shape[0], channels = tx.shape[1], h = tx.shape[2], wd = tx.shape[3];
   const int64_t outs = tw.shape[0], cg = tw.shape[1], kh = tw.shape[2], kw = tw.shape[3];
@@ -209,11 +209,11 @@ Status emit_conv(KernelWriter& w) {
   const std::vector<int64_t> st = attr_ints(n, "strides", {1, 1});
   const std::vector<int64_t> pads = attr_ints(n, "pads", {0, 0, 0, 0});
   const std::vector<int64_t> dil = attr_ints(n, "dilations", {1, 1});
-  const std::string X = KernelWriter::param(w.operand(n.inputs[0], OperandRole::input));
-  const std::string W = KernelWriter::param(w.operand(n.inputs[1], OperandRole::input));
+  const std::string X = KernelWriter::param(w.operand(n.inputs[0], OperandRole::kInput));
+  const std::string W = KernelWriter::param(w.operand(n.inputs[1], OperandRole::kInput));
   const std::string_view acc = acc_type(dt, false);
   std::string bias = "0";
-  if (n.inputs.size() > 2) bias = load(dt, KernelWriter::param(w.operand(n.inputs[2], OperandRole::input)), "oc");
+  if (n.inputs.size() > 2) bias = load(dt, KernelWriter::param(w.operand(n.inputs[2], OperandRole::kInput)), "oc");
   auto with_bias = [&](const std::string& sum) {
     if (acc == "long long") return fmt::format("carve_wadd({}, {})", sum, bias);
     return fmt::format("__{}add_rn({}, ({}){})", acc == "double" ? "d" : "f", sum, acc, bias);

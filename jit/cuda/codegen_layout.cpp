@@ -52,40 +52,40 @@ Status emit_layout(KernelWriter& w) {
   const ir::Graph& g = w.graph();
   const ir::Node& n = w.anchor();
   w.family = "layout";
-  auto in_op = [&](size_t i) { return w.operand(n.inputs[i], OperandRole::input); };
-  auto out_op = [&](size_t i) { return w.operand(n.outputs[i], OperandRole::output); };
+  auto in_op = [&](size_t i) { return w.operand(n.inputs[i], OperandRole::kInput); };
+  auto out_op = [&](size_t i) { return w.operand(n.outputs[i], OperandRole::kOutput); };
   auto dims_in = [&](size_t i) { return g.value(n.inputs[i]).type.shape.dims(); };
   auto dims_out = [&](size_t i) { return g.value(n.outputs[i]).type.shape.dims(); };
   const std::string P = "p";
 
   switch (n.op) {
-    case OpKind::reshape:
-    case OpKind::flatten:
-    case OpKind::squeeze:
-    case OpKind::unsqueeze:
-    case OpKind::identity: {
+    case OpKind::kReshape:
+    case OpKind::kFlatten:
+    case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze:
+    case OpKind::kIdentity: {
       const int a = in_op(0), b = out_op(0);
       if (a < 0 || b < 0) return unsupported(g, n, "view copy needs its input and output as operands");
       const int64_t total = numel(dims_in(0));
       w.body = loop(w, total, fmt::format("    {}[i] = {}[i];\n", KernelWriter::param(b), KernelWriter::param(a)));
       return Status();
     }
-    case OpKind::read_handle: {
-      const int h = w.first(OperandRole::input), b = out_op(0);
+    case OpKind::kReadHandle: {
+      const int h = w.first(OperandRole::kInput), b = out_op(0);
       if (h < 0 || b < 0) return unsupported(g, n, "read_handle needs the handle and its output");
       const int64_t total = numel(w.operand_type(h).shape.dims());
       w.body = loop(w, total, fmt::format("    {}[i] = {}[i];\n", KernelWriter::param(b), KernelWriter::param(h)));
       return Status();
     }
-    case OpKind::write_handle: {
-      const int a = in_op(0), h = w.first(OperandRole::output);
+    case OpKind::kWriteHandle: {
+      const int a = in_op(0), h = w.first(OperandRole::kOutput);
       if (a < 0 || h < 0) return unsupported(g, n, "write_handle needs its input and the handle");
       const int64_t total = numel(dims_in(0));
       w.body = loop(w, total, fmt::format("    {}[i] = {}[i];\n", KernelWriter::param(h), KernelWriter::param(a)));
       return Status();
     }
-    case OpKind::write_handle_at: {
-      const int a = in_op(0), pos = in_op(1), h = w.first(OperandRole::output);
+    case OpKind::kWriteHandleAt: {
+      const int a = in_op(0), pos = in_op(1), h = w.first(OperandRole::kOutput);
       if (a < 0 || pos < 0 || h < 0) return unsupported(g, n, "write_handle_at needs value, pos and the handle");
       const std::vector<int64_t> hd = w.operand_type(h).shape.dims();
       const int axis = normalize_axis(attr_int(n, "axis", 0), static_cast<int>(hd.size()));
@@ -101,7 +101,7 @@ Status emit_layout(KernelWriter& w) {
       w.body = loop(w, numel(dims_in(0)), code);
       return Status();
     }
-    case OpKind::transpose: {
+    case OpKind::kTranspose: {
       const std::vector<int64_t> in = dims_in(0);
       const int rank = static_cast<int>(in.size());
       std::vector<int64_t> rev(in.size());
@@ -112,7 +112,7 @@ Status emit_layout(KernelWriter& w) {
       for (size_t i = 0; i < strides.size(); ++i) strides[i] = rs[static_cast<size_t>(normalize_axis(perm[i], rank))];
       return strided(w, in_op(0), out_op(0), dims_out(0), 0, strides);
     }
-    case OpKind::slice: {
+    case OpKind::kSlice: {
       const std::vector<int64_t> in = dims_in(0);
       const std::vector<int64_t> out = dims_out(0);
       const int rank = static_cast<int>(in.size());
@@ -140,7 +140,7 @@ Status emit_layout(KernelWriter& w) {
       }
       return strided(w, in_op(0), out_op(0), out, base, strides);
     }
-    case OpKind::pad: {
+    case OpKind::kPad: {
       const std::vector<int64_t> in = dims_in(0), out = dims_out(0);
       const std::vector<int64_t> pads = attr_ints(n, "pads", std::vector<int64_t>(2 * in.size(), 0));
       const DType dt = g.value(n.outputs[0]).type.dtype;
@@ -162,7 +162,7 @@ Status emit_layout(KernelWriter& w) {
       w.body = loop(w, numel(out), code);
       return Status();
     }
-    case OpKind::concat: {
+    case OpKind::kConcat: {
       const std::vector<int64_t> out = dims_out(0);
       const int axis = normalize_axis(attr_int(n, "axis", 0), static_cast<int>(out.size()));
       const Split3 s = around(out, axis);
@@ -184,7 +184,7 @@ Status emit_layout(KernelWriter& w) {
       w.body = loop(w, numel(out), code);
       return Status();
     }
-    case OpKind::split: {
+    case OpKind::kSplit: {
       const std::vector<int64_t> in = dims_in(0);
       const int axis = normalize_axis(attr_int(n, "axis", 0), static_cast<int>(in.size()));
       const Split3 s = around(in, axis);
@@ -206,7 +206,7 @@ Status emit_layout(KernelWriter& w) {
       w.body = loop(w, numel(in), code);
       return Status();
     }
-    case OpKind::gather: {
+    case OpKind::kGather: {
       const std::vector<int64_t> data = dims_in(0);
       const int axis = normalize_axis(attr_int(n, "axis", 0), static_cast<int>(data.size()));
       const Split3 s = around(data, axis);

@@ -32,7 +32,7 @@ std::string max_of(std::string_view acc, const std::string& a, const std::string
 }
 // An accumulator value converted to the dtype's compute value.
 std::string finish_value(DType dt, std::string_view acc, const std::string& a) {
-  if (acc == "double" && dt != DType::f64) return from_double(dt, a);
+  if (acc == "double" && dt != DType::kF64) return from_double(dt, a);
   return round_to(dt, a);
 }
 
@@ -61,7 +61,7 @@ Status emit_reduce(KernelWriter& w) {
   const ir::TensorType& tx = g.value(n.inputs[0]).type;
   const ir::TensorType& ty = g.value(n.outputs[0]).type;
   const DType dt = tx.dtype;
-  if (dt == DType::boolean) return unsupported(g, n, "reduction of bool");
+  if (dt == DType::kBool) return unsupported(g, n, "reduction of bool");
   const std::vector<int64_t> in = tx.shape.dims();
   const int rank = static_cast<int>(in.size());
   const std::vector<int64_t> axes = attr_ints(n, "axes", {});
@@ -74,10 +74,10 @@ Status emit_reduce(KernelWriter& w) {
     (reduced[d] ? red_strides : kept_strides).push_back(rs[d]);
   }
   const int64_t outs = numel(kept_dims), len = numel(red_dims);
-  const bool is_max = n.op == OpKind::reduce_max;
+  const bool is_max = n.op == OpKind::kReduceMax;
   const std::string_view acc = is_max ? ctype(dt) : acc_type(dt, w.options().double_accumulation);
   const int lanes = len > kWarpThreshold ? 32 : 1;
-  const int in_op = w.operand(n.inputs[0], OperandRole::input);
+  const int in_op = w.operand(n.inputs[0], OperandRole::kInput);
   std::string code;
   code += decompose(kept_dims, "row", "k", "    ");
   code += fmt::format("    const long long base = {};\n", offset_of(kept_dims, kept_strides, "k"));
@@ -89,7 +89,7 @@ Status emit_reduce(KernelWriter& w) {
   code += fmt::format("      acc = {};\n    }}\n", is_max ? max_of(acc, "acc", "x") : add_to(acc, "acc", "x"));
   if (lanes == 32) code += fmt::format("    acc = carve_warp_{}(acc);\n", is_max ? "max" : "sum");
   std::string value = "acc";
-  if (n.op == OpKind::reduce_mean) value = fmt::format("__{}div_rn(acc, ({}){}LL)", fp(acc), acc, len);
+  if (n.op == OpKind::kReduceMean) value = fmt::format("__{}div_rn(acc, ({}){}LL)", fp(acc), acc, len);
   code += fmt::format("    if (lane == 0) {{\n      const {} v{} = {};\n", ctype(ty.dtype), n.outputs[0],
                       finish_value(ty.dtype, acc, value));
   std::map<ir::ValueId, std::string> values{{n.outputs[0], fmt::format("v{}", n.outputs[0])}};
@@ -110,15 +110,15 @@ Status emit_rows(KernelWriter& w) {
   const int rank = static_cast<int>(dims.size());
   const std::string_view acc = acc_type(dt, w.options().double_accumulation);
   const std::string p = fp(acc);
-  const int x_op = w.operand(n.inputs[0], OperandRole::input);
-  const int y_op = w.operand(n.outputs[0], OperandRole::output);
+  const int x_op = w.operand(n.inputs[0], OperandRole::kInput);
+  const int y_op = w.operand(n.outputs[0], OperandRole::kOutput);
   if (x_op < 0 || y_op < 0) return unsupported(g, n, "input/output are not operands");
   const std::string X = KernelWriter::param(x_op), Y = KernelWriter::param(y_op);
   auto ld = [&](const std::string& ptr, const std::string& idx) { return fmt::format("({}){}", acc, load(dt, ptr, idx)); };
   auto out_value = [&](const std::string& a) { return finish_value(dt, acc, a); };
   std::string code;
   int64_t rows = 1, len = 1;
-  if (n.op == OpKind::softmax) {
+  if (n.op == OpKind::kSoftmax) {
     const int axis = normalize_axis(attr_int(n, "axis", -1), rank);
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < axis; ++d) outer *= dims[static_cast<size_t>(d)];
@@ -145,13 +145,13 @@ Status emit_rows(KernelWriter& w) {
     w.body = fmt::format("{} {{\n{}  }}\n", row_loop(lanes, rows), code);
     return Status();
   }
-  if (n.op == OpKind::layer_norm) {
+  if (n.op == OpKind::kLayerNorm) {
     const int axis = normalize_axis(attr_int(n, "axis", -1), rank);
     for (int d = 0; d < axis; ++d) rows *= dims[static_cast<size_t>(d)];
     for (int d = axis; d < rank; ++d) len *= dims[static_cast<size_t>(d)];
     const int lanes = len > kWarpThreshold ? 32 : 1;
-    const int s_op = w.operand(n.inputs[1], OperandRole::input);
-    const int b_op = n.inputs.size() > 2 ? w.operand(n.inputs[2], OperandRole::input) : -1;
+    const int s_op = w.operand(n.inputs[1], OperandRole::kInput);
+    const int b_op = n.inputs.size() > 2 ? w.operand(n.inputs[2], OperandRole::kInput) : -1;
     code += fmt::format("    const long long base = row * {}LL;\n", len);
     code += fmt::format("    {} sum = 0;\n", acc);
     code += fmt::format("    for (long long k = lane; k < {}LL; k += {}) sum = __{}add_rn(sum, {});\n", len, lanes, p,
@@ -176,7 +176,7 @@ Status emit_rows(KernelWriter& w) {
     w.body = fmt::format("{} {{\n{}  }}\n", row_loop(lanes, rows), code);
     return Status();
   }
-  if (n.op == OpKind::global_avg_pool) {
+  if (n.op == OpKind::kGlobalAvgPool) {
     rows = rank >= 2 ? dims[0] * dims[1] : 1;
     for (int d = 2; d < rank; ++d) len *= dims[static_cast<size_t>(d)];
     const int lanes = len > kWarpThreshold ? 32 : 1;
@@ -205,10 +205,10 @@ Status emit_pool(KernelWriter& w) {
   const std::vector<int64_t> kernel = attr_ints(n, "kernel", {1, 1});
   const std::vector<int64_t> strides = attr_ints(n, "strides", {1, 1});
   const std::vector<int64_t> pads = attr_ints(n, "pads", {0, 0, 0, 0});
-  const bool is_max = n.op == OpKind::max_pool;
+  const bool is_max = n.op == OpKind::kMaxPool;
   const bool include_pad = attr_int(n, "count_include_pad", 0) != 0;
   const std::string_view acc = is_max ? ctype(dt) : acc_type(dt, w.options().double_accumulation);
-  const int x_op = w.operand(n.inputs[0], OperandRole::input);
+  const int x_op = w.operand(n.inputs[0], OperandRole::kInput);
   const int64_t total = numel(ty.shape.dims());
   std::string code;
   code += fmt::format("    const long long px = i % {0}LL, py = (i / {0}LL) % {1}LL, plane = i / ({0}LL * {1}LL);\n", ow, oh);

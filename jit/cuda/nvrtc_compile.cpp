@@ -113,7 +113,7 @@ struct NvrtcCompiler::Impl {
     bin->bytes.resize(size);
     if (!in.read(reinterpret_cast<char*>(bin->bytes.data()), static_cast<std::streamsize>(size))) return nullptr;
     if (in.peek() != std::char_traits<char>::eof()) return nullptr;  // trailing garbage
-    bin->kind = kind == "cubin" ? BinaryKind::cubin : BinaryKind::ptx;
+    bin->kind = kind == "cubin" ? BinaryKind::kCubin : BinaryKind::kPtx;
     bin->target = target;
     bin->key = key;
     return bin;
@@ -128,7 +128,7 @@ struct NvrtcCompiler::Impl {
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       if (!out) return false;
-      out << kDiskMagic << '\n' << bin.key << '\n' << (bin.kind == BinaryKind::cubin ? "cubin" : "ptx") << '\n'
+      out << kDiskMagic << '\n' << bin.key << '\n' << (bin.kind == BinaryKind::kCubin ? "cubin" : "ptx") << '\n'
           << bin.target << '\n' << bin.bytes.size() << '\n';
       out.write(reinterpret_cast<const char*>(bin.bytes.data()), static_cast<std::streamsize>(bin.bytes.size()));
       out.close();
@@ -248,7 +248,7 @@ Result<std::shared_ptr<const CudaBinary>> NvrtcCompiler::compile(std::string_vie
   bin->key = key;
   bin->log = std::move(log);
   if (target.rfind("sm_", 0) == 0) {
-    bin->kind = BinaryKind::cubin;
+    bin->kind = BinaryKind::kCubin;
     size_t size = 0;
     if (api->nvrtcGetCUBINSize(prog, &size) != NVRTC_SUCCESS || size == 0) {
       return Status(ErrorCode::kInternal, "nvrtcGetCUBINSize failed");
@@ -258,7 +258,7 @@ Result<std::shared_ptr<const CudaBinary>> NvrtcCompiler::compile(std::string_vie
       return Status(ErrorCode::kInternal, "nvrtcGetCUBIN failed");
     }
   } else {
-    bin->kind = BinaryKind::ptx;
+    bin->kind = BinaryKind::kPtx;
     size_t size = 0;
     if (api->nvrtcGetPTXSize(prog, &size) != NVRTC_SUCCESS || size == 0) {
       return Status(ErrorCode::kInternal, "nvrtcGetPTXSize failed");

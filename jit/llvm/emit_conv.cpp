@@ -150,7 +150,7 @@ Status emit_direct_conv(EmitContext& ec, const ir::Node& node, const tiling::Con
   Value* Bias = node.inputs.size() > 2 ? operand_ptr(ec, node.inputs[2]) : nullptr;
   const StoreTarget target = store_target(ec, node, epilogue);
   Type* T = storage_type(ec, dtype);
-  const int W = dtype == ir::DType::f64 ? std::max(2, ec.vector_width_f32 / 2) : ec.vector_width_f32;
+  const int W = dtype == ir::DType::kF64 ? std::max(2, ec.vector_width_f32 / 2) : ec.vector_width_f32;
   const int64_t HW = c.h * c.w, OHW = c.oh * c.ow, KK = c.kh * c.kw;
   // Interior output columns: every tap of every lane inside [0, W).
   int64_t ow_a = (c.pl + c.sw - 1) / c.sw;
@@ -304,7 +304,7 @@ Status emit_conv(EmitContext& ec, const ir::Node& node, const Epilogue& epilogue
   const ir::DType dtype = ec.graph.value(node.inputs[0]).type.dtype;
   const tiling::ConvShape c = tiling::conv_shape(ec.graph, node);
   if (c.n == 0 || c.o == 0 || c.oh == 0 || c.ow == 0) return Status();
-  bool fast = dtype == ir::DType::f32 || dtype == ir::DType::f64;
+  bool fast = dtype == ir::DType::kF32 || dtype == ir::DType::kF64;
   if (fast && c.direct()) return emit_direct_conv(ec, node, c, dtype, epilogue);
   if (fast && c.cg * c.kh * c.kw > 0) {
     Status st = emit_gemm_conv(ec, node, c, dtype, epilogue);

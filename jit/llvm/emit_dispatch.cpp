@@ -30,8 +30,8 @@ Status emit_group(EmitContext& ec) {
   const ir::Node& anchor = ec.graph.node(group.nodes.front());
   if (ir::is_elementwise(anchor.op)) return emit_elementwise_group(ec);
 
-  bool epilogue_anchor = anchor.op == ir::OpKind::matmul || anchor.op == ir::OpKind::gemm ||
-                         anchor.op == ir::OpKind::conv2d;
+  bool epilogue_anchor = anchor.op == ir::OpKind::kMatmul || anchor.op == ir::OpKind::kGemm ||
+                         anchor.op == ir::OpKind::kConv2d;
   if (group.nodes.size() > 1) {
     if (!epilogue_anchor) {
       return Status(ErrorCode::kUnsupported,
@@ -60,21 +60,21 @@ Status emit_group(EmitContext& ec) {
   }
   Epilogue epilogue = group.nodes.size() > 1 ? make_epilogue(ec) : Epilogue();
   switch (anchor.op) {
-    case ir::OpKind::matmul:
-    case ir::OpKind::gemm:
+    case ir::OpKind::kMatmul:
+    case ir::OpKind::kGemm:
       return emit_matmul(ec, anchor, epilogue);
-    case ir::OpKind::conv2d:
+    case ir::OpKind::kConv2d:
       return emit_conv(ec, anchor, epilogue);
-    case ir::OpKind::max_pool:
-    case ir::OpKind::avg_pool:
+    case ir::OpKind::kMaxPool:
+    case ir::OpKind::kAvgPool:
       return emit_pool(ec, anchor);
-    case ir::OpKind::reduce_sum:
-    case ir::OpKind::reduce_mean:
-    case ir::OpKind::reduce_max:
-    case ir::OpKind::softmax:
-    case ir::OpKind::layer_norm:
-    case ir::OpKind::global_avg_pool:
-    case ir::OpKind::batch_norm:
+    case ir::OpKind::kReduceSum:
+    case ir::OpKind::kReduceMean:
+    case ir::OpKind::kReduceMax:
+    case ir::OpKind::kSoftmax:
+    case ir::OpKind::kLayerNorm:
+    case ir::OpKind::kGlobalAvgPool:
+    case ir::OpKind::kBatchNorm:
       return emit_reduction(ec, anchor);
     default:
       return emit_layout(ec, anchor);
@@ -88,25 +88,25 @@ using llvm::Value;
 
 Type* compute_type(llvm::LLVMContext& ctx, ir::DType dtype) {
   switch (dtype) {
-    case ir::DType::f32:
-    case ir::DType::f16:
-    case ir::DType::bf16:
+    case ir::DType::kF32:
+    case ir::DType::kF16:
+    case ir::DType::kBf16:
       return Type::getFloatTy(ctx);
-    case ir::DType::f64: return Type::getDoubleTy(ctx);
-    case ir::DType::i8:
-    case ir::DType::u8: return Type::getInt8Ty(ctx);
-    case ir::DType::i32: return Type::getInt32Ty(ctx);
-    case ir::DType::i64: return Type::getInt64Ty(ctx);
-    case ir::DType::boolean: return Type::getInt1Ty(ctx);
+    case ir::DType::kF64: return Type::getDoubleTy(ctx);
+    case ir::DType::kI8:
+    case ir::DType::kU8: return Type::getInt8Ty(ctx);
+    case ir::DType::kI32: return Type::getInt32Ty(ctx);
+    case ir::DType::kI64: return Type::getInt64Ty(ctx);
+    case ir::DType::kBool: return Type::getInt1Ty(ctx);
   }
   return Type::getInt8Ty(ctx);
 }
 
 Type* storage_type(llvm::LLVMContext& ctx, ir::DType dtype) {
   switch (dtype) {
-    case ir::DType::f16:
-    case ir::DType::bf16: return Type::getInt16Ty(ctx);
-    case ir::DType::boolean: return Type::getInt8Ty(ctx);
+    case ir::DType::kF16:
+    case ir::DType::kBf16: return Type::getInt16Ty(ctx);
+    case ir::DType::kBool: return Type::getInt8Ty(ctx);
     default: return compute_type(ctx, dtype);
   }
 }
@@ -117,7 +117,7 @@ Type* like_shape(Type* elem, Type* like) {
 }
 
 bool is_signed_int(ir::DType dtype) {
-  return dtype == ir::DType::i8 || dtype == ir::DType::i32 || dtype == ir::DType::i64;
+  return dtype == ir::DType::kI8 || dtype == ir::DType::kI32 || dtype == ir::DType::kI64;
 }
 
 Value* i64c(llvm::IRBuilder<>& b, int64_t v) { return b.getInt64(static_cast<uint64_t>(v)); }
@@ -129,18 +129,18 @@ Value* fconst(Type* t, double v) { return llvm::ConstantFP::get(t, v); }
 
 Value* from_storage(llvm::IRBuilder<>& b, ir::DType dtype, Value* stored) {
   switch (dtype) {
-    case ir::DType::f16: return f16_bits_to_f32(b, stored);
-    case ir::DType::bf16: return bf16_bits_to_f32(b, stored);
-    case ir::DType::boolean: return b.CreateICmpNE(stored, llvm::Constant::getNullValue(stored->getType()));
+    case ir::DType::kF16: return f16_bits_to_f32(b, stored);
+    case ir::DType::kBf16: return bf16_bits_to_f32(b, stored);
+    case ir::DType::kBool: return b.CreateICmpNE(stored, llvm::Constant::getNullValue(stored->getType()));
     default: return stored;
   }
 }
 
 Value* to_storage(llvm::IRBuilder<>& b, ir::DType dtype, Value* v) {
   switch (dtype) {
-    case ir::DType::f16: return f32_to_f16_bits(b, v);
-    case ir::DType::bf16: return f32_to_bf16_bits(b, v);
-    case ir::DType::boolean: return b.CreateZExt(v, like_shape(b.getInt8Ty(), v->getType()));
+    case ir::DType::kF16: return f32_to_f16_bits(b, v);
+    case ir::DType::kBf16: return f32_to_bf16_bits(b, v);
+    case ir::DType::kBool: return b.CreateZExt(v, like_shape(b.getInt8Ty(), v->getType()));
     default: return v;
   }
 }
@@ -249,17 +249,17 @@ Value* i64_to_f64_round_odd(llvm::IRBuilder<>& b, Value* x, bool is_signed) {
 }
 
 Value* round_to(llvm::IRBuilder<>& b, ir::DType dtype, Value* v) {
-  if (dtype == ir::DType::f16) return f16_bits_to_f32(b, f32_to_f16_bits(b, v));
-  if (dtype == ir::DType::bf16) return bf16_bits_to_f32(b, f32_to_bf16_bits(b, v));
+  if (dtype == ir::DType::kF16) return f16_bits_to_f32(b, f32_to_f16_bits(b, v));
+  if (dtype == ir::DType::kBf16) return bf16_bits_to_f32(b, f32_to_bf16_bits(b, v));
   return v;
 }
 
 Value* round_from_double(llvm::IRBuilder<>& b, ir::DType dtype, Value* d) {
   switch (dtype) {
-    case ir::DType::f64: return d;
-    case ir::DType::f32: return b.CreateFPTrunc(d, like_shape(b.getFloatTy(), d->getType()));
-    case ir::DType::f16:
-    case ir::DType::bf16: return round_to(b, dtype, f64_to_f32_round_odd(b, d));
+    case ir::DType::kF64: return d;
+    case ir::DType::kF32: return b.CreateFPTrunc(d, like_shape(b.getFloatTy(), d->getType()));
+    case ir::DType::kF16:
+    case ir::DType::kBf16: return round_to(b, dtype, f64_to_f32_round_odd(b, d));
     default: return d;
   }
 }

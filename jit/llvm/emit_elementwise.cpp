@@ -124,15 +124,15 @@ Value* int_pow(llvm::IRBuilder<>& b, Value* x, Value* e, bool is_signed) {
 std::pair<int64_t, int64_t> int_bounds(DType d, double lo, double hi) {
   double tmin = 0, tmax = 0;
   switch (d) {
-    case DType::i8: tmin = -128; tmax = 127; break;
-    case DType::u8: tmin = 0; tmax = 255; break;
-    case DType::i32: tmin = std::numeric_limits<int32_t>::min(); tmax = std::numeric_limits<int32_t>::max(); break;
+    case DType::kI8: tmin = -128; tmax = 127; break;
+    case DType::kU8: tmin = 0; tmax = 255; break;
+    case DType::kI32: tmin = std::numeric_limits<int32_t>::min(); tmax = std::numeric_limits<int32_t>::max(); break;
     default: tmin = -9223372036854775808.0; tmax = 9223372036854775807.0; break;
   }
   auto sat = [&](double v) -> int64_t {
     if (!(v > tmin)) return static_cast<int64_t>(tmin);
     if (v >= tmax) {
-      if (d == DType::i64) return std::numeric_limits<int64_t>::max();
+      if (d == DType::kI64) return std::numeric_limits<int64_t>::max();
       return static_cast<int64_t>(tmax);
     }
     return static_cast<int64_t>(v);
@@ -143,9 +143,9 @@ std::pair<int64_t, int64_t> int_bounds(DType d, double lo, double hi) {
 // A double constant rounded to float dtype `d`, as a compute-type constant.
 Value* float_const(Type* t, DType d, double v) {
   switch (d) {
-    case DType::f16: return fc(t, ir::f16_to_float(ir::double_to_f16(v)));
-    case DType::bf16: return fc(t, ir::bf16_to_float(ir::double_to_bf16(v)));
-    case DType::f32: return fc(t, static_cast<double>(static_cast<float>(v)));
+    case DType::kF16: return fc(t, ir::f16_to_float(ir::double_to_f16(v)));
+    case DType::kBf16: return fc(t, ir::bf16_to_float(ir::double_to_bf16(v)));
+    case DType::kF32: return fc(t, static_cast<double>(static_cast<float>(v)));
     default: return fc(t, v);
   }
 }
@@ -162,31 +162,31 @@ Value* cast_value(llvm::IRBuilder<>& b, DType from, DType to, Value* v) {
   llvm::LLVMContext& ctx = b.getContext();
   Type* dst = ew::like_shape(ew::compute_type(ctx, to), v->getType());
   if (from == to) return v;
-  if (to == DType::boolean) {
+  if (to == DType::kBool) {
     if (is_fp(from)) return b.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
     return b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
   }
-  if (from == DType::boolean) {
+  if (from == DType::kBool) {
     if (is_fp(to)) return b.CreateUIToFP(v, dst);
     return b.CreateZExt(v, dst);
   }
   if (is_fp(from) && is_fp(to)) {
-    if (to == DType::f64) return b.CreateFPExt(v, dst);  // from float (f32/f16/bf16)
-    if (from == DType::f64) return ew::round_from_double(b, to, v);
+    if (to == DType::kF64) return b.CreateFPExt(v, dst);  // from float (f32/f16/bf16)
+    if (from == DType::kF64) return ew::round_from_double(b, to, v);
     // float-valued source (f32, f16, bf16) to f32/f16/bf16
-    return to == DType::f32 ? v : ew::round_to(b, to, v);
+    return to == DType::kF32 ? v : ew::round_to(b, to, v);
   }
   if (is_fp(from)) {  // -> integer: truncate, saturate, NaN -> 0
-    auto id = to == DType::u8 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
+    auto id = to == DType::kU8 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
     return b.CreateIntrinsic(id, {dst, v->getType()}, {v});
   }
   bool sgn = ew::is_signed_int(from);
   if (is_fp(to)) {
-    if (to == DType::f32 || to == DType::f64) return sgn ? b.CreateSIToFP(v, dst) : b.CreateUIToFP(v, dst);
+    if (to == DType::kF32 || to == DType::kF64) return sgn ? b.CreateSIToFP(v, dst) : b.CreateUIToFP(v, dst);
     // f16/bf16: round once from the integer value
     Type* dt = ew::like_shape(b.getDoubleTy(), v->getType());
     Value* d = nullptr;
-    if (from == DType::i64) {
+    if (from == DType::kI64) {
       d = ew::i64_to_f64_round_odd(b, v, true);
     } else {
       d = sgn ? b.CreateSIToFP(v, dt) : b.CreateUIToFP(v, dt);  // exact
@@ -210,7 +210,7 @@ Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir
     return Status(ErrorCode::kInvalidArgument, fmt::format("{}: wrong operand count", ir::describe_node(g, node.id)));
   }
   const OpKind op = node.op;
-  const DType in = g.value(node.inputs[op == OpKind::where ? 1 : 0]).type.dtype;
+  const DType in = g.value(node.inputs[op == OpKind::kWhere ? 1 : 0]).type.dtype;
   const DType out = g.value(node.outputs[0]).type.dtype;
   Value* x = args[0];
   Type* t = x->getType();
@@ -224,25 +224,25 @@ Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir
   };
   auto from_d = [&](Value* d) { return round_from_double(b, out, d); };
 
-  if (ir::is_unary_elementwise(op) && !fp && op != OpKind::neg && op != OpKind::abs &&
-      op != OpKind::relu && op != OpKind::clip) {
+  if (ir::is_unary_elementwise(op) && !fp && op != OpKind::kNeg && op != OpKind::kAbs &&
+      op != OpKind::kRelu && op != OpKind::kClip) {
     return unsupported(g, node, fmt::format("{} needs a float input, got {}", ir::op_name(op), ir::dtype_name(in)));
   }
 
   switch (op) {
-    case OpKind::neg:
+    case OpKind::kNeg:
       return fp ? round_to(b, out, b.CreateFNeg(x)) : b.CreateSub(ic(t, 0), x);
-    case OpKind::abs:
+    case OpKind::kAbs:
       if (fp) return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
       if (!sgn) return x;
       return b.CreateSelect(b.CreateICmpSLT(x, ic(t, 0)), b.CreateSub(ic(t, 0), x), x);
-    case OpKind::relu: {
+    case OpKind::kRelu: {
       Value* zero = llvm::Constant::getNullValue(t);
       if (fp) return b.CreateSelect(b.CreateFCmpOLT(x, zero), zero, x);
       if (!sgn) return x;
       return b.CreateSelect(b.CreateICmpSLT(x, zero), zero, x);
     }
-    case OpKind::clip: {
+    case OpKind::kClip: {
       constexpr double kInf = std::numeric_limits<double>::infinity();
       double lo = attr_float(node, "min", -kInf), hi = attr_float(node, "max", kInf);
       if (fp) {
@@ -259,31 +259,31 @@ Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir
       Value* above = sgn ? b.CreateICmpSGT(r, h) : b.CreateICmpUGT(r, h);
       return b.CreateSelect(above, h, r);
     }
-    case OpKind::sqrt:
+    case OpKind::kSqrt:
       // correctly rounded in float, and float -> f16/bf16 rounding is innocuous for sqrt
       return round_to(b, out, b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
-    case OpKind::exp: return from_d(exp_d(b, to_d(x)));
-    case OpKind::log: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::log, to_d(x)));
-    case OpKind::tanh: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::tanh, to_d(x)));
-    case OpKind::erf: return from_d(libm_call(b, m, "erf", to_d(x)));
-    case OpKind::rsqrt: {
+    case OpKind::kExp: return from_d(exp_d(b, to_d(x)));
+    case OpKind::kLog: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::log, to_d(x)));
+    case OpKind::kTanh: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::tanh, to_d(x)));
+    case OpKind::kErf: return from_d(libm_call(b, m, "erf", to_d(x)));
+    case OpKind::kRsqrt: {
       Value* d = to_d(x);
       return from_d(b.CreateFDiv(fc(d->getType(), 1.0), b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, d)));
     }
-    case OpKind::sigmoid:
-    case OpKind::silu: {
+    case OpKind::kSigmoid:
+    case OpKind::kSilu: {
       Value* d = to_d(x);
       Type* dt = d->getType();
       Value* s = b.CreateFDiv(fc(dt, 1.0), b.CreateFAdd(fc(dt, 1.0), exp_d(b, b.CreateFNeg(d))));
-      return from_d(op == OpKind::silu ? b.CreateFMul(d, s) : s);
+      return from_d(op == OpKind::kSilu ? b.CreateFMul(d, s) : s);
     }
-    case OpKind::gelu: {
+    case OpKind::kGelu: {
       Value* d = to_d(x);
       Type* dt = d->getType();
       Value* e = libm_call(b, m, "erf", b.CreateFDiv(d, fc(dt, std::sqrt(2.0))));
       return from_d(b.CreateFMul(b.CreateFMul(fc(dt, 0.5), d), b.CreateFAdd(fc(dt, 1.0), e)));
     }
-    case OpKind::hard_sigmoid: {
+    case OpKind::kHardSigmoid: {
       Value* d = to_d(x);
       Type* dt = d->getType();
       Value* v = b.CreateFAdd(b.CreateFMul(fc(dt, attr_float(node, "alpha", 0.2)), d), fc(dt, attr_float(node, "beta", 0.5)));
@@ -296,51 +296,51 @@ Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir
       break;
   }
 
-  if (op == OpKind::cast) return cast_value(b, in, out, x);
-  if (op == OpKind::where) return b.CreateSelect(args[0], args[1], args[2]);
+  if (op == OpKind::kCast) return cast_value(b, in, out, x);
+  if (op == OpKind::kWhere) return b.CreateSelect(args[0], args[1], args[2]);
 
   Value* y = args[1];
   if (ir::is_comparison(op)) {
     if (fp) {
       switch (op) {
-        case OpKind::equal: return b.CreateFCmpOEQ(x, y);
-        case OpKind::not_equal: return b.CreateFCmpUNE(x, y);
-        case OpKind::less: return b.CreateFCmpOLT(x, y);
-        case OpKind::less_equal: return b.CreateFCmpOLE(x, y);
-        case OpKind::greater: return b.CreateFCmpOGT(x, y);
+        case OpKind::kEqual: return b.CreateFCmpOEQ(x, y);
+        case OpKind::kNotEqual: return b.CreateFCmpUNE(x, y);
+        case OpKind::kLess: return b.CreateFCmpOLT(x, y);
+        case OpKind::kLessEqual: return b.CreateFCmpOLE(x, y);
+        case OpKind::kGreater: return b.CreateFCmpOGT(x, y);
         default: return b.CreateFCmpOGE(x, y);
       }
     }
     switch (op) {
-      case OpKind::equal: return b.CreateICmpEQ(x, y);
-      case OpKind::not_equal: return b.CreateICmpNE(x, y);
-      case OpKind::less: return sgn ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y);
-      case OpKind::less_equal: return sgn ? b.CreateICmpSLE(x, y) : b.CreateICmpULE(x, y);
-      case OpKind::greater: return sgn ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y);
+      case OpKind::kEqual: return b.CreateICmpEQ(x, y);
+      case OpKind::kNotEqual: return b.CreateICmpNE(x, y);
+      case OpKind::kLess: return sgn ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y);
+      case OpKind::kLessEqual: return sgn ? b.CreateICmpSLE(x, y) : b.CreateICmpULE(x, y);
+      case OpKind::kGreater: return sgn ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y);
       default: return sgn ? b.CreateICmpSGE(x, y) : b.CreateICmpUGE(x, y);
     }
   }
-  if (in == DType::boolean) return unsupported(g, node, "arithmetic on bool");
+  if (in == DType::kBool) return unsupported(g, node, "arithmetic on bool");
   if (fp) {
     switch (op) {
-      case OpKind::add: return round_to(b, out, b.CreateFAdd(x, y));
-      case OpKind::sub: return round_to(b, out, b.CreateFSub(x, y));
-      case OpKind::mul: return round_to(b, out, b.CreateFMul(x, y));
-      case OpKind::div: return round_to(b, out, b.CreateFDiv(x, y));
-      case OpKind::max: return fmax_nan(b, x, y, true);
-      case OpKind::min: return fmax_nan(b, x, y, false);
-      case OpKind::pow: return from_d(b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, to_d(x), to_d(y)));
+      case OpKind::kAdd: return round_to(b, out, b.CreateFAdd(x, y));
+      case OpKind::kSub: return round_to(b, out, b.CreateFSub(x, y));
+      case OpKind::kMul: return round_to(b, out, b.CreateFMul(x, y));
+      case OpKind::kDiv: return round_to(b, out, b.CreateFDiv(x, y));
+      case OpKind::kMax: return fmax_nan(b, x, y, true);
+      case OpKind::kMin: return fmax_nan(b, x, y, false);
+      case OpKind::kPow: return from_d(b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, to_d(x), to_d(y)));
       default: break;
     }
   } else {
     switch (op) {
-      case OpKind::add: return b.CreateAdd(x, y);
-      case OpKind::sub: return b.CreateSub(x, y);
-      case OpKind::mul: return b.CreateMul(x, y);
-      case OpKind::div: return int_div(b, x, y, sgn);
-      case OpKind::pow: return int_pow(b, x, y, sgn);
-      case OpKind::max: return b.CreateSelect(sgn ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y), x, y);
-      case OpKind::min: return b.CreateSelect(sgn ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y), x, y);
+      case OpKind::kAdd: return b.CreateAdd(x, y);
+      case OpKind::kSub: return b.CreateSub(x, y);
+      case OpKind::kMul: return b.CreateMul(x, y);
+      case OpKind::kDiv: return int_div(b, x, y, sgn);
+      case OpKind::kPow: return int_pow(b, x, y, sgn);
+      case OpKind::kMax: return b.CreateSelect(sgn ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y), x, y);
+      case OpKind::kMin: return b.CreateSelect(sgn ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y), x, y);
       default: break;
     }
   }
@@ -383,7 +383,7 @@ Result<Value*> eval_chain(EmitContext& ec, const std::vector<const ir::Node*>& n
 Status check_operands(EmitContext& ec) {
   for (size_t i = 0; i < ec.group.operands.size(); ++i) {
     const KernelOperand& op = ec.group.operands[i];
-    if (op.role == OperandRole::scratch) continue;
+    if (op.role == OperandRole::kScratch) continue;
     if (!ec.graph.has_value(op.value)) {
       return Status(ErrorCode::kInvalidArgument,
                     fmt::format("group '{}': operand #{} is not a value of the graph", ec.group.name, i));
@@ -416,10 +416,10 @@ Status emit_elementwise_group(EmitContext& ec) {
   std::vector<std::pair<ir::ValueId, Value*>> stores;
   for (size_t i = 0; i < ec.group.operands.size(); ++i) {
     const KernelOperand& op = ec.group.operands[i];
-    if (op.role == OperandRole::input) {
+    if (op.role == OperandRole::kInput) {
       externals.push_back(op.value);
       shapes.push_back(g.value(op.value).type.shape);
-    } else if (op.role == OperandRole::output) {
+    } else if (op.role == OperandRole::kOutput) {
       if (g.value(op.value).type.shape != out_shape) {
         return Status(ErrorCode::kUnsupported,
                       fmt::format("group '{}': stored value {} does not have the chain's output shape {}",
@@ -518,7 +518,7 @@ Epilogue make_epilogue(EmitContext& ec) {
     llvm::IRBuilder<>& b = ec2.b;
     // The compute emitters pass compute types with bool as i8; ours use i1 for bool.
     auto run_scalar = [&](Value* v, Value* lin) -> Value* {
-      if (anchor_dtype == DType::boolean) v = b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+      if (anchor_dtype == DType::kBool) v = b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
       std::map<ir::ValueId, Value*> known{{anchor_out, v}};
       auto load = [&](size_t k) {
         Value* off = ew::broadcast_offset(b, layout, k, lin);
@@ -527,12 +527,12 @@ Epilogue make_epilogue(EmitContext& ec) {
       auto r = eval_chain(ec2, nodes, known, externals, load);
       if (!r.ok()) return llvm::PoisonValue::get(ew::compute_type(b.getContext(), final_dtype));
       Value* out = *r;
-      if (final_dtype == DType::boolean) out = b.CreateZExt(out, b.getInt8Ty());
+      if (final_dtype == DType::kBool) out = b.CreateZExt(out, b.getInt8Ty());
       return out;
     };
     if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(value->getType())) {
       unsigned n = vt->getNumElements();
-      Type* et = final_dtype == DType::boolean ? b.getInt8Ty() : ew::compute_type(b.getContext(), final_dtype);
+      Type* et = final_dtype == DType::kBool ? b.getInt8Ty() : ew::compute_type(b.getContext(), final_dtype);
       Value* out = llvm::PoisonValue::get(llvm::FixedVectorType::get(et, n));
       for (unsigned j = 0; j < n; ++j) {
         Value* lin = b.CreateAdd(linear, ew::i64c(b, j));

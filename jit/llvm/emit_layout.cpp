@@ -167,19 +167,19 @@ uint64_t fill_bits(ir::DType d, double v) {
     if (std::isnan(v)) return 0;
     double t = std::trunc(v);
     if (t <= lo) return static_cast<int64_t>(lo);
-    if (t >= hi) return d == ir::DType::i64 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(hi);
+    if (t >= hi) return d == ir::DType::kI64 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(hi);
     return static_cast<int64_t>(t);
   };
   switch (d) {
-    case ir::DType::f32: return std::bit_cast<uint32_t>(static_cast<float>(v));
-    case ir::DType::f64: return std::bit_cast<uint64_t>(v);
-    case ir::DType::f16: return ir::double_to_f16(v);
-    case ir::DType::bf16: return ir::double_to_bf16(v);
-    case ir::DType::i8: return static_cast<uint8_t>(sat(-128, 127));
-    case ir::DType::u8: return static_cast<uint8_t>(sat(0, 255));
-    case ir::DType::i32: return static_cast<uint32_t>(sat(-2147483648.0, 2147483647.0));
-    case ir::DType::i64: return static_cast<uint64_t>(sat(-9223372036854775808.0, 9223372036854775807.0));
-    case ir::DType::boolean: return v != 0 ? 1 : 0;
+    case ir::DType::kF32: return std::bit_cast<uint32_t>(static_cast<float>(v));
+    case ir::DType::kF64: return std::bit_cast<uint64_t>(v);
+    case ir::DType::kF16: return ir::double_to_f16(v);
+    case ir::DType::kBf16: return ir::double_to_bf16(v);
+    case ir::DType::kI8: return static_cast<uint8_t>(sat(-128, 127));
+    case ir::DType::kU8: return static_cast<uint8_t>(sat(0, 255));
+    case ir::DType::kI32: return static_cast<uint32_t>(sat(-2147483648.0, 2147483647.0));
+    case ir::DType::kI64: return static_cast<uint64_t>(sat(-9223372036854775808.0, 9223372036854775807.0));
+    case ir::DType::kBool: return v != 0 ? 1 : 0;
   }
   return 0;
 }
@@ -269,7 +269,7 @@ Status emit_gather(EmitContext& ec, const ir::Node& node) {
   Value* src = operand_ptr(ec, node.inputs[0]);
   Value* idx_ptr = operand_ptr(ec, node.inputs[1]);
   Value* dst = operand_ptr(ec, node.outputs[0]);
-  Type* it = indices.dtype == ir::DType::i32 ? b.getInt32Ty() : b.getInt64Ty();
+  Type* it = indices.dtype == ir::DType::kI32 ? b.getInt32Ty() : b.getInt64Ty();
   ew::Range range = ew::tile_items(ec, total);
   if (total == 0) return Status();
   Value* zero = llvm::ConstantInt::get(et, 0);
@@ -322,31 +322,31 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
   auto zero = [&] { return ew::i64c(b, 0); };
 
   switch (node.op) {
-    case ir::OpKind::reshape:
-    case ir::OpKind::flatten:
-    case ir::OpKind::squeeze:
-    case ir::OpKind::unsqueeze:
-    case ir::OpKind::identity: {
+    case ir::OpKind::kReshape:
+    case ir::OpKind::kFlatten:
+    case ir::OpKind::kSqueeze:
+    case ir::OpKind::kUnsqueeze:
+    case ir::OpKind::kIdentity: {
       const ir::TensorType& t = g.value(node.outputs[0]).type;
       int64_t n = product(t.shape.dims());
       Region r{{n}, operand_ptr(ec, node.inputs[0]), zero(), {1}, operand_ptr(ec, node.outputs[0]), zero(), {1}};
       copy_regions(ec, {r}, t.dtype);
       return Status();
     }
-    case ir::OpKind::read_handle:
-    case ir::OpKind::write_handle: {
+    case ir::OpKind::kReadHandle:
+    case ir::OpKind::kWriteHandle: {
       Value* handle = operand_ptr(ec, ir::kNoValue);
       if (!handle) return bad(ec, node, "no handle operand (value kNoValue)");
-      ir::ValueId v = node.op == ir::OpKind::read_handle ? node.outputs[0] : node.inputs[0];
+      ir::ValueId v = node.op == ir::OpKind::kReadHandle ? node.outputs[0] : node.inputs[0];
       const ir::TensorType& t = g.value(v).type;
       Value* vp = operand_ptr(ec, v);
       int64_t n = product(t.shape.dims());
       Region r{{n}, handle, zero(), {1}, vp, zero(), {1}};
-      if (node.op == ir::OpKind::write_handle) std::swap(r.src, r.dst);
+      if (node.op == ir::OpKind::kWriteHandle) std::swap(r.src, r.dst);
       copy_regions(ec, {r}, t.dtype);
       return Status();
     }
-    case ir::OpKind::write_handle_at: {
+    case ir::OpKind::kWriteHandleAt: {
       Value* handle = operand_ptr(ec, ir::kNoValue);
       if (!handle) return bad(ec, node, "no handle operand (value kNoValue)");
       auto hit = node.attrs.find("handle");
@@ -368,7 +368,7 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       copy_regions(ec, {r}, vt.dtype);
       return Status();
     }
-    case ir::OpKind::transpose: {
+    case ir::OpKind::kTranspose: {
       const ir::TensorType& in = g.value(node.inputs[0]).type;
       const ir::TensorType& out = g.value(node.outputs[0]).type;
       const int rank = in.shape.rank();
@@ -384,7 +384,7 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       copy_regions(ec, {r}, in.dtype);
       return Status();
     }
-    case ir::OpKind::slice: {
+    case ir::OpKind::kSlice: {
       const ir::TensorType& in = g.value(node.inputs[0]).type;
       const ir::TensorType& out = g.value(node.outputs[0]).type;
       const int rank = in.shape.rank();
@@ -413,7 +413,7 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       copy_regions(ec, {r}, in.dtype);
       return Status();
     }
-    case ir::OpKind::split: {
+    case ir::OpKind::kSplit: {
       const ir::TensorType& in = g.value(node.inputs[0]).type;
       const int axis = norm_axis(attr_int(node, "axis", 0), in.shape.rank());
       std::vector<int64_t> ist = contiguous_strides(in.shape.dims());
@@ -429,7 +429,7 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       copy_regions(ec, regions, in.dtype);
       return Status();
     }
-    case ir::OpKind::concat: {
+    case ir::OpKind::kConcat: {
       const ir::TensorType& out = g.value(node.outputs[0]).type;
       const int axis = norm_axis(attr_int(node, "axis", 0), out.shape.rank());
       std::vector<int64_t> ost = contiguous_strides(out.shape.dims());
@@ -444,9 +444,9 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       copy_regions(ec, regions, out.dtype);
       return Status();
     }
-    case ir::OpKind::pad:
+    case ir::OpKind::kPad:
       return emit_pad(ec, node);
-    case ir::OpKind::gather:
+    case ir::OpKind::kGather:
       return emit_gather(ec, node);
     default:
       break;

@@ -32,14 +32,14 @@ struct Kernel {
 Kernel pick_kernel(EmitContext& ec, ir::DType dtype) {
   Kernel k;
   int wf = std::max(4, ec.vector_width_f32);
-  k.w = dtype == ir::DType::f64 ? std::max(2, wf / 2) : wf;
+  k.w = dtype == ir::DType::kF64 ? std::max(2, wf / 2) : wf;
   k.mr = wf >= 16 ? 12 : 6;  // 32 vector registers with AVX-512, else 16
   return k;
 }
 
 Value* scratch_ptr(EmitContext& ec) {
   for (size_t i = 0; i < ec.group.operands.size(); ++i) {
-    if (ec.group.operands[i].role == OperandRole::scratch) return ec.operand_ptrs[i];
+    if (ec.group.operands[i].role == OperandRole::kScratch) return ec.operand_ptrs[i];
   }
   return nullptr;
 }
@@ -353,7 +353,7 @@ Status emit_matmul(EmitContext& ec, const ir::Node& node, const Epilogue& epilog
   Value* B = operand_ptr(ec, node.inputs[1]);
   const int64_t M = tiles.m, N = tiles.n, K = tiles.k;
 
-  bool gemm = node.op == ir::OpKind::gemm;
+  bool gemm = node.op == ir::OpKind::kGemm;
   auto attr_i = [&](const char* n, int64_t d) {
     auto it = node.attrs.find(n);
     return it != node.attrs.end() && it->second.is_int() ? it->second.as_int() : d;
@@ -392,7 +392,7 @@ Status emit_matmul(EmitContext& ec, const ir::Node& node, const Epilogue& epilog
     if (cd.size() >= 2 && cd[cd.size() - 2] != 1) c_rs = cd.back();
   }
 
-  bool packed = (dtype == ir::DType::f32 || dtype == ir::DType::f64) && K > 0;
+  bool packed = (dtype == ir::DType::kF32 || dtype == ir::DType::kF64) && K > 0;
   if (packed) {
     GemmSpec spec;
     spec.dtype = dtype;

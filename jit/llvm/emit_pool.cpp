@@ -30,7 +30,7 @@ Status emit_pool(EmitContext& ec, const ir::Node& node) {
   const ir::TensorType& xt = g.value(node.inputs[0]).type;
   const ir::TensorType& yt = g.value(node.outputs[0]).type;
   const ir::DType dtype = xt.dtype;
-  const bool is_max = node.op == ir::OpKind::max_pool;
+  const bool is_max = node.op == ir::OpKind::kMaxPool;
   auto kernel = ints(node, "kernel", {1, 1});
   auto strides = ints(node, "strides", {1, 1});
   auto pads = ints(node, "pads", {0, 0, 0, 0});
@@ -44,7 +44,7 @@ Status emit_pool(EmitContext& ec, const ir::Node& node) {
   Value* Y = operand_ptr(ec, node.outputs[0]);
   Type* ct = compute_type(ec, dtype);
   const bool fp = is_fp(dtype);
-  const int lanes = dtype == ir::DType::f64 ? std::max(2, ec.vector_width_f32 / 2) : ec.vector_width_f32;
+  const int lanes = dtype == ir::DType::kF64 ? std::max(2, ec.vector_width_f32 / 2) : ec.vector_width_f32;
 
   auto combine = [&](Value* acc, Value* v) -> Value* {
     if (!is_max) return add(ec, acc, v);

@@ -23,7 +23,7 @@ using llvm::Value;
 using namespace util;
 
 int lanes_for(EmitContext& ec, ir::DType dtype) {
-  if (dtype == ir::DType::f64 || dtype == ir::DType::i64) return std::max(2, ec.vector_width_f32 / 2);
+  if (dtype == ir::DType::kF64 || dtype == ir::DType::kI64) return std::max(2, ec.vector_width_f32 / 2);
   return ec.vector_width_f32;
 }
 
@@ -42,7 +42,7 @@ void store_n(EmitContext& ec, ir::DType dtype, Value* base, Value* idx, Value* v
 }
 
 Value* fmax_nan(EmitContext& ec, Value* a, Value* b) {
-  return util::max(ec, ir::DType::f32, a, b);
+  return util::max(ec, ir::DType::kF32, a, b);
 }
 
 // Horizontal combine of a vector.
@@ -111,14 +111,14 @@ Status emit_reduce(EmitContext& ec, const ir::Node& node) {
   Type* ct = compute_type(ec, dtype);
   const bool fp = is_fp(dtype);
   const int lanes = lanes_for(ec, dtype);
-  const bool is_max = op == ir::OpKind::reduce_max;
+  const bool is_max = op == ir::OpKind::kReduceMax;
   auto f = [&](Value* acc, Value* x) -> Value* {
     if (!is_max) return add(ec, acc, x);
     return fp ? fmax_nan(ec, acc, x) : max(ec, dtype, acc, x);
   };
   Value* identity = is_max ? lowest(ec, dtype, ct) : zero(ct);
   auto finish = [&](Value* v) -> Value* {
-    if (op != ir::OpKind::reduce_mean) return v;
+    if (op != ir::OpKind::kReduceMean) return v;
     return b.CreateFDiv(v, fpc(v->getType(), static_cast<double>(rs.reduced_elements)));
   };
   // Strides of the merged dims.
@@ -346,14 +346,14 @@ Status emit_global_avg_pool(EmitContext& ec, const ir::Node& node) {
 
 Status emit_reduction(EmitContext& ec, const ir::Node& node) {
   switch (node.op) {
-    case ir::OpKind::reduce_sum:
-    case ir::OpKind::reduce_mean:
-    case ir::OpKind::reduce_max:
+    case ir::OpKind::kReduceSum:
+    case ir::OpKind::kReduceMean:
+    case ir::OpKind::kReduceMax:
       return emit_reduce(ec, node);
-    case ir::OpKind::softmax: return emit_softmax(ec, node);
-    case ir::OpKind::layer_norm: return emit_layer_norm(ec, node);
-    case ir::OpKind::batch_norm: return emit_batch_norm(ec, node);
-    case ir::OpKind::global_avg_pool: return emit_global_avg_pool(ec, node);
+    case ir::OpKind::kSoftmax: return emit_softmax(ec, node);
+    case ir::OpKind::kLayerNorm: return emit_layer_norm(ec, node);
+    case ir::OpKind::kBatchNorm: return emit_batch_norm(ec, node);
+    case ir::OpKind::kGlobalAvgPool: return emit_global_avg_pool(ec, node);
     default: break;
   }
   return Status(ErrorCode::kUnsupported,

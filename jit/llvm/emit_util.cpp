@@ -15,27 +15,27 @@ using llvm::Value;
 
 Type* storage_type(EmitContext& ec, ir::DType dtype) {
   switch (dtype) {
-    case ir::DType::f32: return Type::getFloatTy(ec.ctx);
-    case ir::DType::f16:
-    case ir::DType::bf16: return Type::getInt16Ty(ec.ctx);  // bit patterns (ew_helpers.h)
-    case ir::DType::f64: return Type::getDoubleTy(ec.ctx);
-    case ir::DType::i32: return Type::getInt32Ty(ec.ctx);
-    case ir::DType::i64: return Type::getInt64Ty(ec.ctx);
-    case ir::DType::i8:
-    case ir::DType::u8:
-    case ir::DType::boolean: return Type::getInt8Ty(ec.ctx);
+    case ir::DType::kF32: return Type::getFloatTy(ec.ctx);
+    case ir::DType::kF16:
+    case ir::DType::kBf16: return Type::getInt16Ty(ec.ctx);  // bit patterns (ew_helpers.h)
+    case ir::DType::kF64: return Type::getDoubleTy(ec.ctx);
+    case ir::DType::kI32: return Type::getInt32Ty(ec.ctx);
+    case ir::DType::kI64: return Type::getInt64Ty(ec.ctx);
+    case ir::DType::kI8:
+    case ir::DType::kU8:
+    case ir::DType::kBool: return Type::getInt8Ty(ec.ctx);
   }
   return Type::getInt8Ty(ec.ctx);
 }
 
 Type* compute_type(EmitContext& ec, ir::DType dtype) {
-  if (dtype == ir::DType::f16 || dtype == ir::DType::bf16) return Type::getFloatTy(ec.ctx);
+  if (dtype == ir::DType::kF16 || dtype == ir::DType::kBf16) return Type::getFloatTy(ec.ctx);
   return storage_type(ec, dtype);
 }
 
 bool is_fp(ir::DType dtype) { return ir::is_float(dtype); }
 bool is_signed_int(ir::DType dtype) {
-  return dtype == ir::DType::i8 || dtype == ir::DType::i32 || dtype == ir::DType::i64;
+  return dtype == ir::DType::kI8 || dtype == ir::DType::kI32 || dtype == ir::DType::kI64;
 }
 
 Value* i64c(EmitContext& ec, int64_t v) { return ec.b.getInt64(static_cast<uint64_t>(v)); }
@@ -52,12 +52,12 @@ static Type* with_lanes_of(Type* scalar, Value* like) {
 }
 
 Value* to_compute(EmitContext& ec, ir::DType dtype, Value* v) {
-  if (dtype == ir::DType::f16 || dtype == ir::DType::bf16) return ew::from_storage(ec.b, dtype, v);
+  if (dtype == ir::DType::kF16 || dtype == ir::DType::kBf16) return ew::from_storage(ec.b, dtype, v);
   return v;
 }
 
 Value* to_storage(EmitContext& ec, ir::DType dtype, Value* v) {
-  if (dtype == ir::DType::f16 || dtype == ir::DType::bf16) return ew::to_storage(ec.b, dtype, v);
+  if (dtype == ir::DType::kF16 || dtype == ir::DType::kBf16) return ew::to_storage(ec.b, dtype, v);
   return v;
 }
 
@@ -318,12 +318,12 @@ void store_result(EmitContext& ec, const StoreTarget& target, ir::DType anchor_d
   if (epilogue) {
     // The epilogue (make_epilogue) takes and returns elementwise compute types (f16/bf16
     // as float, a bool result already widened to i8).
-    if (anchor_dtype == ir::DType::f16 || anchor_dtype == ir::DType::bf16)
+    if (anchor_dtype == ir::DType::kF16 || anchor_dtype == ir::DType::kBf16)
       v = ew::round_to(ec.b, anchor_dtype, v);
     out = epilogue(ec, v, linear);
     if (out->getType()->getScalarType()->isIntegerTy(1)) {
       out = ec.b.CreateZExt(out, with_lanes_of(ec.b.getInt8Ty(), out));
-    } else if (target.dtype != ir::DType::boolean) {
+    } else if (target.dtype != ir::DType::kBool) {
       out = to_storage(ec, target.dtype, out);
     }
   } else {
@@ -368,7 +368,7 @@ void for_units(EmitContext& ec, int64_t units,
 bool output_may_alias(EmitContext& ec, ir::ValueId v) {
   for (size_t i = 0; i < ec.group.operands.size(); ++i) {
     const KernelOperand& op = ec.group.operands[i];
-    if (op.value != v || op.role != OperandRole::output) continue;
+    if (op.value != v || op.role != OperandRole::kOutput) continue;
     for (const auto& [a, b] : ec.group.may_alias) {
       if (a == static_cast<int32_t>(i) || b == static_cast<int32_t>(i)) return true;
     }

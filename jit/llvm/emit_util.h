@@ -114,7 +114,7 @@ bool output_may_alias(EmitContext& ec, ir::ValueId v);
 // of B's column tile into a panel (scratch slot of the kernel tile, or a stack buffer)
 // and runs an MR x (2 vectors) register-blocked FMA micro-kernel, K innermost.
 struct GemmSpec {
-  ir::DType dtype = ir::DType::f32;  // f32 or f64
+  ir::DType dtype = ir::DType::kF32;  // f32 or f64
   // Address of A[b](0, 0); element (i, k) at + i * a_rs + k * a_cs.
   std::function<llvm::Value*(llvm::Value* b)> a_base;
   int64_t a_rs = 0, a_cs = 1;

@@ -288,7 +288,7 @@ Result<std::unique_ptr<llvm::Module>> JitCompiler::Impl::build(llvm::LLVMContext
     if (!aliased[i]) body->addParamAttr(idx, llvm::Attribute::NoAlias);
     int64_t bytes = 0;
     int64_t align = 1;
-    if (op.role == OperandRole::scratch) {
+    if (op.role == OperandRole::kScratch) {
       bytes = group.scratch_bytes;
       align = 16;
     } else if (op.value != ir::kNoValue) {
@@ -299,7 +299,7 @@ Result<std::unique_ptr<llvm::Module>> JitCompiler::Impl::build(llvm::LLVMContext
     }
     if (align > 1) body->addParamAttr(idx, llvm::Attribute::getWithAlignment(ctx, llvm::Align(static_cast<uint64_t>(align))));
     if (bytes > 0) body->addDereferenceableParamAttr(idx, static_cast<uint64_t>(bytes));
-    if (op.role == OperandRole::input) body->addParamAttr(idx, llvm::Attribute::ReadOnly);
+    if (op.role == OperandRole::kInput) body->addParamAttr(idx, llvm::Attribute::ReadOnly);
     body->getArg(idx)->setName(fmt::format("op{}", i));
   }
   body->getArg(static_cast<unsigned>(n))->setName("tile_begin");

@@ -14,20 +14,20 @@ namespace carve::jit {
 namespace {
 
 bool is_compute_anchor(ir::OpKind op) {
-  return op == ir::OpKind::matmul || op == ir::OpKind::gemm || op == ir::OpKind::conv2d;
+  return op == ir::OpKind::kMatmul || op == ir::OpKind::kGemm || op == ir::OpKind::kConv2d;
 }
 
 bool is_layout_like(ir::OpKind op) {
   switch (op) {
-    case ir::OpKind::concat:
-    case ir::OpKind::split:
-    case ir::OpKind::slice:
-    case ir::OpKind::transpose:
-    case ir::OpKind::pad:
-    case ir::OpKind::gather:
-    case ir::OpKind::read_handle:
-    case ir::OpKind::write_handle:
-    case ir::OpKind::write_handle_at:
+    case ir::OpKind::kConcat:
+    case ir::OpKind::kSplit:
+    case ir::OpKind::kSlice:
+    case ir::OpKind::kTranspose:
+    case ir::OpKind::kPad:
+    case ir::OpKind::kGather:
+    case ir::OpKind::kReadHandle:
+    case ir::OpKind::kWriteHandle:
+    case ir::OpKind::kWriteHandleAt:
       return true;
     default:
       return ir::is_view(op);
@@ -70,10 +70,10 @@ class Grouper {
       group.operands.push_back(KernelOperand{role, v});
     };
     const ir::Node& anchor = g_.node(group.nodes.front());
-    if (anchor.op == ir::OpKind::read_handle) add_operand(OperandRole::input, ir::kNoValue);
+    if (anchor.op == ir::OpKind::kReadHandle) add_operand(OperandRole::kInput, ir::kNoValue);
     for (ir::NodeId id : group.nodes) {
       for (ir::ValueId v : g_.node(id).inputs) {
-        if (!inside(v)) add_operand(OperandRole::input, v);
+        if (!inside(v)) add_operand(OperandRole::kInput, v);
       }
     }
     // A produced value is internal when only group nodes read it and it is not an output.
@@ -90,12 +90,12 @@ class Grouper {
         if (internal) {
           group.internal_values.push_back(v);
         } else {
-          add_operand(OperandRole::output, v);
+          add_operand(OperandRole::kOutput, v);
         }
       }
     }
-    if (anchor.op == ir::OpKind::write_handle || anchor.op == ir::OpKind::write_handle_at) {
-      add_operand(OperandRole::output, ir::kNoValue);
+    if (anchor.op == ir::OpKind::kWriteHandle || anchor.op == ir::OpKind::kWriteHandleAt) {
+      add_operand(OperandRole::kOutput, ir::kNoValue);
     }
     // Name: "<op>_<id>" or "fused_<op>_<op>..._<anchor id>".
     if (group.nodes.size() == 1) {
@@ -107,7 +107,7 @@ class Grouper {
     }
     group.num_tiles = tiles_for(g_, group, opt_);
     group.scratch_bytes = compute_op_scratch_bytes(g_, anchor);
-    if (group.scratch_bytes > 0) group.operands.push_back(KernelOperand{OperandRole::scratch, ir::kNoValue});
+    if (group.scratch_bytes > 0) group.operands.push_back(KernelOperand{OperandRole::kScratch, ir::kNoValue});
     return group;
   }
 
@@ -165,11 +165,11 @@ int64_t tiles_for(const ir::Graph& graph, const KernelGroup& group, const Fusion
   int64_t per_tile = std::max<int64_t>(1, options.elements_per_tile);
   if (ir::is_elementwise(anchor.op) || is_layout_like(anchor.op)) {
     int64_t total = 0;
-    if (anchor.op == ir::OpKind::concat || anchor.op == ir::OpKind::write_handle ||
-        anchor.op == ir::OpKind::write_handle_at) {
+    if (anchor.op == ir::OpKind::kConcat || anchor.op == ir::OpKind::kWriteHandle ||
+        anchor.op == ir::OpKind::kWriteHandleAt) {
       // copies iterate over the input elements
       if (!anchor.inputs.empty()) {
-        if (anchor.op == ir::OpKind::concat) {
+        if (anchor.op == ir::OpKind::kConcat) {
           for (ir::ValueId v : anchor.inputs) total += numel(graph, v);
         } else {
           total = numel(graph, anchor.inputs[0]);
@@ -260,7 +260,7 @@ std::string describe_group(const ir::Graph& graph, const KernelGroup& group) {
       if (op.role != role) continue;
       part += part.empty() ? fmt::format(" | {} ", label) : ", ";
       if (op.value == ir::kNoValue) {
-        part += role == OperandRole::scratch ? "scratch" : "handle";
+        part += role == OperandRole::kScratch ? "scratch" : "handle";
       } else if (graph.has_value(op.value)) {
         const ir::Value& v = graph.value(op.value);
         part += v.name + ":" + v.type.to_string();
@@ -270,8 +270,8 @@ std::string describe_group(const ir::Graph& graph, const KernelGroup& group) {
     }
     return part;
   };
-  s += list(OperandRole::input, "in");
-  s += list(OperandRole::output, "out");
+  s += list(OperandRole::kInput, "in");
+  s += list(OperandRole::kOutput, "out");
   if (group.scratch_bytes > 0) s += fmt::format(" | scratch {} B", group.scratch_bytes);
   s += fmt::format(" | tiles {}", group.num_tiles);
   return s;

@@ -40,7 +40,7 @@ int normalize(int64_t axis, int rank) {
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
-bool packs(ir::DType d) { return d == ir::DType::f32 || d == ir::DType::f64; }
+bool packs(ir::DType d) { return d == ir::DType::kF32 || d == ir::DType::kF64; }
 
 }  // namespace
 
@@ -81,7 +81,7 @@ MatmulShape matmul_shape(const ir::Graph& graph, const ir::Node& node) {
   MatmulShape s;
   const auto& a = in_type(graph, node, 0).shape.dims();
   const auto& b = in_type(graph, node, 1).shape.dims();
-  if (node.op == OpKind::gemm) {
+  if (node.op == OpKind::kGemm) {
     bool ta = attr_int(node, "trans_a", 0) != 0, tb = attr_int(node, "trans_b", 0) != 0;
     s.m = ta ? a[1] : a[0];
     s.k = ta ? a[0] : a[1];
@@ -199,7 +199,7 @@ AxisShape axis_shape(const ir::Graph& graph, const ir::Node& node) {
   int rank = static_cast<int>(dims.size());
   auto axis = static_cast<size_t>(normalize(attr_int(node, "axis", -1), rank));
   s.outer = product(dims, 0, axis);
-  if (node.op == OpKind::layer_norm) {
+  if (node.op == OpKind::kLayerNorm) {
     s.len = product(dims, axis, dims.size());
     s.inner = 1;
   } else {
@@ -212,27 +212,27 @@ AxisShape axis_shape(const ir::Graph& graph, const ir::Node& node) {
 UnitTiles unit_tiles_for(const ir::Graph& graph, const ir::Node& node) {
   const auto& x = in_type(graph, node, 0).shape.dims();
   switch (node.op) {
-    case OpKind::conv2d: {
+    case OpKind::kConv2d: {
       ConvShape c = conv_shape(graph, node);
       return unit_tiles(c.n * c.o, c.oh * c.ow * c.kh * c.kw);
     }
-    case OpKind::max_pool:
-    case OpKind::avg_pool: {
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool: {
       const auto& y = out_type(graph, node).shape.dims();
       auto k = attr_ints(node, "kernel", {1, 1});
       return unit_tiles(y[0] * y[1], y[2] * y[3] * k[0] * k[1]);
     }
-    case OpKind::global_avg_pool:
-    case OpKind::batch_norm:
+    case OpKind::kGlobalAvgPool:
+    case OpKind::kBatchNorm:
       return unit_tiles(x[0] * x[1], product(x, 2, x.size()));
-    case OpKind::reduce_sum:
-    case OpKind::reduce_mean:
-    case OpKind::reduce_max: {
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMean:
+    case OpKind::kReduceMax: {
       ReduceShape r = reduce_shape(graph, node);
       return unit_tiles(r.units, r.reduced_elements * (r.inner_reduced ? 1 : r.dims.back()));
     }
-    case OpKind::softmax:
-    case OpKind::layer_norm: {
+    case OpKind::kSoftmax:
+    case OpKind::kLayerNorm: {
       AxisShape s = axis_shape(graph, node);
       return unit_tiles(s.outer, s.len * s.inner);
     }
@@ -245,18 +245,18 @@ UnitTiles unit_tiles_for(const ir::Graph& graph, const ir::Node& node) {
 
 bool is_compute_op(ir::OpKind op) {
   switch (op) {
-    case OpKind::matmul:
-    case OpKind::gemm:
-    case OpKind::conv2d:
-    case OpKind::max_pool:
-    case OpKind::avg_pool:
-    case OpKind::global_avg_pool:
-    case OpKind::reduce_sum:
-    case OpKind::reduce_mean:
-    case OpKind::reduce_max:
-    case OpKind::softmax:
-    case OpKind::layer_norm:
-    case OpKind::batch_norm:
+    case OpKind::kMatmul:
+    case OpKind::kGemm:
+    case OpKind::kConv2d:
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+    case OpKind::kGlobalAvgPool:
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMean:
+    case OpKind::kReduceMax:
+    case OpKind::kSoftmax:
+    case OpKind::kLayerNorm:
+    case OpKind::kBatchNorm:
       return true;
     default:
       return false;
@@ -265,19 +265,19 @@ bool is_compute_op(ir::OpKind op) {
 
 int64_t compute_op_tiles(const ir::Graph& graph, const ir::Node& node) {
   if (!is_compute_op(node.op)) return 1;
-  if (node.op == OpKind::matmul || node.op == OpKind::gemm)
+  if (node.op == OpKind::kMatmul || node.op == OpKind::kGemm)
     return tiling::matmul_tiles(graph, node).tiles();
-  if (node.op == OpKind::conv2d && !tiling::conv_shape(graph, node).direct())
+  if (node.op == OpKind::kConv2d && !tiling::conv_shape(graph, node).direct())
     return tiling::conv_gemm_tiles(graph, node).tiles();
   return tiling::unit_tiles_for(graph, node).tiles();
 }
 
 int64_t compute_op_scratch_bytes(const ir::Graph& graph, const ir::Node& node) {
-  if (node.op == OpKind::matmul || node.op == OpKind::gemm) {
+  if (node.op == OpKind::kMatmul || node.op == OpKind::kGemm) {
     tiling::GemmTiles t = tiling::matmul_tiles(graph, node);
     return t.panel_bytes * t.tiles();
   }
-  if (node.op == OpKind::conv2d && !tiling::conv_shape(graph, node).direct()) {
+  if (node.op == OpKind::kConv2d && !tiling::conv_shape(graph, node).direct()) {
     tiling::GemmTiles t = tiling::conv_gemm_tiles(graph, node);
     return t.panel_bytes * t.tiles();
   }
@@ -299,10 +299,10 @@ int64_t compute_rule(const ir::Graph& graph, const KernelGroup& group) {
 }
 
 const bool g_registered = [] {
-  for (ir::OpKind op : {OpKind::matmul, OpKind::gemm, OpKind::conv2d, OpKind::max_pool,
-                        OpKind::avg_pool, OpKind::global_avg_pool, OpKind::reduce_sum,
-                        OpKind::reduce_mean, OpKind::reduce_max, OpKind::softmax,
-                        OpKind::layer_norm, OpKind::batch_norm}) {
+  for (ir::OpKind op : {OpKind::kMatmul, OpKind::kGemm, OpKind::kConv2d, OpKind::kMaxPool,
+                        OpKind::kAvgPool, OpKind::kGlobalAvgPool, OpKind::kReduceSum,
+                        OpKind::kReduceMean, OpKind::kReduceMax, OpKind::kSoftmax,
+                        OpKind::kLayerNorm, OpKind::kBatchNorm}) {
     set_tile_rule(op, &compute_rule);
   }
   return true;

@@ -212,7 +212,7 @@ Status NodeContext::set_output(int i, Tensor t) {
   // A value this node produced is named after the ONNX tensor (readable plans, output files).
   if (t.value != ir::kNoValue) {
     const ir::Value& v = ctx.builder.graph().value(t.value);
-    const bool fresh = v.kind == ir::ValueKind::intermediate &&
+    const bool fresh = v.kind == ir::ValueKind::kIntermediate &&
                        ctx.builder.graph().node(v.producer).name.starts_with(name_);
     if (fresh && v.name != out && ctx.builder.graph().find_value(out) == nullptr) ctx.builder.rename(t.value, out);
   }

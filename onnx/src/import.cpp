@@ -172,10 +172,10 @@ Status mark_outputs(const ::onnx::GraphProto& graph, Context& ctx) {
     const ir::Value& value = ctx.builder.graph().value(v);
     const bool is_output = ctx.builder.graph().is_output(v);
     if (value.name != info.name() || is_output) {
-      if (value.kind != ir::ValueKind::intermediate || is_output)
-        v = ctx.builder.op1(ir::OpKind::identity, {v}, {}, ctx.unique_node_name(info.name()));
+      if (value.kind != ir::ValueKind::kIntermediate || is_output)
+        v = ctx.builder.op1(ir::OpKind::kIdentity, {v}, {}, ctx.unique_node_name(info.name()));
       const ir::Value* other = ctx.builder.graph().find_value(info.name());
-      if (other && other->id != v && other->kind == ir::ValueKind::intermediate)
+      if (other && other->id != v && other->kind == ir::ValueKind::kIntermediate)
         ctx.builder.rename(other->id, ctx.unique_value_name(info.name() + "#internal"));
       ctx.builder.rename(v, info.name());
     }

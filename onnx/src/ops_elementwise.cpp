@@ -51,7 +51,7 @@ Status lower_variadic(NodeContext& n) {
 // and one multiply instead of a libm pow per element.
 bool is_constant_square(const Tensor& base, const Tensor& exponent) {
   if (!exponent.is_known() || base.is_known() || !ir::is_float(base.type.dtype)) return false;
-  if (base.type.dtype != ir::DType::f32 && base.type.dtype != ir::DType::f64) return false;
+  if (base.type.dtype != ir::DType::kF32 && base.type.dtype != ir::DType::kF64) return false;
   if (exponent.type.shape.rank() > base.type.shape.rank()) return false;  // would broadcast up
   const std::vector<double> values = to_doubles(exponent);
   return values.size() == 1 && values[0] == 2.0;
@@ -61,32 +61,32 @@ bool is_constant_square(const Tensor& base, const Tensor& exponent) {
 Status lower_pow(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs(n, 2));
   if (is_constant_square(in[0], in[1])) {
-    CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::mul, {in[0], in[0]}));
+    CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kMul, {in[0], in[0]}));
     return n.set_output(0, y);
   }
   if (in[1].type.dtype != in[0].type.dtype) {
-    CARVE_ASSIGN_OR_RETURN(in[1], n.op(OpKind::cast, {in[1]}, {{"to", ir::dtype_name(in[0].type.dtype)}}));
+    CARVE_ASSIGN_OR_RETURN(in[1], n.op(OpKind::kCast, {in[1]}, {{"to", ir::dtype_name(in[0].type.dtype)}}));
   }
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::pow, in));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kPow, in));
   return n.set_output(0, y);
 }
 
 Status lower_reciprocal(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   Tensor one = n.constant_doubles(x.type.dtype, {}, {1.0});
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::div, {one, x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kDiv, {one, x}));
   return n.set_output(0, y);
 }
 
 Status lower_where(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs(n, 3));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::where, in));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, in));
   return n.set_output(0, y);
 }
 
 Status lower_not(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::equal, {x, n.constant_ints(ir::DType::boolean, {}, {0})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kEqual, {x, n.constant_ints(ir::DType::kBool, {}, {0})}));
   return n.set_output(0, y);
 }
 
@@ -94,9 +94,9 @@ Status lower_not(NodeContext& n) {
 template <bool is_and>
 Status lower_logic(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs(n, 2));
-  Tensor fixed = n.constant_ints(ir::DType::boolean, {}, {is_and ? 0 : 1});
+  Tensor fixed = n.constant_ints(ir::DType::kBool, {}, {is_and ? 0 : 1});
   std::vector<Tensor> args = is_and ? std::vector<Tensor>{in[0], in[1], fixed} : std::vector<Tensor>{in[0], fixed, in[1]};
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::where, args));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, args));
   return n.set_output(0, y);
 }
 
@@ -106,7 +106,7 @@ Status lower_cast(NodeContext& n) {
   Result<ir::DType> dtype = dtype_from_onnx(static_cast<int32_t>(to));
   if (!dtype.ok()) return n.unsupported(dtype.status().message());
   if (*dtype == x.type.dtype) return n.set_output(0, x);
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::cast, {x}, {{"to", ir::dtype_name(*dtype)}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kCast, {x}, {{"to", ir::dtype_name(*dtype)}}));
   return n.set_output(0, y);
 }
 
@@ -128,7 +128,7 @@ Status lower_clip(NodeContext& n) {
     CARVE_ASSIGN_OR_RETURN(hi, n.const_scalar(2, "max"));
   }
   if (lo > hi) return n.unsupported(fmt::format("min {} > max {}", lo, hi));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::clip, {x}, {{"min", lo}, {"max", hi}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kClip, {x}, {{"min", lo}, {"max", hi}}));
   return n.set_output(0, y);
 }
 
@@ -136,15 +136,15 @@ Status lower_hard_sigmoid(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(double alpha, n.attr_float("alpha", 0.2));
   CARVE_ASSIGN_OR_RETURN(double beta, n.attr_float("beta", 0.5));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::hard_sigmoid, {x}, {{"alpha", alpha}, {"beta", beta}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kHardSigmoid, {x}, {{"alpha", alpha}, {"beta", beta}}));
   return n.set_output(0, y);
 }
 
 // HardSwish(x) = x * HardSigmoid(x; 1/6, 1/2).
 Status lower_hard_swish(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
-  CARVE_ASSIGN_OR_RETURN(Tensor s, n.op(OpKind::hard_sigmoid, {x}, {{"alpha", 1.0 / 6.0}, {"beta", 0.5}}));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::mul, {x, s}));
+  CARVE_ASSIGN_OR_RETURN(Tensor s, n.op(OpKind::kHardSigmoid, {x}, {{"alpha", 1.0 / 6.0}, {"beta", 0.5}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kMul, {x, s}));
   return n.set_output(0, y);
 }
 
@@ -153,9 +153,9 @@ Status lower_leaky_relu(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(double alpha, n.attr_float("alpha", 0.01));
   Tensor zero = n.constant_doubles(x.type.dtype, {}, {0.0});
-  CARVE_ASSIGN_OR_RETURN(Tensor negative, n.op(OpKind::less, {x, zero}));
-  CARVE_ASSIGN_OR_RETURN(Tensor scaled, n.op(OpKind::mul, {x, n.constant_doubles(x.type.dtype, {}, {alpha})}));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::where, {negative, scaled, x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor negative, n.op(OpKind::kLess, {x, zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor scaled, n.op(OpKind::kMul, {x, n.constant_doubles(x.type.dtype, {}, {alpha})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {negative, scaled, x}));
   return n.set_output(0, y);
 }
 
@@ -164,7 +164,7 @@ Status lower_gelu(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(std::string approximate, n.attr_string("approximate", "none"));
   if (approximate != "none") return n.unsupported(fmt::format("approximate='{}' (only 'none')", approximate));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::gelu, {x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kGelu, {x}));
   return n.set_output(0, y);
 }
 
@@ -173,9 +173,9 @@ Status lower_prelu(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(Tensor slope, n.input(1));
   Tensor zero = n.constant_doubles(x.type.dtype, {}, {0.0});
-  CARVE_ASSIGN_OR_RETURN(Tensor negative, n.op(OpKind::less, {x, zero}));
-  CARVE_ASSIGN_OR_RETURN(Tensor scaled, n.op(OpKind::mul, {x, slope}));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::where, {negative, scaled, x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor negative, n.op(OpKind::kLess, {x, zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor scaled, n.op(OpKind::kMul, {x, slope}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {negative, scaled, x}));
   return n.set_output(0, y);
 }
 
@@ -213,29 +213,29 @@ Status lower_dropout(NodeContext& n) {
 }  // namespace
 
 void register_elementwise_ops(std::map<std::string, OpEntry, std::less<>>& t) {
-  t["Relu"] = {lower_unary<OpKind::relu>, {}};
-  t["Sigmoid"] = {lower_unary<OpKind::sigmoid>, {}};
-  t["Tanh"] = {lower_unary<OpKind::tanh>, {}};
-  t["Sqrt"] = {lower_unary<OpKind::sqrt>, {}};
-  t["Erf"] = {lower_unary<OpKind::erf>, {}};
-  t["Exp"] = {lower_unary<OpKind::exp>, {}};
-  t["Log"] = {lower_unary<OpKind::log>, {}};
-  t["Neg"] = {lower_unary<OpKind::neg>, {}};
-  t["Abs"] = {lower_unary<OpKind::abs>, {}};
+  t["Relu"] = {lower_unary<OpKind::kRelu>, {}};
+  t["Sigmoid"] = {lower_unary<OpKind::kSigmoid>, {}};
+  t["Tanh"] = {lower_unary<OpKind::kTanh>, {}};
+  t["Sqrt"] = {lower_unary<OpKind::kSqrt>, {}};
+  t["Erf"] = {lower_unary<OpKind::kErf>, {}};
+  t["Exp"] = {lower_unary<OpKind::kExp>, {}};
+  t["Log"] = {lower_unary<OpKind::kLog>, {}};
+  t["Neg"] = {lower_unary<OpKind::kNeg>, {}};
+  t["Abs"] = {lower_unary<OpKind::kAbs>, {}};
   t["Reciprocal"] = {lower_reciprocal, {}};
-  t["Add"] = {lower_binary<OpKind::add>, {}};
-  t["Sub"] = {lower_binary<OpKind::sub>, {}};
-  t["Mul"] = {lower_binary<OpKind::mul>, {}};
-  t["Div"] = {lower_binary<OpKind::div>, {}};
+  t["Add"] = {lower_binary<OpKind::kAdd>, {}};
+  t["Sub"] = {lower_binary<OpKind::kSub>, {}};
+  t["Mul"] = {lower_binary<OpKind::kMul>, {}};
+  t["Div"] = {lower_binary<OpKind::kDiv>, {}};
   t["Pow"] = {lower_pow, {}};
-  t["Max"] = {lower_variadic<OpKind::max>, {}};
-  t["Min"] = {lower_variadic<OpKind::min>, {}};
-  t["Sum"] = {lower_variadic<OpKind::add>, {}};
-  t["Equal"] = {lower_binary<OpKind::equal>, {}};
-  t["Less"] = {lower_binary<OpKind::less>, {}};
-  t["LessOrEqual"] = {lower_binary<OpKind::less_equal>, {}};
-  t["Greater"] = {lower_binary<OpKind::greater>, {}};
-  t["GreaterOrEqual"] = {lower_binary<OpKind::greater_equal>, {}};
+  t["Max"] = {lower_variadic<OpKind::kMax>, {}};
+  t["Min"] = {lower_variadic<OpKind::kMin>, {}};
+  t["Sum"] = {lower_variadic<OpKind::kAdd>, {}};
+  t["Equal"] = {lower_binary<OpKind::kEqual>, {}};
+  t["Less"] = {lower_binary<OpKind::kLess>, {}};
+  t["LessOrEqual"] = {lower_binary<OpKind::kLessEqual>, {}};
+  t["Greater"] = {lower_binary<OpKind::kGreater>, {}};
+  t["GreaterOrEqual"] = {lower_binary<OpKind::kGreaterEqual>, {}};
   t["Not"] = {lower_not, {}};
   t["And"] = {lower_logic<true>, {}};
   t["Or"] = {lower_logic<false>, {}};

@@ -34,12 +34,12 @@ Result<std::array<int64_t, 2>> pair_attr(const NodeContext& n, std::string_view 
 // Conv and pools on [N, C, L] run on [N, C, 1, L]: lift the input (and a 1-D kernel).
 Result<Tensor> lift_1d(NodeContext& n, const Tensor& t) {
   if (t.type.shape.rank() != 3) return t;
-  return n.op(OpKind::unsqueeze, {t}, {{"axes", std::vector<int64_t>{2}}});
+  return n.op(OpKind::kUnsqueeze, {t}, {{"axes", std::vector<int64_t>{2}}});
 }
 
 Result<Tensor> lower_1d(NodeContext& n, const Tensor& y, bool lifted) {
   if (!lifted) return y;
-  return n.op(OpKind::squeeze, {y}, {{"axes", std::vector<int64_t>{2}}});
+  return n.op(OpKind::kSqueeze, {y}, {{"axes", std::vector<int64_t>{2}}});
 }
 
 // auto_pad SAME_*: pad so that out = ceil(in / stride); the odd element goes at the end
@@ -111,7 +111,7 @@ Status lower_conv(NodeContext& n) {
                   {"strides", std::vector<int64_t>(w.strides.begin(), w.strides.end())},
                   {"pads", std::vector<int64_t>(w.pads.begin(), w.pads.end())},
                   {"dilations", std::vector<int64_t>(w.dilations.begin(), w.dilations.end())}};
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::conv2d, in, std::move(attrs)));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kConv2d, in, std::move(attrs)));
   CARVE_ASSIGN_OR_RETURN(y, lower_1d(n, y, spatial == 1));
   return n.set_output(0, y);
 }
@@ -132,7 +132,7 @@ Status lower_pool(NodeContext& n) {
                   {"strides", std::vector<int64_t>(w.strides.begin(), w.strides.end())},
                   {"pads", std::vector<int64_t>(w.pads.begin(), w.pads.end())},
                   {"ceil_mode", ceil_mode}};
-  if (kind == OpKind::avg_pool) {
+  if (kind == OpKind::kAvgPool) {
     CARVE_ASSIGN_OR_RETURN(int64_t include, n.attr_int("count_include_pad", 0));
     attrs["count_include_pad"] = include;
   }
@@ -143,7 +143,7 @@ Status lower_pool(NodeContext& n) {
 
 Status lower_global_avg_pool(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::global_avg_pool, {x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kGlobalAvgPool, {x}));
   return n.set_output(0, y);
 }
 
@@ -152,7 +152,7 @@ Status lower_global_max_pool(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   std::vector<int64_t> axes(static_cast<size_t>(std::max(x.type.shape.rank() - 2, 0)));
   std::iota(axes.begin(), axes.end(), 2);
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::reduce_max, {x}, {{"axes", axes}, {"keepdims", 1}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kReduceMax, {x}, {{"axes", axes}, {"keepdims", 1}}));
   return n.set_output(0, y);
 }
 
@@ -169,7 +169,7 @@ Status lower_batch_norm(NodeContext& n) {
     CARVE_ASSIGN_OR_RETURN(Tensor t, n.input(i));
     in.push_back(std::move(t));
   }
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::batch_norm, in, {{"epsilon", epsilon}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kBatchNorm, in, {{"epsilon", epsilon}}));
   return n.set_output(0, y);
 }
 
@@ -186,14 +186,14 @@ Status lower_gemm(NodeContext& n) {
     in.push_back(c);
   }
   ir::Attrs attrs{{"trans_a", trans_a}, {"trans_b", trans_b}, {"alpha", alpha}, {"beta", beta}};
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::gemm, in, std::move(attrs)));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kGemm, in, std::move(attrs)));
   return n.set_output(0, y);
 }
 
 Status lower_matmul(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor a, n.input(0));
   CARVE_ASSIGN_OR_RETURN(Tensor b, n.input(1));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::matmul, {a, b}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kMatmul, {a, b}));
   return n.set_output(0, y);
 }
 
@@ -203,12 +203,12 @@ Result<Tensor> softmax(NodeContext& n, Tensor x) {
   const int64_t rank = x.type.shape.rank();
   CARVE_ASSIGN_OR_RETURN(int64_t raw, n.attr_int("axis", n.opset() < 13 ? 1 : -1));
   CARVE_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(n, raw, std::max<int64_t>(rank, 1)));
-  if (n.opset() >= 13 || axis == rank - 1) return n.op(OpKind::softmax, {x}, {{"axis", axis}});
+  if (n.opset() >= 13 || axis == rank - 1) return n.op(OpKind::kSoftmax, {x}, {{"axis", axis}});
   const auto& dims = x.type.shape.dims();
   const int64_t outer = std::accumulate(dims.begin(), dims.begin() + axis, int64_t{1}, std::multiplies<>());
-  CARVE_ASSIGN_OR_RETURN(Tensor flat, n.op(OpKind::reshape, {x}, {{"shape", std::vector<int64_t>{outer, -1}}}));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::softmax, {flat}, {{"axis", int64_t{1}}}));
-  return n.op(OpKind::reshape, {y}, {{"shape", dims}});
+  CARVE_ASSIGN_OR_RETURN(Tensor flat, n.op(OpKind::kReshape, {x}, {{"shape", std::vector<int64_t>{outer, -1}}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kSoftmax, {flat}, {{"axis", int64_t{1}}}));
+  return n.op(OpKind::kReshape, {y}, {{"shape", dims}});
 }
 
 Status lower_softmax(NodeContext& n) {
@@ -220,7 +220,7 @@ Status lower_softmax(NodeContext& n) {
 Status lower_log_softmax(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(Tensor s, softmax(n, x));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::log, {s}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kLog, {s}));
   return n.set_output(0, y);
 }
 
@@ -235,7 +235,7 @@ Status lower_layer_norm(NodeContext& n) {
     CARVE_ASSIGN_OR_RETURN(Tensor bias, n.input(2));
     in.push_back(bias);
   }
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::layer_norm, in, {{"axis", axis}, {"epsilon", epsilon}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kLayerNorm, in, {{"axis", axis}, {"epsilon", epsilon}}));
   return n.set_output(0, y);
 }
 
@@ -260,9 +260,9 @@ Status lower_reduce(NodeContext& n) {
     return n.set_output(0, y);
   }
   // ReduceMin(x) = -ReduceMax(-x).
-  CARVE_ASSIGN_OR_RETURN(Tensor neg, n.op(OpKind::neg, {x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor neg, n.op(OpKind::kNeg, {x}));
   CARVE_ASSIGN_OR_RETURN(Tensor m, n.op(kind, {neg}, std::move(attrs)));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::neg, {m}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kNeg, {m}));
   return n.set_output(0, y);
 }
 
@@ -270,9 +270,9 @@ Status lower_reduce(NodeContext& n) {
 
 void register_nn_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["Conv"] = {lower_conv, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}};
-  t["MaxPool"] = {lower_pool<OpKind::max_pool>,
+  t["MaxPool"] = {lower_pool<OpKind::kMaxPool>,
                   {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}};
-  t["AveragePool"] = {lower_pool<OpKind::avg_pool>,
+  t["AveragePool"] = {lower_pool<OpKind::kAvgPool>,
                       {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"}};
   t["GlobalAveragePool"] = {lower_global_avg_pool, {}};
   t["GlobalMaxPool"] = {lower_global_max_pool, {}};
@@ -282,10 +282,10 @@ void register_nn_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["Softmax"] = {lower_softmax, {"axis"}};
   t["LogSoftmax"] = {lower_log_softmax, {"axis"}};
   t["LayerNormalization"] = {lower_layer_norm, {"axis", "epsilon", "stash_type"}};
-  t["ReduceMean"] = {lower_reduce<OpKind::reduce_mean>, {"axes", "keepdims", "noop_with_empty_axes"}};
-  t["ReduceSum"] = {lower_reduce<OpKind::reduce_sum>, {"axes", "keepdims", "noop_with_empty_axes"}};
-  t["ReduceMax"] = {lower_reduce<OpKind::reduce_max>, {"axes", "keepdims", "noop_with_empty_axes"}};
-  t["ReduceMin"] = {lower_reduce<OpKind::reduce_max, true>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceMean"] = {lower_reduce<OpKind::kReduceMean>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceSum"] = {lower_reduce<OpKind::kReduceSum>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceMax"] = {lower_reduce<OpKind::kReduceMax>, {"axes", "keepdims", "noop_with_empty_axes"}};
+  t["ReduceMin"] = {lower_reduce<OpKind::kReduceMax, true>, {"axes", "keepdims", "noop_with_empty_axes"}};
 }
 
 }  // namespace carve::onnx::detail

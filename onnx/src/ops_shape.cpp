@@ -32,14 +32,14 @@ Status lower_reshape(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(int64_t allowzero, n.attr_int("allowzero", 0));
   if (allowzero && std::find(shape->begin(), shape->end(), 0) != shape->end())
     return n.unsupported("allowzero=1 with a 0 in the shape (empty tensors)");
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::reshape, {x}, {{"shape", *shape}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kReshape, {x}, {{"shape", *shape}}));
   return n.set_output(0, y);
 }
 
 Status lower_flatten(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(int64_t axis, n.attr_int("axis", 1));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::flatten, {x}, {{"axis", axis}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kFlatten, {x}, {{"axis", axis}}));
   return n.set_output(0, y);
 }
 
@@ -48,7 +48,7 @@ Status lower_squeeze(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(auto axes, ints_input_or_attr(n, 1, "axes"));
   ir::Attrs attrs;
   if (axes && !axes->empty()) attrs["axes"] = *axes;
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::squeeze, {x}, std::move(attrs)));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kSqueeze, {x}, std::move(attrs)));
   return n.set_output(0, y);
 }
 
@@ -56,7 +56,7 @@ Status lower_unsqueeze(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(auto axes, ints_input_or_attr(n, 1, "axes"));
   if (!axes) return n.invalid("axes are missing");
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::unsqueeze, {x}, {{"axes", *axes}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kUnsqueeze, {x}, {{"axes", *axes}}));
   return n.set_output(0, y);
 }
 
@@ -65,7 +65,7 @@ Status lower_transpose(NodeContext& n) {
   std::vector<int64_t> reversed(static_cast<size_t>(x.type.shape.rank()));
   std::iota(reversed.rbegin(), reversed.rend(), 0);
   CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> perm, n.attr_ints("perm", reversed));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::transpose, {x}, {{"perm", perm}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kTranspose, {x}, {{"perm", perm}}));
   return n.set_output(0, y);
 }
 
@@ -76,7 +76,7 @@ Status lower_concat(NodeContext& n) {
     CARVE_ASSIGN_OR_RETURN(Tensor t, n.input(i));
     in.push_back(std::move(t));
   }
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::concat, in, {{"axis", axis}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kConcat, in, {{"axis", axis}}));
   return n.set_output(0, y);
 }
 
@@ -96,7 +96,7 @@ Status lower_split(NodeContext& n) {
   }
   if (static_cast<int>(sizes->size()) != n.num_outputs())
     return n.invalid(fmt::format("{} split sizes for {} outputs", sizes->size(), n.num_outputs()));
-  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> parts, n.op_n(OpKind::split, {x}, {{"axis", axis}, {"sizes", *sizes}}));
+  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> parts, n.op_n(OpKind::kSplit, {x}, {{"axis", axis}, {"sizes", *sizes}}));
   for (size_t i = 0; i < parts.size(); ++i) CARVE_RETURN_IF_ERROR(n.set_output(static_cast<int>(i), parts[i]));
   return Status();
 }
@@ -112,7 +112,7 @@ Status lower_slice(NodeContext& n) {
   ir::Attrs attrs{{"starts", *starts}, {"ends", *ends}};
   if (axes) attrs["axes"] = *axes;
   if (steps) attrs["steps"] = *steps;
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::slice, {x}, std::move(attrs)));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kSlice, {x}, std::move(attrs)));
   return n.set_output(0, y);
 }
 
@@ -131,8 +131,8 @@ Status lower_expand(NodeContext& n) {
     if (x.type.shape[i] == (*out)[offset + i]) mask_dims[static_cast<size_t>(offset + i)] = 1;
   ir::Shape mask_shape(mask_dims);
   const int64_t count = *mask_shape.num_elements();
-  Tensor mask = n.constant_ints(ir::DType::boolean, mask_shape, std::vector<int64_t>(static_cast<size_t>(count), 1));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::where, {mask, x, x}));
+  Tensor mask = n.constant_ints(ir::DType::kBool, mask_shape, std::vector<int64_t>(static_cast<size_t>(count), 1));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {mask, x, x}));
   return n.set_output(0, y);
 }
 
@@ -146,7 +146,7 @@ Status lower_tile(NodeContext& n) {
     if (repeats[axis] < 1) return n.unsupported(fmt::format("repeats {} (empty tensors)", repeats[axis]));
     if (repeats[axis] == 1) continue;
     std::vector<Tensor> copies(static_cast<size_t>(repeats[axis]), x);
-    CARVE_ASSIGN_OR_RETURN(x, n.op(OpKind::concat, copies, {{"axis", static_cast<int64_t>(axis)}}));
+    CARVE_ASSIGN_OR_RETURN(x, n.op(OpKind::kConcat, copies, {{"axis", static_cast<int64_t>(axis)}}));
   }
   return n.set_output(0, x);
 }
@@ -163,13 +163,13 @@ Status lower_shape(NodeContext& n) {
   end = std::clamp<int64_t>(end, start, rank);
   std::vector<int64_t> dims(type.shape.dims().begin() + start, type.shape.dims().begin() + end);
   const auto count = static_cast<int64_t>(dims.size());
-  return n.set_output(0, n.constant_ints(ir::DType::i64, ir::Shape{count}, dims));
+  return n.set_output(0, n.constant_ints(ir::DType::kI64, ir::Shape{count}, dims));
 }
 
 Status lower_size(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(ir::TensorType type, n.input_type(0));
   CARVE_ASSIGN_OR_RETURN(int64_t count, type.shape.num_elements());
-  return n.set_output(0, n.constant_ints(ir::DType::i64, ir::Shape{}, {count}));
+  return n.set_output(0, n.constant_ints(ir::DType::kI64, ir::Shape{}, {count}));
 }
 
 }  // namespace

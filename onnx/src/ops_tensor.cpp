@@ -21,19 +21,19 @@ Status lower_constant(NodeContext& n) {
   }
   if (n.has_attr("value_float")) {
     CARVE_ASSIGN_OR_RETURN(double v, n.attr_float("value_float"));
-    return n.set_output(0, n.constant_doubles(ir::DType::f32, {}, {v}));
+    return n.set_output(0, n.constant_doubles(ir::DType::kF32, {}, {v}));
   }
   if (n.has_attr("value_floats")) {
     CARVE_ASSIGN_OR_RETURN(std::vector<double> v, n.attr_floats("value_floats"));
-    return n.set_output(0, n.constant_doubles(ir::DType::f32, ir::Shape{static_cast<int64_t>(v.size())}, v));
+    return n.set_output(0, n.constant_doubles(ir::DType::kF32, ir::Shape{static_cast<int64_t>(v.size())}, v));
   }
   if (n.has_attr("value_int")) {
     CARVE_ASSIGN_OR_RETURN(int64_t v, n.attr_int("value_int"));
-    return n.set_output(0, n.constant_ints(ir::DType::i64, {}, {v}));
+    return n.set_output(0, n.constant_ints(ir::DType::kI64, {}, {v}));
   }
   if (n.has_attr("value_ints")) {
     CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> v, n.attr_ints("value_ints"));
-    return n.set_output(0, n.constant_ints(ir::DType::i64, ir::Shape{static_cast<int64_t>(v.size())}, v));
+    return n.set_output(0, n.constant_ints(ir::DType::kI64, ir::Shape{static_cast<int64_t>(v.size())}, v));
   }
   return n.unsupported("a Constant needs one of value, value_float(s), value_int(s)");
 }
@@ -42,7 +42,7 @@ Status lower_constant_of_shape(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, n.const_ints(0, "shape"));
   ir::Shape shape(dims);
   if (Status valid = shape.validate(); !valid.ok()) return n.error(ErrorCode::kShapeError, valid.message());
-  ir::DType dtype = ir::DType::f32;
+  ir::DType dtype = ir::DType::kF32;
   double fill = 0.0;
   if (const auto* a = n.attr("value")) {
     if (a->type() != ::onnx::AttributeProto::TENSOR) return n.invalid("attribute 'value' must be a tensor");
@@ -53,7 +53,7 @@ Status lower_constant_of_shape(NodeContext& n) {
     fill = to_doubles(*t)[0];
   }
   const auto count = static_cast<size_t>(*shape.num_elements());
-  if (ir::is_integer(dtype) || dtype == ir::DType::boolean) {
+  if (ir::is_integer(dtype) || dtype == ir::DType::kBool) {
     // Integers go through int64 so large fill values are exact.
     return n.set_output(0, n.constant_ints(dtype, shape, std::vector<int64_t>(count, static_cast<int64_t>(fill))));
   }
@@ -93,9 +93,9 @@ Status lower_gather(NodeContext& n) {
       if (i < -extent || i >= extent) return n.error(ErrorCode::kOutOfBounds, fmt::format("index {} outside [-{}, {})", i, extent, extent));
       if (i < 0) i += extent;
     }
-    indices = n.constant_ints(ir::DType::i64, indices.type.shape, idx);
+    indices = n.constant_ints(ir::DType::kI64, indices.type.shape, idx);
   }
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::gather, {data, indices}, {{"axis", axis}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kGather, {data, indices}, {{"axis", axis}}));
   return n.set_output(0, y);
 }
 
@@ -130,7 +130,7 @@ Status lower_pad(NodeContext& n) {
   }
   for (int64_t p : pads)
     if (p < 0) return n.unsupported("negative pads");
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::pad, {x}, {{"pads", pads}, {"value", value}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kPad, {x}, {{"pads", pads}, {"value", value}}));
   return n.set_output(0, y);
 }
 
@@ -151,9 +151,9 @@ Status lower_trilu(NodeContext& n) {
   std::vector<int64_t> mask(static_cast<size_t>(rows * cols));
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) mask[static_cast<size_t>(i * cols + j)] = upper ? (j - i >= k) : (j - i <= k);
-  Tensor m = n.constant_ints(ir::DType::boolean, ir::Shape{rows, cols}, mask);
+  Tensor m = n.constant_ints(ir::DType::kBool, ir::Shape{rows, cols}, mask);
   Tensor zero = n.constant_doubles(x.type.dtype, {}, {0.0});
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::where, {m, x, zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {m, x, zero}));
   return n.set_output(0, y);
 }
 

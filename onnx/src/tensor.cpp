@@ -40,15 +40,15 @@ std::vector<uint8_t> pack(const Field& field) {
 // The typed repeated field that holds the elements when raw_data is absent.
 std::vector<uint8_t> typed_field_bytes(const TensorProto& proto, ir::DType dtype) {
   switch (dtype) {
-    case ir::DType::f32: return pack<float>(proto.float_data());
-    case ir::DType::f64: return pack<double>(proto.double_data());
-    case ir::DType::i64: return pack<int64_t>(proto.int64_data());
-    case ir::DType::i32: return pack<int32_t>(proto.int32_data());
-    case ir::DType::i8: return pack<int8_t>(proto.int32_data());
-    case ir::DType::u8:
-    case ir::DType::boolean: return pack<uint8_t>(proto.int32_data());
-    case ir::DType::f16:
-    case ir::DType::bf16: return pack<uint16_t>(proto.int32_data());  // bit patterns
+    case ir::DType::kF32: return pack<float>(proto.float_data());
+    case ir::DType::kF64: return pack<double>(proto.double_data());
+    case ir::DType::kI64: return pack<int64_t>(proto.int64_data());
+    case ir::DType::kI32: return pack<int32_t>(proto.int32_data());
+    case ir::DType::kI8: return pack<int8_t>(proto.int32_data());
+    case ir::DType::kU8:
+    case ir::DType::kBool: return pack<uint8_t>(proto.int32_data());
+    case ir::DType::kF16:
+    case ir::DType::kBf16: return pack<uint16_t>(proto.int32_data());  // bit patterns
   }
   return {};
 }
@@ -117,15 +117,15 @@ bool has_external_data(const TensorProto& proto) {
 
 Result<ir::DType> dtype_from_onnx(int32_t elem_type) {
   switch (elem_type) {
-    case TensorProto::FLOAT: return ir::DType::f32;
-    case TensorProto::DOUBLE: return ir::DType::f64;
-    case TensorProto::FLOAT16: return ir::DType::f16;
-    case TensorProto::BFLOAT16: return ir::DType::bf16;
-    case TensorProto::INT8: return ir::DType::i8;
-    case TensorProto::UINT8: return ir::DType::u8;
-    case TensorProto::INT32: return ir::DType::i32;
-    case TensorProto::INT64: return ir::DType::i64;
-    case TensorProto::BOOL: return ir::DType::boolean;
+    case TensorProto::FLOAT: return ir::DType::kF32;
+    case TensorProto::DOUBLE: return ir::DType::kF64;
+    case TensorProto::FLOAT16: return ir::DType::kF16;
+    case TensorProto::BFLOAT16: return ir::DType::kBf16;
+    case TensorProto::INT8: return ir::DType::kI8;
+    case TensorProto::UINT8: return ir::DType::kU8;
+    case TensorProto::INT32: return ir::DType::kI32;
+    case TensorProto::INT64: return ir::DType::kI64;
+    case TensorProto::BOOL: return ir::DType::kBool;
     default: break;
   }
   const std::string name =
@@ -186,11 +186,11 @@ std::vector<int64_t> to_int64s(const Tensor& t) {
     }
   };
   switch (t.type.dtype) {
-    case ir::DType::i64: read(int64_t{}); break;
-    case ir::DType::i32: read(int32_t{}); break;
-    case ir::DType::i8: read(int8_t{}); break;
-    case ir::DType::u8:
-    case ir::DType::boolean: read(uint8_t{}); break;
+    case ir::DType::kI64: read(int64_t{}); break;
+    case ir::DType::kI32: read(int32_t{}); break;
+    case ir::DType::kI8: read(int8_t{}); break;
+    case ir::DType::kU8:
+    case ir::DType::kBool: read(uint8_t{}); break;
     default: {
       const std::vector<double> d = to_doubles(t);
       for (size_t i = 0; i < d.size(); ++i) out[i] = static_cast<int64_t>(d[i]);
@@ -205,7 +205,7 @@ Tensor from_doubles(std::string name, ir::DType dtype, ir::Shape shape, const st
 }
 
 Tensor from_int64s(std::string name, ir::DType dtype, ir::Shape shape, const std::vector<int64_t>& values) {
-  if (dtype == ir::DType::i64) {
+  if (dtype == ir::DType::kI64) {
     std::vector<uint8_t> bytes(values.size() * sizeof(int64_t));
     if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
     return known_tensor(std::move(name), ir::TensorType{dtype, std::move(shape)}, std::move(bytes));

@@ -18,7 +18,7 @@ int64_t slice_start(int64_t dim, int64_t start) {
 
 bool root_is_protected(const ir::Graph& graph, ValueId root) {
   const ir::Value& v = graph.value(root);
-  return v.kind != ir::ValueKind::intermediate || graph.is_output(root);
+  return v.kind != ir::ValueKind::kIntermediate || graph.is_output(root);
 }
 
 Status check_order(const ir::Graph& graph, std::span<const ir::NodeId> order) {
@@ -39,11 +39,11 @@ Status check_order(const ir::Graph& graph, std::span<const ir::NodeId> order) {
 Placement own_placement(const ir::Graph& graph, const ir::Node* producer, ValueId v,
                         const GraphPlanOptions& options) {
   const ir::Value& value = graph.value(v);
-  if (value.kind == ir::ValueKind::constant) return Placement::constant;
-  if (value.kind == ir::ValueKind::input) return options.plan_inputs ? Placement::arena : Placement::input;
-  if (graph.is_output(v) && !options.plan_outputs) return Placement::output;
-  if (producer && producer->op == ir::OpKind::read_handle) return Placement::handle;
-  return Placement::arena;
+  if (value.kind == ir::ValueKind::kConstant) return Placement::kConstant;
+  if (value.kind == ir::ValueKind::kInput) return options.plan_inputs ? Placement::kArena : Placement::kInput;
+  if (graph.is_output(v) && !options.plan_outputs) return Placement::kOutput;
+  if (producer && producer->op == ir::OpKind::kReadHandle) return Placement::kHandle;
+  return Placement::kArena;
 }
 
 // The steps each node's kernel spans: [first, last] of its fusion group, or its own step.
@@ -165,19 +165,19 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
   };
 
   for (const ir::Value& v : graph.values)
-    if (v.kind != ir::ValueKind::intermediate) make_root(v.id, nullptr);
+    if (v.kind != ir::ValueKind::kIntermediate) make_root(v.id, nullptr);
 
   for (size_t step = 0; step < order.size(); ++step) {
     const ir::Node& node = graph.node(order[step]);
     for (ValueId v : node.outputs) {
       const bool is_output = graph.is_output(v);
       if (static_cast<size_t>(v) < options.unstored.size() && options.unstored[static_cast<size_t>(v)]) {
-        out.values[static_cast<size_t>(v)] = ValuePlacement{Placement::none, v, -1, 0, false, false};
+        out.values[static_cast<size_t>(v)] = ValuePlacement{Placement::kNone, v, -1, 0, false, false};
         continue;
       }
       std::optional<int64_t> view_offset;
       if (ir::is_view(node.op)) view_offset = 0;
-      if (node.op == ir::OpKind::slice) view_offset = contiguous_slice_offset(graph, node);
+      if (node.op == ir::OpKind::kSlice) view_offset = contiguous_slice_offset(graph, node);
       if (view_offset && !is_output) {
         alias(v, node.inputs[0], *view_offset);
         out.values[static_cast<size_t>(v)].is_view = true;
@@ -189,7 +189,7 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
         for (ValueId in : node.inputs) {
           const ValuePlacement& src = out.values[static_cast<size_t>(in)];
           auto r = static_cast<size_t>(src.root);
-          if (src.placement != Placement::arena || src.byte_offset != 0 || root_is_protected(graph, src.root))
+          if (src.placement != Placement::kArena || src.byte_offset != 0 || root_is_protected(graph, src.root))
             continue;
           if (root_last[r] != span.last[static_cast<size_t>(node.id)] || bytes[r] != bytes[static_cast<size_t>(v)])
             continue;
@@ -211,7 +211,7 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
   const int64_t end_step = static_cast<int64_t>(order.size());
   for (const ir::Value& v : graph.values) {
     auto i = static_cast<size_t>(v.id);
-    if (out.values[i].root != v.id || out.values[i].placement != Placement::arena) continue;
+    if (out.values[i].root != v.id || out.values[i].placement != Placement::kArena) continue;
     int64_t first = root_first[i], last = root_last[i];
     if (graph.is_output(v.id)) last = std::max<int64_t>(last, end_step - 1);
     out.values[i].buffer = static_cast<int32_t>(out.problem.buffers.size());
@@ -220,7 +220,7 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
     out.scratch_nodes.emplace_back();
   }
   for (auto& p : out.values)
-    if (p.placement == Placement::arena && p.root != ir::kNoValue)
+    if (p.placement == Placement::kArena && p.root != ir::kNoValue)
       p.buffer = out.values[static_cast<size_t>(p.root)].buffer;
   return out;
 }

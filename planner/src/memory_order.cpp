@@ -50,7 +50,7 @@ Result<CostGraph> build_cost_graph(const ir::Graph& graph) {
         source[static_cast<size_t>(out)] = source[static_cast<size_t>(node.inputs[0])];
         continue;
       }
-      if (graph.is_output(out) || node.op == ir::OpKind::read_handle) continue;
+      if (graph.is_output(out) || node.op == ir::OpKind::kReadHandle) continue;
       CARVE_ASSIGN_OR_RETURN(int64_t bytes, graph.value(out).type.byte_size());
       arena_index[static_cast<size_t>(out)] = static_cast<int>(cg.bytes.size());
       cg.makes[static_cast<size_t>(id)].push_back(static_cast<int>(cg.bytes.size()));

@@ -82,7 +82,7 @@ Result<std::vector<BufferPair>> unordered_buffer_pairs(const ir::Graph& graph, c
   for (const ir::Node& node : graph.nodes) {
     auto touch = [&](ir::ValueId v) {
       const ValuePlacement& p = problem.values[static_cast<size_t>(v)];
-      if (p.placement == Placement::arena && p.buffer >= 0) accesses[static_cast<size_t>(p.buffer)].push_back(node.id);
+      if (p.placement == Placement::kArena && p.buffer >= 0) accesses[static_cast<size_t>(p.buffer)].push_back(node.id);
     };
     for (ir::ValueId v : node.inputs) touch(v);
     for (ir::ValueId v : node.outputs) touch(v);

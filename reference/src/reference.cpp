@@ -128,19 +128,19 @@ std::vector<double> load_f64(ir::DType dtype, const void* data, int64_t n) {
   double* o = out.data();
   auto same = [](auto v) { return static_cast<double>(v); };
   switch (dtype) {
-    case ir::DType::f32: load_loop<float>(data, n, same, o); break;
-    case ir::DType::f64: load_loop<double>(data, n, same, o); break;
-    case ir::DType::f16:
+    case ir::DType::kF32: load_loop<float>(data, n, same, o); break;
+    case ir::DType::kF64: load_loop<double>(data, n, same, o); break;
+    case ir::DType::kF16:
       load_loop<uint16_t>(data, n, [](uint16_t b) { return double{ir::f16_to_float(b)}; }, o);
       break;
-    case ir::DType::bf16:
+    case ir::DType::kBf16:
       load_loop<uint16_t>(data, n, [](uint16_t b) { return double{ir::bf16_to_float(b)}; }, o);
       break;
-    case ir::DType::i8: load_loop<int8_t>(data, n, same, o); break;
-    case ir::DType::i32: load_loop<int32_t>(data, n, same, o); break;
-    case ir::DType::i64: load_loop<int64_t>(data, n, same, o); break;
-    case ir::DType::u8: load_loop<uint8_t>(data, n, same, o); break;
-    case ir::DType::boolean:
+    case ir::DType::kI8: load_loop<int8_t>(data, n, same, o); break;
+    case ir::DType::kI32: load_loop<int32_t>(data, n, same, o); break;
+    case ir::DType::kI64: load_loop<int64_t>(data, n, same, o); break;
+    case ir::DType::kU8: load_loop<uint8_t>(data, n, same, o); break;
+    case ir::DType::kBool:
       load_loop<uint8_t>(data, n, [](uint8_t b) { return b != 0 ? 1.0 : 0.0; }, o);
       break;
   }
@@ -152,11 +152,11 @@ std::vector<int64_t> load_i64(ir::DType dtype, const void* data, int64_t n) {
   int64_t* o = out.data();
   auto same = [](auto v) { return static_cast<int64_t>(v); };
   switch (dtype) {
-    case ir::DType::i8: load_loop<int8_t>(data, n, same, o); break;
-    case ir::DType::i32: load_loop<int32_t>(data, n, same, o); break;
-    case ir::DType::i64: load_loop<int64_t>(data, n, same, o); break;
-    case ir::DType::u8: load_loop<uint8_t>(data, n, same, o); break;
-    case ir::DType::boolean:
+    case ir::DType::kI8: load_loop<int8_t>(data, n, same, o); break;
+    case ir::DType::kI32: load_loop<int32_t>(data, n, same, o); break;
+    case ir::DType::kI64: load_loop<int64_t>(data, n, same, o); break;
+    case ir::DType::kU8: load_loop<uint8_t>(data, n, same, o); break;
+    case ir::DType::kBool:
       load_loop<uint8_t>(data, n, [](uint8_t b) { return int64_t{b != 0}; }, o);
       break;
     default: {
@@ -174,15 +174,15 @@ void store_f64(ir::DType dtype, std::span<const double> values, void* data) {
   for (int64_t i = 0; i < n; ++i) {
     const double v = values[static_cast<size_t>(i)];
     switch (dtype) {
-      case ir::DType::f32: write_at<float>(data, i, static_cast<float>(v)); break;
-      case ir::DType::f64: write_at<double>(data, i, v); break;
-      case ir::DType::f16: write_at<uint16_t>(data, i, ir::double_to_f16(v)); break;
-      case ir::DType::bf16: write_at<uint16_t>(data, i, ir::double_to_bf16(v)); break;
-      case ir::DType::i8: write_at<int8_t>(data, i, saturating_trunc<int8_t>(v)); break;
-      case ir::DType::i32: write_at<int32_t>(data, i, saturating_trunc<int32_t>(v)); break;
-      case ir::DType::i64: write_at<int64_t>(data, i, saturating_trunc<int64_t>(v)); break;
-      case ir::DType::u8: write_at<uint8_t>(data, i, saturating_trunc<uint8_t>(v)); break;
-      case ir::DType::boolean: write_at<uint8_t>(data, i, v != 0 ? 1 : 0); break;  // NaN -> 1
+      case ir::DType::kF32: write_at<float>(data, i, static_cast<float>(v)); break;
+      case ir::DType::kF64: write_at<double>(data, i, v); break;
+      case ir::DType::kF16: write_at<uint16_t>(data, i, ir::double_to_f16(v)); break;
+      case ir::DType::kBf16: write_at<uint16_t>(data, i, ir::double_to_bf16(v)); break;
+      case ir::DType::kI8: write_at<int8_t>(data, i, saturating_trunc<int8_t>(v)); break;
+      case ir::DType::kI32: write_at<int32_t>(data, i, saturating_trunc<int32_t>(v)); break;
+      case ir::DType::kI64: write_at<int64_t>(data, i, saturating_trunc<int64_t>(v)); break;
+      case ir::DType::kU8: write_at<uint8_t>(data, i, saturating_trunc<uint8_t>(v)); break;
+      case ir::DType::kBool: write_at<uint8_t>(data, i, v != 0 ? 1 : 0); break;  // NaN -> 1
     }
   }
 }
@@ -192,16 +192,16 @@ void store_i64(ir::DType dtype, std::span<const int64_t> values, void* data) {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t v = values[static_cast<size_t>(i)];
     switch (dtype) {
-      case ir::DType::f32: write_at<float>(data, i, static_cast<float>(v)); break;
-      case ir::DType::f64: write_at<double>(data, i, static_cast<double>(v)); break;
-      case ir::DType::f16: write_at<uint16_t>(data, i, ir::int64_to_f16(v)); break;
-      case ir::DType::bf16: write_at<uint16_t>(data, i, ir::int64_to_bf16(v)); break;
+      case ir::DType::kF32: write_at<float>(data, i, static_cast<float>(v)); break;
+      case ir::DType::kF64: write_at<double>(data, i, static_cast<double>(v)); break;
+      case ir::DType::kF16: write_at<uint16_t>(data, i, ir::int64_to_f16(v)); break;
+      case ir::DType::kBf16: write_at<uint16_t>(data, i, ir::int64_to_bf16(v)); break;
       // Narrowing to a signed type is modular in C++20.
-      case ir::DType::i8: write_at<int8_t>(data, i, static_cast<int8_t>(v)); break;
-      case ir::DType::i32: write_at<int32_t>(data, i, static_cast<int32_t>(v)); break;
-      case ir::DType::i64: write_at<int64_t>(data, i, v); break;
-      case ir::DType::u8: write_at<uint8_t>(data, i, static_cast<uint8_t>(v)); break;
-      case ir::DType::boolean: write_at<uint8_t>(data, i, v != 0 ? 1 : 0); break;
+      case ir::DType::kI8: write_at<int8_t>(data, i, static_cast<int8_t>(v)); break;
+      case ir::DType::kI32: write_at<int32_t>(data, i, static_cast<int32_t>(v)); break;
+      case ir::DType::kI64: write_at<int64_t>(data, i, v); break;
+      case ir::DType::kU8: write_at<uint8_t>(data, i, static_cast<uint8_t>(v)); break;
+      case ir::DType::kBool: write_at<uint8_t>(data, i, v != 0 ? 1 : 0); break;
     }
   }
 }
@@ -319,7 +319,7 @@ Status reference_node(const ir::Graph& graph, const ir::Node& node,
     return ref::run_state(ctx);
   }
   if (ir::is_elementwise(node.op)) return ref::run_elementwise(ctx);
-  if (static_cast<int>(node.op) <= static_cast<int>(ir::OpKind::batch_norm)) return ref::run_nn(ctx);
+  if (static_cast<int>(node.op) <= static_cast<int>(ir::OpKind::kBatchNorm)) return ref::run_nn(ctx);
   return ref::run_layout(ctx);
 }
 
@@ -353,7 +353,7 @@ Result<std::vector<HostTensor>> run_graph(const ir::Graph& graph,
   }
   for (ir::ValueId id : graph.outputs) read[static_cast<size_t>(id)] = true;
   for (const ir::Value& value : graph.values) {
-    if (value.kind != ir::ValueKind::constant || !read[static_cast<size_t>(value.id)]) continue;
+    if (value.kind != ir::ValueKind::kConstant || !read[static_cast<size_t>(value.id)]) continue;
     if (!value.data.has_value()) {
       return Status(ErrorCode::kInvalidArgument,
                     fmt::format("constant {} has no data", ir::describe_value(graph, value.id)));
@@ -426,7 +426,7 @@ Result<std::vector<HostTensor>> run_reference(const ir::Graph& graph,
   std::vector<std::optional<HostTensor>> values(graph.values.size());
   size_t next = 0;
   for (const ir::Value& value : graph.values) {
-    if (value.kind != ir::ValueKind::input) continue;
+    if (value.kind != ir::ValueKind::kInput) continue;
     if (next >= inputs.size()) {
       return Status(ErrorCode::kInvalidArgument,
                     fmt::format("graph '{}' has more inputs than the {} given (missing {})",
@@ -451,7 +451,7 @@ Result<std::vector<HostTensor>> run_reference(const ir::Graph& graph,
   std::vector<std::optional<HostTensor>> values(graph.values.size());
   size_t used = 0;
   for (const ir::Value& value : graph.values) {
-    if (value.kind != ir::ValueKind::input) continue;
+    if (value.kind != ir::ValueKind::kInput) continue;
     auto it = inputs.find(value.name);
     if (it == inputs.end()) {
       return Status(ErrorCode::kInvalidArgument,
@@ -464,7 +464,7 @@ Result<std::vector<HostTensor>> run_reference(const ir::Graph& graph,
   if (used != inputs.size()) {
     for (const auto& [name, tensor] : inputs) {
       const ir::Value* v = graph.find_value(name);
-      if (v == nullptr || v->kind != ir::ValueKind::input) {
+      if (v == nullptr || v->kind != ir::ValueKind::kInput) {
         return Status(ErrorCode::kInvalidArgument,
                       fmt::format("'{}' is not an input of graph '{}'", name, graph.name));
       }

@@ -18,23 +18,23 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 double float_unary(OpKind op, double x, const Ctx& ctx) {
   switch (op) {
-    case OpKind::neg: return -x;
-    case OpKind::abs: return std::fabs(x);
-    case OpKind::exp: return std::exp(x);
-    case OpKind::log: return std::log(x);
-    case OpKind::sqrt: return std::sqrt(x);
-    case OpKind::rsqrt: return 1.0 / std::sqrt(x);
-    case OpKind::tanh: return std::tanh(x);
-    case OpKind::sigmoid: return sigmoid(x);
-    case OpKind::relu: return x < 0 ? 0.0 : x;
-    case OpKind::gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    case OpKind::erf: return std::erf(x);
-    case OpKind::silu: return x * sigmoid(x);
-    case OpKind::hard_sigmoid: {
+    case OpKind::kNeg: return -x;
+    case OpKind::kAbs: return std::fabs(x);
+    case OpKind::kExp: return std::exp(x);
+    case OpKind::kLog: return std::log(x);
+    case OpKind::kSqrt: return std::sqrt(x);
+    case OpKind::kRsqrt: return 1.0 / std::sqrt(x);
+    case OpKind::kTanh: return std::tanh(x);
+    case OpKind::kSigmoid: return sigmoid(x);
+    case OpKind::kRelu: return x < 0 ? 0.0 : x;
+    case OpKind::kGelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case OpKind::kErf: return std::erf(x);
+    case OpKind::kSilu: return x * sigmoid(x);
+    case OpKind::kHardSigmoid: {
       const double y = ctx.attr_float("alpha", 0.2) * x + ctx.attr_float("beta", 0.5);
       return std::isnan(y) ? y : std::max(0.0, std::min(1.0, y));
     }
-    case OpKind::clip: {
+    case OpKind::kClip: {
       const double lo = ctx.attr_float("min", -kInf), hi = ctx.attr_float("max", kInf);
       return x < lo ? lo : (x > hi ? hi : x);  // NaN falls through
     }
@@ -65,16 +65,16 @@ Status run_unary(const Ctx& ctx) {
   }
   std::vector<int64_t> x = load_i64(t.dtype, ctx.in[0], n);
   switch (op) {
-    case OpKind::neg:
+    case OpKind::kNeg:
       for (int64_t& v : x) v = wrap_neg(v);
       break;
-    case OpKind::abs:
+    case OpKind::kAbs:
       for (int64_t& v : x) v = v < 0 ? wrap_neg(v) : v;
       break;
-    case OpKind::relu:
+    case OpKind::kRelu:
       for (int64_t& v : x) v = v < 0 ? 0 : v;
       break;
-    case OpKind::clip: {
+    case OpKind::kClip: {
       auto [lo, hi] = int_clip_bounds(t.dtype, ctx.attr_float("min", -kInf),
                                       ctx.attr_float("max", kInf));
       for (int64_t& v : x) v = v < lo ? lo : (v > hi ? hi : v);
@@ -89,13 +89,13 @@ Status run_unary(const Ctx& ctx) {
 
 double float_binary(OpKind op, double a, double b) {
   switch (op) {
-    case OpKind::add: return a + b;
-    case OpKind::sub: return a - b;
-    case OpKind::mul: return a * b;
-    case OpKind::div: return a / b;
-    case OpKind::pow: return std::pow(a, b);
-    case OpKind::max: return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
-    case OpKind::min: return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b);
+    case OpKind::kAdd: return a + b;
+    case OpKind::kSub: return a - b;
+    case OpKind::kMul: return a * b;
+    case OpKind::kDiv: return a / b;
+    case OpKind::kPow: return std::pow(a, b);
+    case OpKind::kMax: return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
+    case OpKind::kMin: return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b);
     default: return kNaN;
   }
 }
@@ -116,16 +116,16 @@ int64_t int_pow(int64_t base, int64_t exponent) {
 
 int64_t int_binary(OpKind op, int64_t a, int64_t b) {
   switch (op) {
-    case OpKind::add: return wrap_add(a, b);
-    case OpKind::sub: return wrap_sub(a, b);
-    case OpKind::mul: return wrap_mul(a, b);
-    case OpKind::div:
+    case OpKind::kAdd: return wrap_add(a, b);
+    case OpKind::kSub: return wrap_sub(a, b);
+    case OpKind::kMul: return wrap_mul(a, b);
+    case OpKind::kDiv:
       if (b == 0) return 0;
       if (b == -1) return wrap_neg(a);  // INT64_MIN / -1 would overflow
       return a / b;                     // truncates toward zero
-    case OpKind::pow: return int_pow(a, b);
-    case OpKind::max: return std::max(a, b);
-    case OpKind::min: return std::min(a, b);
+    case OpKind::kPow: return int_pow(a, b);
+    case OpKind::kMax: return std::max(a, b);
+    case OpKind::kMin: return std::min(a, b);
     default: return 0;
   }
 }
@@ -133,12 +133,12 @@ int64_t int_binary(OpKind op, int64_t a, int64_t b) {
 template <typename V>
 bool compare(OpKind op, V a, V b) {
   switch (op) {
-    case OpKind::equal: return a == b;
-    case OpKind::not_equal: return a != b;
-    case OpKind::less: return a < b;
-    case OpKind::less_equal: return a <= b;
-    case OpKind::greater: return a > b;
-    case OpKind::greater_equal: return a >= b;
+    case OpKind::kEqual: return a == b;
+    case OpKind::kNotEqual: return a != b;
+    case OpKind::kLess: return a < b;
+    case OpKind::kLessEqual: return a <= b;
+    case OpKind::kGreater: return a > b;
+    case OpKind::kGreaterEqual: return a >= b;
     default: return false;
   }
 }
@@ -221,8 +221,8 @@ Status run_elementwise(const Ctx& ctx) {
     }
     return Status();
   }
-  if (op == OpKind::where) return run_where(ctx);
-  if (op == OpKind::cast) return run_cast(ctx);
+  if (op == OpKind::kWhere) return run_where(ctx);
+  if (op == OpKind::kCast) return run_cast(ctx);
   return ctx.error(ErrorCode::kInternal, "not an elementwise op");
 }
 

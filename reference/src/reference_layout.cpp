@@ -173,17 +173,17 @@ Status gather(const Ctx& ctx) {
 
 Status run_layout(const Ctx& ctx) {
   switch (ctx.node.op) {
-    case OpKind::concat: return concat(ctx);
-    case OpKind::split: return split(ctx);
-    case OpKind::slice: return slice(ctx);
-    case OpKind::transpose: return transpose(ctx);
-    case OpKind::pad: return pad(ctx);
-    case OpKind::gather: return gather(ctx);
-    case OpKind::reshape:
-    case OpKind::flatten:
-    case OpKind::squeeze:
-    case OpKind::unsqueeze:
-    case OpKind::identity:
+    case OpKind::kConcat: return concat(ctx);
+    case OpKind::kSplit: return split(ctx);
+    case OpKind::kSlice: return slice(ctx);
+    case OpKind::kTranspose: return transpose(ctx);
+    case OpKind::kPad: return pad(ctx);
+    case OpKind::kGather: return gather(ctx);
+    case OpKind::kReshape:
+    case OpKind::kFlatten:
+    case OpKind::kSqueeze:
+    case OpKind::kUnsqueeze:
+    case OpKind::kIdentity:
       // Views: same bytes, new shape. memmove, so an aliased input/output is fine.
       if (ctx.out[0] != ctx.in[0]) copy_bytes(ctx.out[0], ctx.in[0], byte_count(ctx.in_type(0)));
       return Status();
@@ -211,13 +211,13 @@ Status run_state(const Ctx& ctx) {
                                  state.bytes.size()));
   }
   switch (ctx.node.op) {
-    case OpKind::read_handle:
+    case OpKind::kReadHandle:
       copy_bytes(ctx.out[0], state.bytes.data(), want);
       return Status();
-    case OpKind::write_handle:
+    case OpKind::kWriteHandle:
       copy_bytes(state.bytes.data(), ctx.in[0], want);
       return Status();
-    case OpKind::write_handle_at: {
+    case OpKind::kWriteHandleAt: {
       const ir::TensorType& tv = ctx.in_type(0);
       const int rank = decl->type.shape.rank();
       const int axis = normalize_axis(ctx.attr_int("axis", 0), rank);

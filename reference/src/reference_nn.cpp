@@ -79,13 +79,13 @@ Status reduce(const Ctx& ctx) {
 
   const std::vector<V> x = load<V>(tx.dtype, ctx.in[0], count(tx.shape));
   const auto n_out = static_cast<size_t>(count(ty.shape));
-  std::vector<V> acc(n_out, op == OpKind::reduce_max ? lowest<V>(tx.dtype) : V{0});
+  std::vector<V> acc(n_out, op == OpKind::kReduceMax ? lowest<V>(tx.dtype) : V{0});
   IndexWalker walk(tx.shape, {out_strides});
   for (size_t i = 0; i < x.size(); ++i, walk.next()) {
     V& a = acc[static_cast<size_t>(walk.offset(0))];
-    a = op == OpKind::reduce_max ? max_nan(a, x[i]) : plus(a, x[i]);
+    a = op == OpKind::kReduceMax ? max_nan(a, x[i]) : plus(a, x[i]);
   }
-  if (op == OpKind::reduce_mean) {
+  if (op == OpKind::kReduceMean) {
     if constexpr (std::is_same_v<V, double>) {
       for (double& a : acc) a /= static_cast<double>(group);  // 0 / 0 = NaN for an empty group
     }
@@ -354,17 +354,17 @@ Status pool(const Ctx& ctx) {
       const int64_t y0 = py * win.strides[0] - win.pads[0], y1 = y0 + win.kernel[0];
       for (int64_t px = 0; px < ow; ++px) {
         const int64_t x0 = px * win.strides[1] - win.pads[1], x1 = x0 + win.kernel[1];
-        V acc = op == OpKind::max_pool ? low : V{0};
+        V acc = op == OpKind::kMaxPool ? low : V{0};
         int64_t valid = 0;
         for (int64_t iy = std::max<int64_t>(y0, 0); iy < std::min(y1, h); ++iy) {
           for (int64_t ix = std::max<int64_t>(x0, 0); ix < std::min(x1, w); ++ix) {
             const V v = xp[iy * w + ix];
-            acc = op == OpKind::max_pool ? max_nan(acc, v) : plus(acc, v);
+            acc = op == OpKind::kMaxPool ? max_nan(acc, v) : plus(acc, v);
             ++valid;
           }
         }
         if constexpr (std::is_same_v<V, double>) {
-          if (op == OpKind::avg_pool) {
+          if (op == OpKind::kAvgPool) {
             // The window clipped to the padded extent (ceil_mode can reach past it).
             const int64_t padded = (std::min(y1, h + win.pads[2]) - y0) *
                                    (std::min(x1, w + win.pads[3]) - x0);
@@ -399,20 +399,20 @@ Status global_avg_pool(const Ctx& ctx) {
 Status run_nn(const Ctx& ctx) {
   const ir::DType dtype = ctx.in_type(0).dtype;
   switch (ctx.node.op) {
-    case OpKind::reduce_sum:
-    case OpKind::reduce_mean:
-    case OpKind::reduce_max:
+    case OpKind::kReduceSum:
+    case OpKind::kReduceMean:
+    case OpKind::kReduceMax:
       return CARVE_REF_DISPATCH(dtype, reduce, ctx);
-    case OpKind::softmax: return softmax(ctx);
-    case OpKind::layer_norm: return layer_norm(ctx);
-    case OpKind::matmul: return CARVE_REF_DISPATCH(dtype, matmul, ctx);
-    case OpKind::gemm: return CARVE_REF_DISPATCH(dtype, gemm, ctx);
-    case OpKind::conv2d: return CARVE_REF_DISPATCH(dtype, conv2d, ctx);
-    case OpKind::max_pool:
-    case OpKind::avg_pool:
+    case OpKind::kSoftmax: return softmax(ctx);
+    case OpKind::kLayerNorm: return layer_norm(ctx);
+    case OpKind::kMatmul: return CARVE_REF_DISPATCH(dtype, matmul, ctx);
+    case OpKind::kGemm: return CARVE_REF_DISPATCH(dtype, gemm, ctx);
+    case OpKind::kConv2d: return CARVE_REF_DISPATCH(dtype, conv2d, ctx);
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
       return CARVE_REF_DISPATCH(dtype, pool, ctx);
-    case OpKind::global_avg_pool: return global_avg_pool(ctx);
-    case OpKind::batch_norm: return batch_norm(ctx);
+    case OpKind::kGlobalAvgPool: return global_avg_pool(ctx);
+    case OpKind::kBatchNorm: return batch_norm(ctx);
     default: break;
   }
   return ctx.error(ErrorCode::kInternal, "not an nn op");

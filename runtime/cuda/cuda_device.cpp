@@ -225,7 +225,7 @@ Result<std::unique_ptr<CudaModule>> CudaModule::load(std::shared_ptr<CudaContext
   CARVE_RETURN_IF_ERROR(context->make_current());
   CARVE_ASSIGN_OR_RETURN(const DriverApi* api, detail::driver());
   std::vector<uint8_t> image = binary.bytes;
-  if (binary.kind == jit::cuda::BinaryKind::ptx && image.back() != 0) image.push_back(0);
+  if (binary.kind == jit::cuda::BinaryKind::kPtx && image.back() != 0) image.push_back(0);
   CUmodule mod = nullptr;
   CARVE_CU_TRY(*api, api->cuModuleLoadData(&mod, image.data()), fmt::format("cuModuleLoadData ({})", binary.target));
   CUfunction fn = nullptr;

@@ -45,11 +45,11 @@ Result<std::vector<reference::HostTensor>> run_graph(const ir::Graph& graph, std
   // Inputs and constants.
   size_t next_input = 0;
   for (const ir::Value& v : graph.values) {
-    if (v.kind == ir::ValueKind::intermediate) continue;
+    if (v.kind == ir::ValueKind::kIntermediate) continue;
     const size_t bytes = bytes_of(v.type);
     CARVE_ASSIGN_OR_RETURN(DevicePtr p, mem.alloc(bytes));
     buf[static_cast<size_t>(v.id)] = p;
-    if (v.kind == ir::ValueKind::input) {
+    if (v.kind == ir::ValueKind::kInput) {
       if (next_input >= inputs.size()) {
         return Status(ErrorCode::kInvalidArgument, fmt::format("run_graph: no input tensor for {}", ir::describe_value(graph, v.id)));
       }
@@ -104,7 +104,7 @@ Result<std::vector<reference::HostTensor>> run_graph(const ir::Graph& graph, std
     for (const jit::KernelOperand& op : group.operands) {
       if (op.value != ir::kNoValue) {
         params.push_back(buf[static_cast<size_t>(op.value)]);
-      } else if (op.role == jit::OperandRole::scratch) {
+      } else if (op.role == jit::OperandRole::kScratch) {
         CARVE_ASSIGN_OR_RETURN(DevicePtr p, mem.alloc(static_cast<size_t>(group.scratch_bytes)));
         params.push_back(p);
       } else {

@@ -23,7 +23,7 @@ bool on_device(const Buffer& b) { return b.device_kind() == DeviceKind::kDevice;
 }  // namespace
 
 Result<std::shared_ptr<DeviceBackend>> DeviceBackend::create(const Device& device, int streams, bool graphs) {
-  if (device.type != DeviceType::cuda)
+  if (device.type != DeviceType::kCuda)
     return Status(ErrorCode::kInvalidArgument, fmt::format("device backend for {}", device.to_string()));
   CARVE_RETURN_IF_ERROR(cuda::driver_status());
   auto backend = std::make_shared<DeviceBackend>();
@@ -48,7 +48,7 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
   const auto& ctx = backend->allocator->context();
   std::vector<bool> device_kernel(p.kernels.size(), false);  // kernels only the host runs get no module
   for (const Launch& l : p.launches)
-    if (l.kind == LaunchKind::kernel && !l.on_host) device_kernel[static_cast<size_t>(l.kernel)] = true;
+    if (l.kind == LaunchKind::kKernel && !l.on_host) device_kernel[static_cast<size_t>(l.kernel)] = true;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const ProgramKernel& k = p.kernels[ki];
     if (!device_kernel[ki]) {
@@ -92,7 +92,7 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
     ex->output_staging_.push_back(std::move(b));
   }
   if (p.mixed()) {  // the host copy of the arena (same offsets) for the CPU-placed kernels
-    CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(cpu_allocator(), ir::DType::u8,
+    CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(cpu_allocator(), ir::DType::kU8,
                                                       ir::Shape({std::max<int64_t>(1, p.plan.arena_bytes)})));
     ex->host_arena_ = std::move(b);
   }
@@ -119,20 +119,20 @@ DeviceExecutor::~DeviceExecutor() = default;
 Status DeviceExecutor::launch_one(const Program& p, int32_t l, const RegionBases& bases, cuda::CudaStream* stream) const {
   const Launch& launch = p.launches[static_cast<size_t>(l)];
   switch (launch.kind) {
-    case LaunchKind::kernel: {
+    case LaunchKind::kKernel: {
       const std::vector<uint64_t> params = launch_addresses(launch, bases);
       const auto k = static_cast<size_t>(launch.kernel);
       return named(p, l, modules_[k]->launch(configs_[k], params, stream));
     }
-    case LaunchKind::copy:
+    case LaunchKind::kCopy:
       return named(p, l, stream->copy_device_async(dptr(bases.address(launch.operands[1])),
                                                    dptr(bases.address(launch.operands[0])),
                                                    static_cast<size_t>(launch.operands[0].bytes)));
-    case LaunchKind::upload:
+    case LaunchKind::kUpload:
       return named(p, l, stream->copy_to_device_async(dptr(bases.address(launch.operands[1])),
                                                       bases.address(launch.operands[0]),
                                                       static_cast<size_t>(launch.operands[0].bytes)));
-    case LaunchKind::download:
+    case LaunchKind::kDownload:
       return named(p, l, stream->copy_from_device_async(bases.address(launch.operands[1]),
                                                         dptr(bases.address(launch.operands[0])),
                                                         static_cast<size_t>(launch.operands[0].bytes)));
@@ -160,7 +160,7 @@ Status DeviceExecutor::enqueue(const Program& p, const RegionBases& bases, const
       CARVE_RETURN_IF_ERROR(named(p, l, stream->wait(*events_[static_cast<size_t>(w)])));
     }
     if (!skip[static_cast<size_t>(l)]) CARVE_RETURN_IF_ERROR(launch_one(p, l, bases, stream));
-    if (capture && launch.kind == LaunchKind::kernel) {
+    if (capture && launch.kind == LaunchKind::kKernel) {
       CARVE_ASSIGN_OR_RETURN(nodes_[static_cast<size_t>(l)], stream->last_captured_node());
     }
     if (plan_.records[static_cast<size_t>(t)])
@@ -217,9 +217,9 @@ Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std
   std::vector<int32_t> upload_of_input(p.inputs.size(), -1), download_of_output(p.outputs.size(), -1);
   for (size_t l = 0; l < p.launches.size(); ++l) {
     const Launch& launch = p.launches[l];
-    if (launch.kind == LaunchKind::upload && launch.operands[0].region == Region::host_input)
+    if (launch.kind == LaunchKind::kUpload && launch.operands[0].region == Region::kHostInput)
       upload_of_input[static_cast<size_t>(launch.operands[0].slot)] = static_cast<int32_t>(l);
-    if (launch.kind == LaunchKind::download && launch.operands[1].region == Region::host_output)
+    if (launch.kind == LaunchKind::kDownload && launch.operands[1].region == Region::kHostOutput)
       download_of_output[static_cast<size_t>(launch.operands[1].slot)] = static_cast<int32_t>(l);
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -250,12 +250,12 @@ Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std
     for (auto& s : streams_) CARVE_RETURN_IF_ERROR(s->synchronize());
     return Status();
   }
-  CARVE_RETURN_IF_ERROR(transfers(p, bases, skip, LaunchKind::upload));
+  CARVE_RETURN_IF_ERROR(transfers(p, bases, skip, LaunchKind::kUpload));
   bool recapture = !graph_;
   std::vector<int32_t> changed;
   if (!recapture) {
     changed = changed_launches(p, *captured_, bases);
-    for (int32_t l : changed) recapture = recapture || p.launches[static_cast<size_t>(l)].kind != LaunchKind::kernel;
+    for (int32_t l : changed) recapture = recapture || p.launches[static_cast<size_t>(l)].kind != LaunchKind::kKernel;
   }
   if (recapture) {
     CARVE_RETURN_IF_ERROR(capture(p, bases));
@@ -268,7 +268,7 @@ Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std
     captured_ = bases;
   }
   CARVE_RETURN_IF_ERROR(graph_->launch(streams_[0].get()).with_context("cuGraphLaunch"));
-  CARVE_RETURN_IF_ERROR(transfers(p, bases, skip, LaunchKind::download));
+  CARVE_RETURN_IF_ERROR(transfers(p, bases, skip, LaunchKind::kDownload));
   return streams_[0]->synchronize();
 }
 

@@ -54,11 +54,11 @@ class Ranges {
 
 Region host_region(Region r) {
   switch (r) {
-    case Region::arena: return Region::host_arena;
-    case Region::input: return Region::host_input;
-    case Region::output: return Region::host_output;
-    case Region::constant: return Region::host_constant;
-    case Region::handle: return Region::host_handle;
+    case Region::kArena: return Region::kHostArena;
+    case Region::kInput: return Region::kHostInput;
+    case Region::kOutput: return Region::kHostOutput;
+    case Region::kConstant: return Region::kHostConstant;
+    case Region::kHandle: return Region::kHostHandle;
     default: return r;
   }
 }
@@ -70,9 +70,9 @@ struct Residency {
   explicit Residency(const Program& p) {
     // Inputs and constants are valid on both sides (uploaded / the caller's host memory).
     for (size_t i = 0; i < p.inputs.size(); ++i)
-      for (auto& side : valid) side[{Region::input, static_cast<int32_t>(i)}].add(0, kAll);
+      for (auto& side : valid) side[{Region::kInput, static_cast<int32_t>(i)}].add(0, kAll);
     for (size_t c = 0; c < p.constants.size(); ++c)
-      for (auto& side : valid) side[{Region::constant, static_cast<int32_t>(c)}].add(0, kAll);
+      for (auto& side : valid) side[{Region::kConstant, static_cast<int32_t>(c)}].add(0, kAll);
   }
   Ranges& at(int side, const MemoryRef& r) { return valid[side][{r.region, r.slot}]; }
 };
@@ -82,8 +82,8 @@ Launch transfer_launch(const Launch& reader, const MemoryRef& device_ref, bool t
   host_ref.region = host_region(device_ref.region);
   std::string name = fmt::format("{}_{}_{}+{}_for_{}", to_host ? "download" : "upload",
                                  region_name(device_ref.region), device_ref.slot, device_ref.offset, reader.name);
-  if (to_host) return make_transfer(std::move(name), LaunchKind::download, device_ref, host_ref);
-  return make_transfer(std::move(name), LaunchKind::upload, host_ref, device_ref);
+  if (to_host) return make_transfer(std::move(name), LaunchKind::kDownload, device_ref, host_ref);
+  return make_transfer(std::move(name), LaunchKind::kUpload, host_ref, device_ref);
 }
 
 }  // namespace
@@ -96,11 +96,11 @@ Status place_on_host(Program& p, const std::vector<bool>& host_launch) {
   for (size_t l = 0; l < p.launches.size(); ++l) {
     if (!host_launch[l]) continue;
     const Launch& launch = p.launches[l];
-    if (launch.kind != LaunchKind::kernel)
+    if (launch.kind != LaunchKind::kKernel)
       return Status(ErrorCode::kInvalidArgument, fmt::format("place_on_host: launch {} '{}' is a {}, not a kernel",
                                                              l, launch.name, launch_kind_name(launch.kind)));
     for (const MemoryRef& r : launch.operands)
-      if (r.region == Region::handle)
+      if (r.region == Region::kHandle)
         return Status(ErrorCode::kUnsupported,
                       fmt::format("kernel '{}' is placed on the CPU but uses handle '{}': handles are device memory "
                                   "in a device program; place the state ops on the device",
@@ -136,7 +136,7 @@ Status place_on_host(Program& p, const std::vector<bool>& host_launch) {
   p.launches = std::move(out);
   p.output_on_host.assign(p.outputs.size(), false);
   for (size_t i = 0; i < p.outputs.size(); ++i) {
-    const MemoryRef whole{Region::output, static_cast<int32_t>(i), 0, 1};
+    const MemoryRef whole{Region::kOutput, static_cast<int32_t>(i), 0, 1};
     p.output_on_host[i] = res.at(0, whole).intersect(0, kAll).empty() && !res.at(1, whole).intersect(0, kAll).empty();
   }
   return Status();

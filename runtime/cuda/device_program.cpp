@@ -6,7 +6,7 @@
 namespace carve::runtime {
 
 std::string Device::to_string() const {
-  return type == DeviceType::cpu ? std::string("cpu") : fmt::format("cuda:{}", index);
+  return type == DeviceType::kCpu ? std::string("cpu") : fmt::format("cuda:{}", index);
 }
 
 Launch make_transfer(std::string name, LaunchKind kind, MemoryRef source, MemoryRef destination) {
@@ -34,25 +34,25 @@ Status add_device_transfers(Program& p, const std::vector<bool>& host_handle) {
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     CARVE_ASSIGN_OR_RETURN(int64_t bytes, bytes_of(p, p.inputs[i]));
     const auto slot = static_cast<int32_t>(i);
-    first.push_back(make_transfer(fmt::format("upload_input_{}", i), LaunchKind::upload,
-                             {Region::host_input, slot, 0, bytes}, {Region::input, slot, 0, bytes}));
+    first.push_back(make_transfer(fmt::format("upload_input_{}", i), LaunchKind::kUpload,
+                             {Region::kHostInput, slot, 0, bytes}, {Region::kInput, slot, 0, bytes}));
   }
   for (size_t h = 0; h < p.handles.size(); ++h) {
     if (!host_handle[h]) continue;
     const auto bytes = static_cast<int64_t>(p.handles[h]->byte_size());
     const auto slot = static_cast<int32_t>(h);
-    first.push_back(make_transfer(fmt::format("upload_handle_{}", p.handles[h]->name()), LaunchKind::upload,
-                             {Region::host_handle, slot, 0, bytes}, {Region::handle, slot, 0, bytes}));
-    last.push_back(make_transfer(fmt::format("download_handle_{}", p.handles[h]->name()), LaunchKind::download,
-                            {Region::handle, slot, 0, bytes}, {Region::host_handle, slot, 0, bytes}));
+    first.push_back(make_transfer(fmt::format("upload_handle_{}", p.handles[h]->name()), LaunchKind::kUpload,
+                             {Region::kHostHandle, slot, 0, bytes}, {Region::kHandle, slot, 0, bytes}));
+    last.push_back(make_transfer(fmt::format("download_handle_{}", p.handles[h]->name()), LaunchKind::kDownload,
+                            {Region::kHandle, slot, 0, bytes}, {Region::kHostHandle, slot, 0, bytes}));
   }
   std::vector<Launch> downloads;
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     if (i < p.output_on_host.size() && p.output_on_host[i]) continue;  // written on the host already
     CARVE_ASSIGN_OR_RETURN(int64_t bytes, bytes_of(p, p.outputs[i]));
     const auto slot = static_cast<int32_t>(i);
-    downloads.push_back(make_transfer(fmt::format("download_output_{}", i), LaunchKind::download,
-                                 {Region::output, slot, 0, bytes}, {Region::host_output, slot, 0, bytes}));
+    downloads.push_back(make_transfer(fmt::format("download_output_{}", i), LaunchKind::kDownload,
+                                 {Region::kOutput, slot, 0, bytes}, {Region::kHostOutput, slot, 0, bytes}));
   }
   downloads.insert(downloads.end(), last.begin(), last.end());
   first.insert(first.end(), std::make_move_iterator(p.launches.begin()), std::make_move_iterator(p.launches.end()));

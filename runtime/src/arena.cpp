@@ -58,7 +58,7 @@ Result<Arena> materialize(const planner::Problem& problem, const planner::Memory
   const size_t arena_bytes = static_cast<size_t>(plan.arena_bytes);
   const size_t alignment = base_alignment(problem, allocator->default_alignment());
   CARVE_ASSIGN_OR_RETURN(auto storage, Storage::allocate(std::move(allocator), arena_bytes, alignment));
-  CARVE_ASSIGN_OR_RETURN(Buffer whole, Buffer::over(std::move(storage), ir::DType::u8,
+  CARVE_ASSIGN_OR_RETURN(Buffer whole, Buffer::over(std::move(storage), ir::DType::kU8,
                                                     ir::Shape{static_cast<int64_t>(arena_bytes)}));
   Arena arena(std::move(whole));
   arena.views_.reserve(problem.buffers.size());

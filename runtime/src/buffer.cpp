@@ -80,7 +80,7 @@ Result<Buffer> Buffer::map_file(const std::string& path, uint64_t file_offset, s
     return Status(ErrorCode::kOutOfBounds, fmt::format("map_file '{}': {} bytes is too large", path, bytes));
   }
   CARVE_ASSIGN_OR_RETURN(auto storage, Storage::map_file(path, file_offset, bytes));
-  return Buffer(std::move(storage), 0, bytes, ir::DType::u8, ir::Shape{static_cast<int64_t>(bytes)},
+  return Buffer(std::move(storage), 0, bytes, ir::DType::kU8, ir::Shape{static_cast<int64_t>(bytes)},
                 static_cast<int64_t>(bytes), false);
 }
 
@@ -99,7 +99,7 @@ Result<Buffer> Buffer::view(size_t offset, size_t size) const {
   if (size > static_cast<size_t>(std::numeric_limits<int64_t>::max())) {
     return Status(ErrorCode::kOutOfBounds, fmt::format("view of {} bytes on buffer #{} is too large", size, id_.value));
   }
-  return view(offset, ir::DType::u8, ir::Shape{static_cast<int64_t>(size)});
+  return view(offset, ir::DType::kU8, ir::Shape{static_cast<int64_t>(size)});
 }
 
 Result<Buffer> Buffer::view(size_t offset, ir::DType dtype, ir::Shape shape) const {

@@ -8,23 +8,23 @@ std::byte* RegionBases::address(const MemoryRef& ref) const {
   const auto slot = static_cast<size_t>(ref.slot);
   std::byte* base = nullptr;
   switch (ref.region) {
-    case Region::arena: base = arena; break;
-    case Region::input: base = inputs[slot]; break;
-    case Region::output: base = outputs[slot]; break;
-    case Region::constant: base = constants[slot]; break;
-    case Region::handle: base = handles[slot]; break;
-    case Region::host_input: base = host_inputs[slot]; break;
-    case Region::host_output: base = host_outputs[slot]; break;
-    case Region::host_handle: base = host_handles[slot]; break;
-    case Region::host_arena: base = host_arena; break;
-    case Region::host_constant: base = host_constants[slot]; break;
+    case Region::kArena: base = arena; break;
+    case Region::kInput: base = inputs[slot]; break;
+    case Region::kOutput: base = outputs[slot]; break;
+    case Region::kConstant: base = constants[slot]; break;
+    case Region::kHandle: base = handles[slot]; break;
+    case Region::kHostInput: base = host_inputs[slot]; break;
+    case Region::kHostOutput: base = host_outputs[slot]; break;
+    case Region::kHostHandle: base = host_handles[slot]; break;
+    case Region::kHostArena: base = host_arena; break;
+    case Region::kHostConstant: base = host_constants[slot]; break;
   }
   return base + ref.offset;
 }
 
 void execute_launch(const Program& program, const Launch& launch, const RegionBases& bases, int64_t tile_begin,
                     int64_t tile_end) {
-  if (launch.kind != LaunchKind::kernel) {  // on the CPU every copy is a memmove
+  if (launch.kind != LaunchKind::kKernel) {  // on the CPU every copy is a memmove
     std::memmove(bases.address(launch.operands[1]), bases.address(launch.operands[0]),
                  static_cast<size_t>(launch.operands[0].bytes));
     return;

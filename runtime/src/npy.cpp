@@ -33,23 +33,23 @@ struct DTypeCode {
   ir::DType dtype;
 };
 constexpr DTypeCode kCodes[] = {
-    {'f', 4, ir::DType::f32}, {'f', 8, ir::DType::f64}, {'f', 2, ir::DType::f16},
-    {'i', 1, ir::DType::i8},  {'i', 4, ir::DType::i32}, {'i', 8, ir::DType::i64},
-    {'u', 1, ir::DType::u8},  {'b', 1, ir::DType::boolean},
+    {'f', 4, ir::DType::kF32}, {'f', 8, ir::DType::kF64}, {'f', 2, ir::DType::kF16},
+    {'i', 1, ir::DType::kI8},  {'i', 4, ir::DType::kI32}, {'i', 8, ir::DType::kI64},
+    {'u', 1, ir::DType::kU8},  {'b', 1, ir::DType::kBool},
 };
 
 // The descr numpy writes for a dtype; empty for bf16.
 std::string_view descr_of(ir::DType dtype) {
   switch (dtype) {
-    case ir::DType::f32: return "<f4";
-    case ir::DType::f64: return "<f8";
-    case ir::DType::f16: return "<f2";
-    case ir::DType::i8: return "|i1";
-    case ir::DType::i32: return "<i4";
-    case ir::DType::i64: return "<i8";
-    case ir::DType::u8: return "|u1";
-    case ir::DType::boolean: return "|b1";
-    case ir::DType::bf16: return "";
+    case ir::DType::kF32: return "<f4";
+    case ir::DType::kF64: return "<f8";
+    case ir::DType::kF16: return "<f2";
+    case ir::DType::kI8: return "|i1";
+    case ir::DType::kI32: return "<i4";
+    case ir::DType::kI64: return "<i8";
+    case ir::DType::kU8: return "|u1";
+    case ir::DType::kBool: return "|b1";
+    case ir::DType::kBf16: return "";
   }
   return "";
 }
@@ -363,7 +363,7 @@ Result<Buffer> read_npy_bytes(std::span<const std::byte> bytes, std::string_view
   CARVE_ASSIGN_OR_RETURN(NpyHeader h, parse_npy_header(bytes, name));
   CARVE_RETURN_IF_ERROR(check_data_size(h, bytes.size(), name));
   std::span<const std::byte> data = bytes.subspan(h.data_offset, h.data_bytes);
-  if (h.dtype == ir::DType::boolean) CARVE_RETURN_IF_ERROR(check_bools(data, name));
+  if (h.dtype == ir::DType::kBool) CARVE_RETURN_IF_ERROR(check_bools(data, name));
   CARVE_ASSIGN_OR_RETURN(Buffer buffer, Buffer::allocate(cpu_allocator(), h.dtype, h.shape));
   CARVE_RETURN_IF_ERROR(buffer.copy_in(data));
   return buffer;
@@ -404,7 +404,7 @@ Result<Buffer> map_npy(const std::string& path) {
   CARVE_ASSIGN_OR_RETURN(NpyHeader h, parse_npy_header(head, path));
   CARVE_RETURN_IF_ERROR(check_data_size(h, total, path));
   CARVE_ASSIGN_OR_RETURN(Buffer raw, Buffer::map_file(path, h.data_offset, h.data_bytes));
-  if (h.dtype == ir::DType::boolean) {
+  if (h.dtype == ir::DType::kBool) {
     CARVE_ASSIGN_OR_RETURN(std::span<const std::byte> data, raw.bytes());
     CARVE_RETURN_IF_ERROR(check_bools(data, path));
   }

@@ -41,30 +41,30 @@ Result<MemoryRef> value_ref(const Program& p, ir::ValueId v) {
   const ir::Graph& g = p.graph;
   const planner::ValuePlacement& place = p.problem.values[static_cast<size_t>(v)];
   CARVE_ASSIGN_OR_RETURN(int64_t bytes, g.value(v).type.byte_size());
-  MemoryRef ref{Region::arena, 0, place.byte_offset, bytes};
+  MemoryRef ref{Region::kArena, 0, place.byte_offset, bytes};
   switch (place.placement) {
-    case Placement::arena:
+    case Placement::kArena:
       ref.offset += p.plan.offsets[static_cast<size_t>(place.buffer)];
       ref.buffer = place.buffer;
       return ref;
-    case Placement::input:
-      ref.region = Region::input;
+    case Placement::kInput:
+      ref.region = Region::kInput;
       ref.slot = p.input_index(place.root);
       return ref;
-    case Placement::output:
-      ref.region = Region::output;
+    case Placement::kOutput:
+      ref.region = Region::kOutput;
       ref.slot = p.output_index(place.root);
       return ref;
-    case Placement::constant:
-      ref.region = Region::constant;
+    case Placement::kConstant:
+      ref.region = Region::kConstant;
       ref.slot = index_of(p.constants, place.root);
       return ref;
-    case Placement::handle: {
-      ref.region = Region::handle;
+    case Placement::kHandle: {
+      ref.region = Region::kHandle;
       CARVE_ASSIGN_OR_RETURN(ref.slot, handle_index(g, g.node(g.value(place.root).producer)));
       return ref;
     }
-    case Placement::none:
+    case Placement::kNone:
       break;
   }
   return Status(ErrorCode::kInternal, fmt::format("{} is kept in registers but a kernel reads it from memory",
@@ -79,7 +79,7 @@ bool group_is_alias_only(const Program& p, const jit::KernelGroup& group) {
   if (node.outputs.empty()) return false;
   for (ir::ValueId v : node.outputs) {
     const auto& place = p.problem.values[static_cast<size_t>(v)];
-    const bool handle_read = node.op == ir::OpKind::read_handle && place.placement == Placement::handle;
+    const bool handle_read = node.op == ir::OpKind::kReadHandle && place.placement == Placement::kHandle;
     if (!place.is_view && !handle_read) return false;
   }
   return true;
@@ -122,7 +122,7 @@ Status check_bound_constant(const ir::Value& v, const Buffer& b) {
 
 Status bind_constants(Program& p, const CompileOptions& options) {
   for (const ir::Value& v : p.graph.values) {
-    if (v.kind != ir::ValueKind::constant) continue;
+    if (v.kind != ir::ValueKind::kConstant) continue;
     p.constants.push_back(v.id);
     auto bound = v.data ? options.constants.end() : options.constants.find(v.name);
     if (bound != options.constants.end()) {
@@ -206,23 +206,23 @@ Result<Launch> bind_group(const Program& p, jit::KernelGroup& group, int32_t scr
   launch.name = group.name;
   for (const jit::KernelOperand& operand : group.operands) {
     MemoryRef ref;
-    if (operand.role == jit::OperandRole::scratch) {
+    if (operand.role == jit::OperandRole::kScratch) {
       const auto index = static_cast<size_t>(scratch_buffer);
-      ref = MemoryRef{Region::arena, 0, p.plan.offsets[index], p.problem.problem.buffers[index].size, scratch_buffer};
+      ref = MemoryRef{Region::kArena, 0, p.plan.offsets[index], p.problem.problem.buffers[index].size, scratch_buffer};
     } else if (operand.value == ir::kNoValue) {  // a state op's handle
       const ir::Node& node = p.graph.node(group.nodes.front());
       CARVE_ASSIGN_OR_RETURN(int32_t h, handle_index(p.graph, node));
-      ref = MemoryRef{Region::handle, h, 0, static_cast<int64_t>(p.handles[static_cast<size_t>(h)]->byte_size())};
+      ref = MemoryRef{Region::kHandle, h, 0, static_cast<int64_t>(p.handles[static_cast<size_t>(h)]->byte_size())};
     } else {
       CARVE_ASSIGN_OR_RETURN(ref, value_ref(p, operand.value));
-      if (ref.region == Region::constant && !p.constant_buffers[static_cast<size_t>(ref.slot)])
+      if (ref.region == Region::kConstant && !p.constant_buffers[static_cast<size_t>(ref.slot)])
         return Status(ErrorCode::kInvalidArgument,
                       fmt::format("{} has no data (weights must be given to run the graph)",
                                   ir::describe_value(p.graph, operand.value)));
     }
     launch.operands.push_back(ref);
-    if (operand.role != jit::OperandRole::output) launch.reads.push_back(ref);
-    if (operand.role != jit::OperandRole::input) launch.writes.push_back(ref);
+    if (operand.role != jit::OperandRole::kOutput) launch.reads.push_back(ref);
+    if (operand.role != jit::OperandRole::kInput) launch.writes.push_back(ref);
   }
   group.may_alias.clear();
   for (size_t i = 0; i < launch.operands.size(); ++i)
@@ -239,10 +239,10 @@ Result<Launch> bind_group(const Program& p, jit::KernelGroup& group, int32_t scr
 Status add_output_copies(Program& p) {
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     const ir::ValueId v = p.outputs[i];
-    if (p.problem.values[static_cast<size_t>(v)].placement == Placement::output) continue;
+    if (p.problem.values[static_cast<size_t>(v)].placement == Placement::kOutput) continue;
     CARVE_ASSIGN_OR_RETURN(MemoryRef source, value_ref(p, v));
-    MemoryRef destination{Region::output, static_cast<int32_t>(i), 0, source.bytes};
-    Launch copy{fmt::format("copy_output_{}", i), LaunchKind::copy, -1, 0, 1, {source, destination}, {source},
+    MemoryRef destination{Region::kOutput, static_cast<int32_t>(i), 0, source.bytes};
+    Launch copy{fmt::format("copy_output_{}", i), LaunchKind::kCopy, -1, 0, 1, {source, destination}, {source},
                 {destination}};
     p.launches.push_back(std::move(copy));
   }
@@ -266,7 +266,7 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
     return Status(ErrorCode::kInvalidArgument, fmt::format("unknown order '{}' (given|memory)", options.order));
   }
   for (const ir::Value& v : p->graph.values)
-    if (v.kind == ir::ValueKind::input) p->inputs.push_back(v.id);
+    if (v.kind == ir::ValueKind::kInput) p->inputs.push_back(v.id);
   p->outputs = p->graph.outputs;
   CARVE_RETURN_IF_ERROR(bind_constants(*p, options));
   CARVE_RETURN_IF_ERROR(bind_handles(*p, options));

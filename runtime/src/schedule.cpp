@@ -21,9 +21,9 @@ std::string hazard_kinds_name(HazardKinds kinds) {
       s += name;
     }
   };
-  add(HazardKind::raw, "RAW");
-  add(HazardKind::war, "WAR");
-  add(HazardKind::waw, "WAW");
+  add(HazardKind::kRaw, "RAW");
+  add(HazardKind::kWar, "WAR");
+  add(HazardKind::kWaw, "WAW");
   return s.empty() ? "none" : s;
 }
 
@@ -35,20 +35,20 @@ std::vector<RangeConflict> range_conflicts(const Launch& earlier, const Launch& 
   std::vector<RangeConflict> out;
   for (const MemoryRef& w : earlier.writes) {
     for (const MemoryRef& r : later.reads)
-      if (w.overlaps(r)) out.push_back({HazardKind::raw, w, r});
+      if (w.overlaps(r)) out.push_back({HazardKind::kRaw, w, r});
     for (const MemoryRef& w2 : later.writes)
-      if (w.overlaps(w2)) out.push_back({HazardKind::waw, w, w2});
+      if (w.overlaps(w2)) out.push_back({HazardKind::kWaw, w, w2});
   }
   for (const MemoryRef& r : earlier.reads)
     for (const MemoryRef& w : later.writes)
-      if (r.overlaps(w)) out.push_back({HazardKind::war, r, w});
+      if (r.overlaps(w)) out.push_back({HazardKind::kWar, r, w});
   return out;
 }
 
 bool conflicts_from_arena_reuse_only(std::span<const RangeConflict> conflicts) {
   if (conflicts.empty()) return false;
   for (const RangeConflict& c : conflicts) {
-    if (c.earlier.region != Region::arena || c.later.region != Region::arena) return false;
+    if (c.earlier.region != Region::kArena || c.later.region != Region::kArena) return false;
     if (c.earlier.buffer < 0 || c.later.buffer < 0 || c.earlier.buffer == c.later.buffer) return false;
   }
   return true;
@@ -120,9 +120,9 @@ void Schedule::compute_edge_stats() {
   s.edges = static_cast<int64_t>(edges_.size());
   s.raw_edges = s.war_edges = s.waw_edges = s.reuse_only_edges = 0;
   for (const ScheduleEdge& e : edges_) {
-    s.raw_edges += (e.kinds & static_cast<HazardKinds>(HazardKind::raw)) ? 1 : 0;
-    s.war_edges += (e.kinds & static_cast<HazardKinds>(HazardKind::war)) ? 1 : 0;
-    s.waw_edges += (e.kinds & static_cast<HazardKinds>(HazardKind::waw)) ? 1 : 0;
+    s.raw_edges += (e.kinds & static_cast<HazardKinds>(HazardKind::kRaw)) ? 1 : 0;
+    s.war_edges += (e.kinds & static_cast<HazardKinds>(HazardKind::kWar)) ? 1 : 0;
+    s.waw_edges += (e.kinds & static_cast<HazardKinds>(HazardKind::kWaw)) ? 1 : 0;
     s.reuse_only_edges += e.arena_reuse_only ? 1 : 0;
   }
   // ASAP levels; task indices are a topological order (edges go forward).
@@ -145,7 +145,7 @@ Status validate_launch(const Program& program, const Launch& launch, size_t inde
   auto bad = [&](std::string_view why) {
     return Status(ErrorCode::kInvalidArgument, fmt::format("launch {} '{}': {}", index, launch.name, why));
   };
-  if (launch.kind == LaunchKind::kernel) {
+  if (launch.kind == LaunchKind::kKernel) {
     if (launch.kernel < 0 || static_cast<size_t>(launch.kernel) >= program.kernels.size())
       return bad(fmt::format("kernel index {} out of range ({} kernels)", launch.kernel, program.kernels.size()));
     if (!program.on_device && program.kernels[static_cast<size_t>(launch.kernel)].fn == nullptr)
@@ -328,7 +328,7 @@ Result<Schedule> build_schedule(const Program& program, const ScheduleOptions& o
     for (const MemoryRef& r : L.reads) st.total_bytes += r.bytes;
     for (const MemoryRef& r : L.writes) st.total_bytes += r.bytes;
     const int64_t tiles = L.tile_end - L.tile_begin;
-    const int64_t chunks = (L.kind == LaunchKind::kernel && tiles > 1) ? std::min(tiles, max_chunks) : 1;
+    const int64_t chunks = (L.kind == LaunchKind::kKernel && tiles > 1) ? std::min(tiles, max_chunks) : 1;
     if (chunks > 1) ++st.split_launches;
     for (int64_t c = 0; c < chunks; ++c) {
       ScheduleTask t;

@@ -15,26 +15,26 @@ namespace carve::runtime {
 
 std::string_view region_name(Region region) {
   switch (region) {
-    case Region::arena: return "arena";
-    case Region::input: return "input";
-    case Region::output: return "output";
-    case Region::constant: return "constant";
-    case Region::handle: return "handle";
-    case Region::host_input: return "host_input";
-    case Region::host_output: return "host_output";
-    case Region::host_handle: return "host_handle";
-    case Region::host_arena: return "host_arena";
-    case Region::host_constant: return "host_constant";
+    case Region::kArena: return "arena";
+    case Region::kInput: return "input";
+    case Region::kOutput: return "output";
+    case Region::kConstant: return "constant";
+    case Region::kHandle: return "handle";
+    case Region::kHostInput: return "host_input";
+    case Region::kHostOutput: return "host_output";
+    case Region::kHostHandle: return "host_handle";
+    case Region::kHostArena: return "host_arena";
+    case Region::kHostConstant: return "host_constant";
   }
   return "?";
 }
 
 std::string_view launch_kind_name(LaunchKind kind) {
   switch (kind) {
-    case LaunchKind::kernel: return "kernel";
-    case LaunchKind::copy: return "copy";
-    case LaunchKind::upload: return "upload";
-    case LaunchKind::download: return "download";
+    case LaunchKind::kKernel: return "kernel";
+    case LaunchKind::kCopy: return "copy";
+    case LaunchKind::kUpload: return "upload";
+    case LaunchKind::kDownload: return "download";
   }
   return "?";
 }
@@ -54,7 +54,7 @@ Result<std::unique_ptr<Session>> Session::create(const SessionOptions& options) 
     return Status(ErrorCode::kInvalidArgument, fmt::format("SessionOptions::threads is {} (< 0)", options.threads));
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (options.device.type == DeviceType::cuda) {
+  if (options.device.type == DeviceType::kCuda) {
     if (options.streams < 1)
       return Status(ErrorCode::kInvalidArgument, fmt::format("SessionOptions::streams is {} (< 1)", options.streams));
     CARVE_ASSIGN_OR_RETURN(auto backend, detail::DeviceBackend::create(options.device, options.streams,
@@ -82,7 +82,7 @@ Status check_placement(const ir::Graph& graph, const CompileOptions& options, co
     if (it == graph.nodes.end())
       return Status(ErrorCode::kNotFound, fmt::format("CompileOptions::placement names node '{}', which graph '{}' "
                                                       "does not have", name, graph.name));
-    if (device.type == DeviceType::cpu && type != DeviceType::cpu)
+    if (device.type == DeviceType::kCpu && type != DeviceType::kCpu)
       return Status(ErrorCode::kUnsupported,
                     fmt::format("{} is placed on cuda but the session runs on cpu: mixed programs are built by a "
                                 "cuda Session (SessionOptions::device) with the CPU nodes placed on cpu",
@@ -93,7 +93,7 @@ Status check_placement(const ir::Graph& graph, const CompileOptions& options, co
 
 bool placed_on_cpu(const ir::Graph& graph, const CompileOptions& options, ir::NodeId n) {
   const auto it = options.placement.find(graph.node(n).name);
-  return it != options.placement.end() && it->second == DeviceType::cpu;
+  return it != options.placement.end() && it->second == DeviceType::kCpu;
 }
 
 // Per launch of a device program: whether its kernel group is placed on the CPU.
@@ -101,7 +101,7 @@ Result<std::vector<bool>> host_launches(const Program& p, const CompileOptions& 
   std::vector<bool> host(p.launches.size(), false);
   for (size_t l = 0; l < p.launches.size(); ++l) {
     const Launch& launch = p.launches[l];
-    if (launch.kind != LaunchKind::kernel) continue;
+    if (launch.kind != LaunchKind::kKernel) continue;
     const jit::KernelGroup& group = p.kernels[static_cast<size_t>(launch.kernel)].group;
     int cpu = 0;
     for (ir::NodeId n : group.nodes) cpu += placed_on_cpu(p.graph, options, n) ? 1 : 0;
@@ -114,14 +114,14 @@ Result<std::vector<bool>> host_launches(const Program& p, const CompileOptions& 
 
 bool any_cpu_placement(const CompileOptions& options) {
   return std::any_of(options.placement.begin(), options.placement.end(),
-                     [](const auto& kv) { return kv.second == DeviceType::cpu; });
+                     [](const auto& kv) { return kv.second == DeviceType::kCpu; });
 }
 
 }  // namespace
 
 Result<std::unique_ptr<Program>> build_device_program(const ir::Graph& graph, const CompileOptions& options,
                                                       std::shared_ptr<Allocator> arena_allocator) {
-  CARVE_RETURN_IF_ERROR(check_placement(graph, options, Device{DeviceType::cuda, 0}));
+  CARVE_RETURN_IF_ERROR(check_placement(graph, options, Device{DeviceType::kCuda, 0}));
   // Mixed programs are built unfused: no kernel group spans the CPU/GPU boundary.
   CompileOptions build_options = options;
   if (any_cpu_placement(options)) build_options.fuse = false;
@@ -206,7 +206,7 @@ Status check_buffer(const Buffer& buffer, const ir::TensorType& type, std::strin
   if (!buffer.is_allocated())
     return Status(ErrorCode::kNotAllocated, fmt::format("{} '{}': buffer #{} has no memory", what, name,
                                                         buffer.id().value));
-  const bool same_device = device.type == DeviceType::cuda && buffer.device_kind() == DeviceKind::kDevice &&
+  const bool same_device = device.type == DeviceType::kCuda && buffer.device_kind() == DeviceKind::kDevice &&
                            buffer.device_id() == device.index;
   if (!buffer.is_cpu_accessible() && !same_device)
     return Status(ErrorCode::kNotCpuAccessible, fmt::format("{} '{}': buffer #{} is not in host memory", what, name,

@@ -43,15 +43,15 @@ struct Case {
   FusionOptions fusion{};
 };
 
-const std::vector<DType> kFloats = {DType::f32, DType::f64, DType::f16, DType::bf16};
-const std::vector<DType> kInts = {DType::i8, DType::i32, DType::i64, DType::u8};
+const std::vector<DType> kFloats = {DType::kF32, DType::kF64, DType::kF16, DType::kBf16};
+const std::vector<DType> kInts = {DType::kI8, DType::kI32, DType::kI64, DType::kU8};
 
 // Tolerance by dtype for transcendental/accumulating results.
 double tol(DType d, double f32 = 1e-5) {
   switch (d) {
-    case DType::f16: return 2e-3;
-    case DType::bf16: return 1.6e-2;
-    case DType::f64: return 1e-12;
+    case DType::kF16: return 2e-3;
+    case DType::kBf16: return 1.6e-2;
+    case DType::kF64: return 1e-12;
     default: return f32;
   }
 }
@@ -125,7 +125,7 @@ std::vector<Case> elementwise_cases() {
                          t = b.cast(b.cast(t, to), d);
                        }
                        b.output(t);
-                       b.output(b.cast(x, DType::f16));
+                       b.output(b.cast(x, DType::kF16));
                      }, 0, 0, -300, 300});
   }
   return cases;
@@ -133,7 +133,7 @@ std::vector<Case> elementwise_cases() {
 
 std::vector<Case> layout_cases() {
   std::vector<Case> cases;
-  for (DType d : {DType::f32, DType::bf16, DType::boolean, DType::i64}) {
+  for (DType d : {DType::kF32, DType::kBf16, DType::kBool, DType::kI64}) {
     const std::string s = dn(d);
     cases.push_back({"transpose " + s, [d](GraphBuilder& b) { b.output(b.transpose(b.input("x", d, {2, 3, 5}), {2, 0, 1})); }});
     cases.push_back({"slice with steps " + s, [d](GraphBuilder& b) {
@@ -147,7 +147,7 @@ std::vector<Case> layout_cases() {
                        for (ValueId v : b.split(b.input("x", d, {3, 8}), 1, {2, 5, 1})) b.output(v);
                      }});
     cases.push_back({"gather " + s, [d](GraphBuilder& b) {
-                       auto idx = b.constant("idx", DType::i32, {2, 2}, std::vector<uint8_t>(16, 0));
+                       auto idx = b.constant("idx", DType::kI32, {2, 2}, std::vector<uint8_t>(16, 0));
                        b.output(b.gather(b.input("x", d, {3, 4, 2}), idx, 1));
                      }});
   }
@@ -155,19 +155,19 @@ std::vector<Case> layout_cases() {
                      std::vector<int64_t> idx = {-1, 0, 2, -3};
                      std::vector<uint8_t> bytes(idx.size() * 8);
                      std::memcpy(bytes.data(), idx.data(), bytes.size());
-                     b.output(b.gather(b.input("x", DType::f16, {3, 5}), b.constant("i", DType::i64, {4}, bytes), 0));
+                     b.output(b.gather(b.input("x", DType::kF16, {3, 5}), b.constant("i", DType::kI64, {4}, bytes), 0));
                    }});
   cases.push_back({"view copy of an input", [](GraphBuilder& b) {
-                     b.output(b.reshape(b.input("x", DType::f32, {4, 6}), {2, 12}));
+                     b.output(b.reshape(b.input("x", DType::kF32, {4, 6}), {2, 12}));
                    }});
   cases.push_back({"kv cache state ops", [](GraphBuilder& b) {
-                     b.handle("cache", DType::f16, {2, 8, 4});
-                     auto v = b.input("v", DType::f16, {2, 3, 4});
-                     auto pos = b.input("pos", DType::i64, {});
-                     b.op(ir::OpKind::write_handle_at, {v, pos}, {{"handle", "cache"}, {"axis", 1}});
-                     b.handle("whole", DType::i32, {5});
-                     b.op(ir::OpKind::write_handle, {b.input("w", DType::i32, {5})}, {{"handle", "whole"}});
-                     b.output(b.op1(ir::OpKind::read_handle, {}, {{"handle", "whole"}}));
+                     b.handle("cache", DType::kF16, {2, 8, 4});
+                     auto v = b.input("v", DType::kF16, {2, 3, 4});
+                     auto pos = b.input("pos", DType::kI64, {});
+                     b.op(ir::OpKind::kWriteHandleAt, {v, pos}, {{"handle", "cache"}, {"axis", 1}});
+                     b.handle("whole", DType::kI32, {5});
+                     b.op(ir::OpKind::kWriteHandle, {b.input("w", DType::kI32, {5})}, {{"handle", "whole"}});
+                     b.output(b.op1(ir::OpKind::kReadHandle, {}, {{"handle", "whole"}}));
                    }, 0, 0, 0, 9});
   return cases;
 }
@@ -200,7 +200,7 @@ std::vector<Case> reduction_cases() {
                        b.output(b.global_avg_pool(x));
                      }, tol(d, 1e-5), tol(d, 1e-5)});
   }
-  for (DType d : {DType::i32, DType::i8}) {
+  for (DType d : {DType::kI32, DType::kI8}) {
     cases.push_back({"integer reduce sum max " + dn(d), [d](GraphBuilder& b) {
                        auto x = b.input("x", d, {3, 40});
                        b.output(b.reduce_sum(x, {1}));
@@ -212,7 +212,7 @@ std::vector<Case> reduction_cases() {
 
 std::vector<Case> pool_cases() {
   std::vector<Case> cases;
-  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+  for (DType d : {DType::kF32, DType::kF16, DType::kBf16, DType::kF64}) {
     cases.push_back({"pools " + dn(d), [d](GraphBuilder& b) {
                        auto x = b.input("x", d, {2, 3, 9, 8});
                        ir::PoolOptions o;
@@ -229,7 +229,7 @@ std::vector<Case> pool_cases() {
   cases.push_back({"max pool i8", [](GraphBuilder& b) {
                      ir::PoolOptions o;
                      o.kernel = {2, 2};
-                     b.output(b.max_pool(b.input("x", DType::i8, {1, 2, 5, 5}), o));
+                     b.output(b.max_pool(b.input("x", DType::kI8, {1, 2, 5, 5}), o));
                    }, 0, 0, -100, 100});
   return cases;
 }
@@ -238,7 +238,7 @@ std::vector<Case> matmul_cases() {
   std::vector<Case> cases;
   for (DType d : kFloats) {
     const std::string s = dn(d);
-    const double t = d == DType::f32 ? 1e-5 : tol(d);
+    const double t = d == DType::kF32 ? 1e-5 : tol(d);
     cases.push_back({"matmul bias relu " + s, [d](GraphBuilder& b) {
                        auto y = b.matmul(b.input("a", d, {70, 33}), b.input("w", d, {33, 65}));
                        b.output(b.relu(b.add(y, b.input("bias", d, {65}))));
@@ -253,7 +253,7 @@ std::vector<Case> matmul_cases() {
                        b.output(b.gemm(b.input("a2", d, {4, 3}), b.input("b2", d, {3, 2})));
                      }, t, t});
   }
-  for (DType d : {DType::i32, DType::i8, DType::i64, DType::u8}) {
+  for (DType d : {DType::kI32, DType::kI8, DType::kI64, DType::kU8}) {
     cases.push_back({"integer matmul and gemm " + dn(d), [d](GraphBuilder& b) {
                        b.output(b.matmul(b.input("a", d, {5, 20}), b.input("b", d, {20, 3})));
                        b.output(b.gemm(b.input("a2", d, {4, 3}), b.input("b2", d, {3, 2}), b.input("c", d, {4, 1})));
@@ -267,7 +267,7 @@ std::vector<Case> conv_cases() {
   std::vector<Case> cases;
   for (DType d : kFloats) {
     const std::string s = dn(d);
-    const double t = d == DType::f32 ? 1e-5 : tol(d);
+    const double t = d == DType::kF32 ? 1e-5 : tol(d);
     cases.push_back({"conv2d bias epilogue " + s, [d](GraphBuilder& b) {
                        ir::Conv2dOptions o;
                        o.strides = {2, 1};
@@ -289,8 +289,8 @@ std::vector<Case> conv_cases() {
                      }, t, t});
   }
   cases.push_back({"conv2d i32", [](GraphBuilder& b) {
-                     b.output(b.conv2d(b.input("x", DType::i32, {1, 2, 5, 5}), b.input("w", DType::i32, {3, 2, 2, 2}),
-                                       b.input("b", DType::i32, {3})));
+                     b.output(b.conv2d(b.input("x", DType::kI32, {1, 2, 5, 5}), b.input("w", DType::kI32, {3, 2, 2, 2}),
+                                       b.input("b", DType::kI32, {3})));
                    }, 0, 0, -10, 10});
   return cases;
 }
@@ -367,8 +367,8 @@ HostTensor random_tensor(std::mt19937_64& rng, const ir::TensorType& t, double l
   for (double& x : v) {
     x = u(rng);
     if (!ir::is_float(t.dtype)) x = std::round(x);
-    if (t.dtype == DType::boolean) x = x > (lo + hi) / 2 ? 1 : 0;
-    if (t.dtype == DType::u8 && x < 0) x = -x;
+    if (t.dtype == DType::kBool) x = x > (lo + hi) / 2 ? 1 : 0;
+    if (t.dtype == DType::kU8 && x < 0) x = -x;
   }
   return HostTensor::from_doubles(t.dtype, t.shape, v);
 }
@@ -406,7 +406,7 @@ void run_gpu_family(const std::vector<Case>& cases,
     REQUIRE(g.ok());
     std::vector<HostTensor> inputs;
     for (const ir::Value& v : g->values) {
-      if (v.kind == ir::ValueKind::input) {
+      if (v.kind == ir::ValueKind::kInput) {
         HostTensor t = random_tensor(rng, v.type, c.lo, c.hi);
         if (v.name == "pos") t = HostTensor::scalar<int64_t>(7);  // clamped to 5 on the GPU
         inputs.push_back(std::move(t));
@@ -420,7 +420,7 @@ void run_gpu_family(const std::vector<Case>& cases,
     // The reference rejects an out-of-range pos; give it the clamped one.
     std::vector<HostTensor> ref_inputs = inputs;
     for (size_t i = 0, k = 0; i < g->values.size(); ++i) {
-      if (g->values[i].kind != ir::ValueKind::input) continue;
+      if (g->values[i].kind != ir::ValueKind::kInput) continue;
       if (g->values[i].name == "pos") ref_inputs[k] = HostTensor::scalar<int64_t>(5);
       ++k;
     }

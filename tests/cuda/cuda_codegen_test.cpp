@@ -11,8 +11,8 @@ using namespace carve::reference;
 
 TEST_CASE("cuda/codegen/kernel signature and launch") {
   GraphBuilder b;
-  auto x = b.input("x", DType::f16, {4, 8});
-  auto bias = b.input("bias", DType::f16, {8});
+  auto x = b.input("x", DType::kF16, {4, 8});
+  auto bias = b.input("bias", DType::kF16, {8});
   b.output(b.gelu(b.add(x, bias)));
   auto g = b.build();
   REQUIRE(g.ok());
@@ -45,7 +45,7 @@ TEST_CASE("cuda/codegen/kernel signature and launch") {
 
 TEST_CASE("cuda/codegen/malformed groups are rejected") {
   GraphBuilder b;
-  auto x = b.input("x", DType::f32, {4});
+  auto x = b.input("x", DType::kF32, {4});
   b.output(b.relu(x));
   auto g = b.build();
   REQUIRE(g.ok());
@@ -66,8 +66,8 @@ TEST_CASE("cuda/codegen/malformed groups are rejected") {
 
 TEST_CASE("cuda/codegen/matmul uses the same fusion groups as the CPU JIT") {
   GraphBuilder b;
-  auto y = b.matmul(b.input("a", DType::f32, {8, 4}), b.input("w", DType::f32, {4, 16}));
-  b.output(b.relu(b.add(y, b.input("bias", DType::f32, {16}))));
+  auto y = b.matmul(b.input("a", DType::kF32, {8, 4}), b.input("w", DType::kF32, {4, 16}));
+  b.output(b.relu(b.add(y, b.input("bias", DType::kF32, {16}))));
   auto g = b.build();
   REQUIRE(g.ok());
   auto order = ir::execution_order(*g);

@@ -91,7 +91,7 @@ TEST_CASE("cuda/driver/context without a device is kUnavailable") {
   CHECK(ctx.status().message().rfind("no CUDA device: ", 0) == 0);
   // The whole-graph runner reports the same and leaves handles alone.
   ir::GraphBuilder b;
-  auto x = b.input("x", ir::DType::f32, {4});
+  auto x = b.input("x", ir::DType::kF32, {4});
   b.output(b.relu(x));
   auto g = b.build();
   REQUIRE(g.ok());
@@ -175,7 +175,7 @@ TEST_CASE("cuda/nvrtc/targets cubin for known archs and ptx otherwise") {
 
   auto cubin = c.compile(kTinyKernel, "sm_90");
   REQUIRE_MESSAGE(cubin.ok(), cubin.status().to_string());
-  CHECK((*cubin)->kind == BinaryKind::cubin);
+  CHECK((*cubin)->kind == BinaryKind::kCubin);
   CHECK((*cubin)->target == "sm_90");
   REQUIRE((*cubin)->bytes.size() > 4);
   CHECK((*cubin)->bytes[0] == 0x7f);  // ELF
@@ -183,7 +183,7 @@ TEST_CASE("cuda/nvrtc/targets cubin for known archs and ptx otherwise") {
 
   auto ptx = c.compile(kTinyKernel, "sm_999");
   REQUIRE_MESSAGE(ptx.ok(), ptx.status().to_string());
-  CHECK((*ptx)->kind == BinaryKind::ptx);
+  CHECK((*ptx)->kind == BinaryKind::kPtx);
   const std::string text(reinterpret_cast<const char*>((*ptx)->bytes.data()));
   CHECK(text.find(".target") != std::string::npos);
   CHECK(text.find("carve_kernel") != std::string::npos);
@@ -272,7 +272,7 @@ TEST_CASE("cuda/nvrtc/disk cache round trip") {
     REQUIRE(bin.ok());
     CHECK((*bin)->from_disk_cache);
     CHECK((*bin)->bytes == bytes);
-    CHECK((*bin)->kind == BinaryKind::cubin);
+    CHECK((*bin)->kind == BinaryKind::kCubin);
     CHECK((*nv)->stats().compiles == 0);
     CHECK((*nv)->stats().disk_hits == 1);
   }

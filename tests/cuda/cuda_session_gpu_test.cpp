@@ -27,7 +27,7 @@ bool skip_without_gpu() {
 
 rt::SessionOptions device_options(int streams, bool graphs) {
   rt::SessionOptions o;
-  o.device = {rt::DeviceType::cuda, 0};
+  o.device = {rt::DeviceType::kCuda, 0};
   o.streams = streams;
   o.cuda_graphs = graphs;
   return o;
@@ -101,7 +101,7 @@ TEST_CASE("cuda/gpu/session/parallel streams equal one stream, graph replay with
     REQUIRE(g.ok());
     std::vector<HostTensor> in;
     for (const ir::Value& v : g->values)
-      if (v.kind == ir::ValueKind::input) in.push_back(random_tensor(rng, v.type, c.lo, c.hi));
+      if (v.kind == ir::ValueKind::kInput) in.push_back(random_tensor(rng, v.type, c.lo, c.hi));
     auto a = session_runner(**parallel)(*g, in, nullptr);
     auto b = session_runner(**single)(*g, in, nullptr);
     REQUIRE_MESSAGE(a.ok(), a.status().to_string());
@@ -110,7 +110,7 @@ TEST_CASE("cuda/gpu/session/parallel streams equal one stream, graph replay with
   }
   // Caller device pointers: two different device inputs through one captured graph.
   ir::GraphBuilder gb;
-  auto x = gb.input("x", DType::f32, {256});
+  auto x = gb.input("x", DType::kF32, {256});
   gb.output(gb.rename(gb.relu(gb.add(x, x)), "y"));
   auto graph = gb.build();
   REQUIRE(graph.ok());
@@ -120,7 +120,7 @@ TEST_CASE("cuda/gpu/session/parallel streams equal one stream, graph replay with
   for (float scale : {1.0f, -2.0f, 3.0f}) {
     std::vector<float> host(256);
     for (size_t i = 0; i < host.size(); ++i) host[i] = scale * (static_cast<float>(i) - 100.0f);
-    auto dx = rt::Buffer::allocate(alloc, DType::f32, {256});  // a new device pointer every time
+    auto dx = rt::Buffer::allocate(alloc, DType::kF32, {256});  // a new device pointer every time
     REQUIRE(dx.ok());
     REQUIRE(dx->copy_in(std::as_bytes(std::span<const float>(host))).ok());
     std::vector<rt::Buffer> inputs{*dx};

@@ -22,15 +22,15 @@ namespace rt = carve::runtime;
 namespace {
 
 bool host_region(rt::Region r) {
-  return r == rt::Region::host_arena || r == rt::Region::host_input || r == rt::Region::host_output ||
-         r == rt::Region::host_constant || r == rt::Region::host_handle;
+  return r == rt::Region::kHostArena || r == rt::Region::kHostInput || r == rt::Region::kHostOutput ||
+         r == rt::Region::kHostConstant || r == rt::Region::kHostHandle;
 }
 
 // x -> relu -> neg -> exp -> y, plus a constant and a branch (two outputs).
 ir::Graph diamond() {
   ir::GraphBuilder b("diamond");
-  auto x = b.input("x", DType::f32, {16});
-  auto w = b.constant("w", DType::f32, {16}, std::vector<uint8_t>(64, 0));
+  auto x = b.input("x", DType::kF32, {16});
+  auto w = b.constant("w", DType::kF32, {16}, std::vector<uint8_t>(64, 0));
   auto a = b.rename(b.relu(x), "a");
   auto n = b.rename(b.neg(a), "n");
   auto m = b.rename(b.mul(a, w), "m");
@@ -50,7 +50,7 @@ std::string producer_name(const ir::Graph& g, const std::string& value) {
 rt::CompileOptions placed(const ir::Graph& g, std::initializer_list<const char*> cpu_values) {
   rt::CompileOptions o;
   o.fuse = false;
-  for (const char* v : cpu_values) o.placement[producer_name(g, v)] = rt::DeviceType::cpu;
+  for (const char* v : cpu_values) o.placement[producer_name(g, v)] = rt::DeviceType::kCpu;
   return o;
 }
 
@@ -66,14 +66,14 @@ std::map<std::string, std::vector<int>> simulate(const rt::Program& p) {
     return m;
   };
   for (size_t i = 0; i < p.inputs.size(); ++i)
-    for (rt::Region r : {rt::Region::input, rt::Region::host_input})
+    for (rt::Region r : {rt::Region::kInput, rt::Region::kHostInput})
       bytes({r, static_cast<int32_t>(i), 0, 4096}).assign(4096, 1000 + static_cast<int>(i));
   for (size_t c = 0; c < p.constants.size(); ++c)
-    for (rt::Region r : {rt::Region::constant, rt::Region::host_constant})
+    for (rt::Region r : {rt::Region::kConstant, rt::Region::kHostConstant})
       bytes({r, static_cast<int32_t>(c), 0, 4096}).assign(4096, 2000 + static_cast<int>(c));
   std::map<std::string, std::vector<int>> reads;
   for (const rt::Launch& l : p.launches) {
-    if (l.kind == rt::LaunchKind::kernel) {
+    if (l.kind == rt::LaunchKind::kKernel) {
       auto& seen = reads[l.name];
       for (const rt::MemoryRef& r : l.reads) {
         auto& m = bytes(r);
@@ -87,7 +87,7 @@ std::map<std::string, std::vector<int>> simulate(const rt::Program& p) {
     }
   }
   for (size_t i = 0; i < p.outputs.size(); ++i) {
-    auto& m = bytes({rt::Region::host_output, static_cast<int32_t>(i), 0, 1});
+    auto& m = bytes({rt::Region::kHostOutput, static_cast<int32_t>(i), 0, 1});
     auto& seen = reads["host_output"];
     seen.insert(seen.end(), m.begin(), m.end());
   }
@@ -139,11 +139,11 @@ void check_placed(const ir::Graph& g, const rt::CompileOptions& options) {
   const rt::Program& p = **mixed;
   for (const rt::Launch& l : p.launches) {
     CAPTURE(l.name);
-    if (l.kind == rt::LaunchKind::kernel) {
+    if (l.kind == rt::LaunchKind::kKernel) {
       for (const auto& r : l.operands) CHECK(host_region(r.region) == l.on_host);
-    } else if (l.kind == rt::LaunchKind::download) {
+    } else if (l.kind == rt::LaunchKind::kDownload) {
       CHECK((!host_region(l.operands[0].region) && host_region(l.operands[1].region)));
-    } else if (l.kind == rt::LaunchKind::upload) {
+    } else if (l.kind == rt::LaunchKind::kUpload) {
       CHECK((host_region(l.operands[0].region) && !host_region(l.operands[1].region)));
     }
   }
@@ -156,7 +156,7 @@ void check_placed(const ir::Graph& g, const rt::CompileOptions& options) {
 std::vector<std::string> kinds(const rt::Program& p) {
   std::vector<std::string> out;
   for (const rt::Launch& l : p.launches)
-    out.push_back(l.kind == rt::LaunchKind::kernel ? (l.on_host ? "cpu" : "gpu")
+    out.push_back(l.kind == rt::LaunchKind::kKernel ? (l.on_host ? "cpu" : "gpu")
                                                     : std::string(rt::launch_kind_name(l.kind)));
   return out;
 }
@@ -177,8 +177,8 @@ TEST_CASE("cuda/placement/a cpu node in a chain gets a download before and an up
   CHECK(kinds(p) == expected);
   const rt::Launch& down = p.launches[2];
   const rt::Launch& neg = p.launches[3];
-  CHECK(down.operands[0].region == rt::Region::arena);
-  CHECK(down.operands[1].region == rt::Region::host_arena);
+  CHECK(down.operands[0].region == rt::Region::kArena);
+  CHECK(down.operands[1].region == rt::Region::kHostArena);
   CHECK(down.operands[1].offset == down.operands[0].offset);
   CHECK(neg.reads[0].overlaps(down.writes[0]));
   CHECK(p.launches[5].reads[0].overlaps(neg.writes[0]));
@@ -196,10 +196,10 @@ TEST_CASE("cuda/placement/an output written on the cpu is not downloaded") {
   CHECK(!p.output_on_host[1]);
   int downloads_of_y = 0;
   for (const rt::Launch& l : p.launches) {
-    if (l.kind == rt::LaunchKind::download && l.operands[1].region == rt::Region::host_output &&
+    if (l.kind == rt::LaunchKind::kDownload && l.operands[1].region == rt::Region::kHostOutput &&
         l.operands[1].slot == 0)
       ++downloads_of_y;
-    if (l.on_host) CHECK(l.writes[0].region == rt::Region::host_output);
+    if (l.on_host) CHECK(l.writes[0].region == rt::Region::kHostOutput);
   }
   CHECK(downloads_of_y == 0);
   check_placed(g, options);
@@ -213,8 +213,8 @@ TEST_CASE("cuda/placement/a cpu node reads inputs and constants in host memory w
   for (const rt::Launch& l : (*program)->launches) {
     if (!l.on_host) continue;
     for (const auto& r : l.reads)
-      CHECK((r.region == rt::Region::host_input || r.region == rt::Region::host_constant ||
-             r.region == rt::Region::host_arena));
+      CHECK((r.region == rt::Region::kHostInput || r.region == rt::Region::kHostConstant ||
+             r.region == rt::Region::kHostArena));
   }
   check_placed(g, options);
 }
@@ -226,7 +226,7 @@ TEST_CASE("cuda/placement/every placement of the diamond moves the same values")
     rt::CompileOptions o;
     o.fuse = false;
     for (size_t i = 0; i < values.size(); ++i)
-      if (mask & (1u << i)) o.placement[producer_name(g, values[i])] = rt::DeviceType::cpu;
+      if (mask & (1u << i)) o.placement[producer_name(g, values[i])] = rt::DeviceType::kCpu;
     CAPTURE(mask);
     check_placed(g, o);
   }
@@ -234,22 +234,22 @@ TEST_CASE("cuda/placement/every placement of the diamond moves the same values")
 
 TEST_CASE("cuda/placement/a handle op on the cpu is unsupported") {
   ir::GraphBuilder b("state");
-  b.handle("acc", DType::f32, {8});
-  auto x = b.input("x", DType::f32, {8});
+  b.handle("acc", DType::kF32, {8});
+  auto x = b.input("x", DType::kF32, {8});
   auto sum = b.rename(b.add(b.read_handle("acc"), x), "sum");
   b.write_handle("acc", sum);
   b.output(b.rename(b.relu(sum), "y"));
   auto g = *b.build();
-  auto handle = *rt::BufferHandle::create("acc", DType::f32, {8});
+  auto handle = *rt::BufferHandle::create("acc", DType::kF32, {8});
   rt::CompileOptions o;
   o.fuse = false;
   o.handles = {handle};
-  o.placement[producer_name(g, "sum")] = rt::DeviceType::cpu;
+  o.placement[producer_name(g, "sum")] = rt::DeviceType::kCpu;
   auto program = rt::build_device_program(g, o, rt::cpu_allocator());
   REQUIRE(!program.ok());
   CHECK(program.status().code() == ErrorCode::kUnsupported);
   MESSAGE(program.status().to_string());
   o.placement.clear();
-  o.placement[producer_name(g, "y")] = rt::DeviceType::cpu;  // not touching the handle: fine
+  o.placement[producer_name(g, "y")] = rt::DeviceType::kCpu;  // not touching the handle: fine
   CHECK(rt::build_device_program(g, o, rt::cpu_allocator()).ok());
 }

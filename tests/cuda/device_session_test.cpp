@@ -46,9 +46,9 @@ class CopyingFakeDevice final : public rt::Allocator {
 // Two branches from x (parallel on streams), a constant, a handle read-modify-write.
 ir::Graph branchy() {
   ir::GraphBuilder b("branchy");
-  b.handle("acc", DType::f32, {8});
-  auto x = b.input("x", DType::f32, {8});
-  auto w = b.constant("w", DType::f32, {8}, std::vector<uint8_t>(32, 0));
+  b.handle("acc", DType::kF32, {8});
+  auto x = b.input("x", DType::kF32, {8});
+  auto w = b.constant("w", DType::kF32, {8}, std::vector<uint8_t>(32, 0));
   auto left = b.exp(b.add(x, w));
   auto right = b.tanh(b.mul(x, x));
   auto sum = b.add(b.read_handle("acc"), b.add(left, right));
@@ -69,7 +69,7 @@ rt::CompileOptions with_handle(std::shared_ptr<rt::BufferHandle> h) {
 
 TEST_CASE("cuda/session/no device is a clear error") {
   rt::SessionOptions options;
-  options.device = {rt::DeviceType::cuda, 0};
+  options.device = {rt::DeviceType::kCuda, 0};
   auto session = rt::Session::create(options);
   if (runtime::cuda::driver_status().ok()) {
     CHECK(session.ok());
@@ -90,7 +90,7 @@ TEST_CASE("cuda/session/no device is a clear error") {
 
 TEST_CASE("cuda/session/device program layout, streams and kernels") {
   auto graph = branchy();
-  auto handle = *rt::BufferHandle::create("acc", DType::f32, {8});
+  auto handle = *rt::BufferHandle::create("acc", DType::kF32, {8});
   auto options = with_handle(handle);
   auto program = rt::build_device_program(graph, options, rt::cpu_allocator());
   REQUIRE_MESSAGE(program.ok(), program.status().to_string());
@@ -98,14 +98,14 @@ TEST_CASE("cuda/session/device program layout, streams and kernels") {
   CHECK(p.on_device);
   // Transfers: upload x and the (host) handle first; download y, z and the handle last.
   REQUIRE(p.launches.size() >= 5);
-  CHECK(p.launches[0].kind == rt::LaunchKind::upload);
-  CHECK(p.launches[0].operands[0].region == rt::Region::host_input);
-  CHECK(p.launches[1].kind == rt::LaunchKind::upload);
-  CHECK(p.launches[1].operands[1].region == rt::Region::handle);
+  CHECK(p.launches[0].kind == rt::LaunchKind::kUpload);
+  CHECK(p.launches[0].operands[0].region == rt::Region::kHostInput);
+  CHECK(p.launches[1].kind == rt::LaunchKind::kUpload);
+  CHECK(p.launches[1].operands[1].region == rt::Region::kHandle);
   const size_t n = p.launches.size();
-  CHECK(p.launches[n - 3].kind == rt::LaunchKind::download);
-  CHECK(p.launches[n - 2].kind == rt::LaunchKind::download);
-  CHECK(p.launches[n - 1].operands[1].region == rt::Region::host_handle);
+  CHECK(p.launches[n - 3].kind == rt::LaunchKind::kDownload);
+  CHECK(p.launches[n - 2].kind == rt::LaunchKind::kDownload);
+  CHECK(p.launches[n - 1].operands[1].region == rt::Region::kHostHandle);
   for (size_t l = 2; l + 3 < n; ++l) CHECK(!rt::is_transfer(p.launches[l]));
   // Every kernel has CUDA C (the same groups the CPU JIT would get) and no CPU code.
   for (const rt::ProgramKernel& k : p.kernels) {
@@ -134,19 +134,19 @@ TEST_CASE("cuda/session/device program layout, streams and kernels") {
 TEST_CASE("cuda/session/device handle is used in place, without transfers") {
   auto graph = branchy();
   // A handle in device memory (a fake device allocator standing in for a CudaAllocator).
-  auto handle = rt::BufferHandle::create("acc", DType::f32, {8}, std::make_shared<CopyingFakeDevice>());
+  auto handle = rt::BufferHandle::create("acc", DType::kF32, {8}, std::make_shared<CopyingFakeDevice>());
   REQUIRE_MESSAGE(handle.ok(), handle.status().to_string());
   REQUIRE(!(*handle)->memory().is_cpu_accessible());
   auto program = rt::build_device_program(graph, with_handle(*handle), rt::cpu_allocator());
   REQUIRE(program.ok());
   int uploads = 0;
-  for (const auto& l : (*program)->launches) uploads += l.kind == rt::LaunchKind::upload;
+  for (const auto& l : (*program)->launches) uploads += l.kind == rt::LaunchKind::kUpload;
   CHECK(uploads == 1);  // x only: the handle is used in place
 }
 
 TEST_CASE("cuda/session/graph replay updates exactly the launches whose pointers change") {
   auto graph = branchy();
-  auto handle = *rt::BufferHandle::create("acc", DType::f32, {8});
+  auto handle = *rt::BufferHandle::create("acc", DType::kF32, {8});
   auto program = rt::build_device_program(graph, with_handle(handle), rt::cpu_allocator());
   REQUIRE(program.ok());
   const rt::Program& p = **program;
@@ -168,7 +168,7 @@ TEST_CASE("cuda/session/graph replay updates exactly the launches whose pointers
   for (size_t l = 0; l < p.launches.size(); ++l) {
     const auto& launch = p.launches[l];
     bool reads_x = false;
-    for (const auto& r : launch.operands) reads_x = reads_x || r.region == rt::Region::input;
+    for (const auto& r : launch.operands) reads_x = reads_x || r.region == rt::Region::kInput;
     const bool in_changed = std::find(changed.begin(), changed.end(), static_cast<int32_t>(l)) != changed.end();
     CHECK(in_changed == (reads_x && !rt::is_transfer(launch)));
   }
@@ -185,17 +185,17 @@ TEST_CASE("cuda/session/mixed placement is reported as unsupported") {
   auto session = rt::Session::create();
   REQUIRE(session.ok());
   auto graph = branchy();
-  auto handle = *rt::BufferHandle::create("acc", DType::f32, {8});
+  auto handle = *rt::BufferHandle::create("acc", DType::kF32, {8});
   auto options = with_handle(handle);
-  options.placement[graph.nodes.front().name] = rt::DeviceType::cuda;
+  options.placement[graph.nodes.front().name] = rt::DeviceType::kCuda;
   auto compiled = (*session)->compile(graph, options);
   REQUIRE(!compiled.ok());
   CHECK(compiled.status().code() == ErrorCode::kUnsupported);
   MESSAGE(compiled.status().to_string());
   options.placement.clear();
-  options.placement["no_such_node"] = rt::DeviceType::cpu;
+  options.placement["no_such_node"] = rt::DeviceType::kCpu;
   CHECK((*session)->compile(graph, options).status().code() == ErrorCode::kNotFound);
   options.placement.clear();
-  options.placement[graph.nodes.front().name] = rt::DeviceType::cpu;  // same device: fine
+  options.placement[graph.nodes.front().name] = rt::DeviceType::kCpu;  // same device: fine
   CHECK((*session)->compile(graph, options).ok());
 }

@@ -18,14 +18,14 @@ TEST_CASE("ir/dtype/names sizes and parse round trip") {
     CHECK(*back == d);
     CHECK(dtype_size(d) > 0);
   }
-  CHECK(dtype_name(DType::boolean) == "bool");
-  CHECK(dtype_size(DType::f32) == 4);
-  CHECK(dtype_size(DType::bf16) == 2);
-  CHECK(dtype_size(DType::f64) == 8);
-  CHECK(dtype_size(DType::boolean) == 1);
-  CHECK(is_float(DType::bf16));
-  CHECK(is_integer(DType::u8));
-  CHECK_FALSE(is_integer(DType::boolean));
+  CHECK(dtype_name(DType::kBool) == "bool");
+  CHECK(dtype_size(DType::kF32) == 4);
+  CHECK(dtype_size(DType::kBf16) == 2);
+  CHECK(dtype_size(DType::kF64) == 8);
+  CHECK(dtype_size(DType::kBool) == 1);
+  CHECK(is_float(DType::kBf16));
+  CHECK(is_integer(DType::kU8));
+  CHECK_FALSE(is_integer(DType::kBool));
 }
 
 TEST_CASE("ir/dtype/unknown name is rejected") {
@@ -40,7 +40,7 @@ TEST_CASE("ir/shape/element count and byte size") {
   Shape s{2, 3, 4};
   CHECK(s.rank() == 3);
   CHECK(*s.num_elements() == 24);
-  CHECK(*byte_size(DType::f16, s) == 48);
+  CHECK(*byte_size(DType::kF16, s) == 48);
   CHECK(*Shape{}.num_elements() == 1);  // scalar
   CHECK(*Shape{0, 7}.num_elements() == 0);
   CHECK(Shape{2, 3}.to_string() == "[2,3]");
@@ -70,8 +70,8 @@ TEST_CASE("ir/shape/byte size overflow is rejected") {
   // 2^62 elements fit in int64, their f32 bytes (2^64) do not.
   Shape s{int64_t{1} << 62};
   CHECK(s.num_elements().ok());
-  CHECK(byte_size(DType::u8, s).ok());
-  Result<int64_t> bytes = byte_size(DType::f32, s);
+  CHECK(byte_size(DType::kU8, s).ok());
+  Result<int64_t> bytes = byte_size(DType::kF32, s);
   REQUIRE_FALSE(bytes.ok());
   CHECK(bytes.status().code() == ErrorCode::kShapeError);
   CHECK(contains(bytes.status().message(), "byte size of f32"));
@@ -81,20 +81,20 @@ TEST_CASE("ir/shape/byte size overflow is rejected") {
 TEST_CASE("ir/shape/inference rejects outputs whose byte size overflows") {
   // Each input fits; the concatenation's f32 byte size does not.
   const int64_t half = int64_t{1} << 61;
-  const TensorType part = tt(DType::f16, {half});
-  auto r = infer(OpKind::concat, {part, part}, {{"axis", 0}});
+  const TensorType part = tt(DType::kF16, {half});
+  auto r = infer(OpKind::kConcat, {part, part}, {{"axis", 0}});
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == ErrorCode::kShapeError);
   CHECK(contains(r.status().message(), "output #0"));
   // pad arithmetic that overflows int64 itself.
-  auto p = infer(OpKind::pad, {tt(DType::u8, {8})},
+  auto p = infer(OpKind::kPad, {tt(DType::kU8, {8})},
                  {{"pads", std::vector<int64_t>{std::numeric_limits<int64_t>::max(), 0}}});
   CHECK(p.status().code() == ErrorCode::kShapeError);
 }
 
 TEST_CASE("ir/shape/builder rejects an overflowing declaration") {
   GraphBuilder b;
-  b.input("x", DType::f64, {int64_t{1} << 31, int64_t{1} << 31});  // 2^62 * 8 bytes
+  b.input("x", DType::kF64, {int64_t{1} << 31, int64_t{1} << 31});  // 2^62 * 8 bytes
   Result<Graph> g = b.build();
   REQUIRE_FALSE(g.ok());
   CHECK(g.status().code() == ErrorCode::kShapeError);

@@ -33,34 +33,34 @@ TEST_CASE("ir/shape/unary ops keep the input type") {
   for (OpKind op : unary_ops()) {
     CAPTURE(op_name(op));
     CHECK(infer1(op, {f32({2, 3})}) == f32({2, 3}));
-    CHECK(infer1(op, {tt(DType::bf16, {})}) == tt(DType::bf16, {}));  // scalars too
-    CHECK(infer1(op, {tt(DType::f16, {0, 5})}) == tt(DType::f16, {0, 5}));
+    CHECK(infer1(op, {tt(DType::kBf16, {})}) == tt(DType::kBf16, {}));  // scalars too
+    CHECK(infer1(op, {tt(DType::kF16, {0, 5})}) == tt(DType::kF16, {0, 5}));
   }
 }
 
 TEST_CASE("ir/shape/unary dtype rules") {
   for (OpKind op :
-       {OpKind::exp, OpKind::log, OpKind::sqrt, OpKind::rsqrt, OpKind::tanh, OpKind::sigmoid,
-        OpKind::gelu, OpKind::erf, OpKind::silu, OpKind::hard_sigmoid}) {
+       {OpKind::kExp, OpKind::kLog, OpKind::kSqrt, OpKind::kRsqrt, OpKind::kTanh, OpKind::kSigmoid,
+        OpKind::kGelu, OpKind::kErf, OpKind::kSilu, OpKind::kHardSigmoid}) {
     CAPTURE(op_name(op));
-    CHECK(infer_error(op, {tt(DType::i32, {4})}) == ErrorCode::kTypeMismatch);
+    CHECK(infer_error(op, {tt(DType::kI32, {4})}) == ErrorCode::kTypeMismatch);
   }
-  for (OpKind op : {OpKind::neg, OpKind::abs, OpKind::relu, OpKind::clip}) {
+  for (OpKind op : {OpKind::kNeg, OpKind::kAbs, OpKind::kRelu, OpKind::kClip}) {
     CAPTURE(op_name(op));
-    CHECK(infer1(op, {tt(DType::i8, {4})}) == tt(DType::i8, {4}));
-    CHECK(infer_error(op, {tt(DType::boolean, {4})}) == ErrorCode::kTypeMismatch);
+    CHECK(infer1(op, {tt(DType::kI8, {4})}) == tt(DType::kI8, {4}));
+    CHECK(infer_error(op, {tt(DType::kBool, {4})}) == ErrorCode::kTypeMismatch);
   }
 }
 
 TEST_CASE("ir/shape/hard_sigmoid and clip attributes") {
-  CHECK(infer1(OpKind::hard_sigmoid, {f32({3})}, {{"alpha", 0.1}, {"beta", 0.6}}) == f32({3}));
-  CHECK(infer_error(OpKind::hard_sigmoid, {f32({3})}, {{"alpha", 1}}) == ErrorCode::kVerifyError);
-  CHECK(infer1(OpKind::clip, {f32({3})}, {{"min", 0.0}, {"max", 6.0}}) == f32({3}));
-  CHECK(infer1(OpKind::clip, {f32({3})}, {{"max", 6.0}}) == f32({3}));
-  CHECK(infer_error(OpKind::clip, {f32({3})}, {{"min", 1.0}, {"max", 0.0}}) ==
+  CHECK(infer1(OpKind::kHardSigmoid, {f32({3})}, {{"alpha", 0.1}, {"beta", 0.6}}) == f32({3}));
+  CHECK(infer_error(OpKind::kHardSigmoid, {f32({3})}, {{"alpha", 1}}) == ErrorCode::kVerifyError);
+  CHECK(infer1(OpKind::kClip, {f32({3})}, {{"min", 0.0}, {"max", 6.0}}) == f32({3}));
+  CHECK(infer1(OpKind::kClip, {f32({3})}, {{"max", 6.0}}) == f32({3}));
+  CHECK(infer_error(OpKind::kClip, {f32({3})}, {{"min", 1.0}, {"max", 0.0}}) ==
         ErrorCode::kVerifyError);
   CHECK(
-      infer_error(OpKind::clip, {f32({3})}, {{"min", std::numeric_limits<double>::quiet_NaN()}}) ==
+      infer_error(OpKind::kClip, {f32({3})}, {{"min", std::numeric_limits<double>::quiet_NaN()}}) ==
       ErrorCode::kVerifyError);
 }
 
@@ -89,50 +89,50 @@ TEST_CASE("ir/shape/binary broadcasting in every position") {
       CAPTURE(c.b.to_string());
       TensorType out = infer1(op, {f32(c.a), f32(c.b)});
       CHECK(out.shape == c.out);
-      CHECK(out.dtype == (is_comparison(op) ? DType::boolean : DType::f32));
+      CHECK(out.dtype == (is_comparison(op) ? DType::kBool : DType::kF32));
     }
   }
 }
 
 TEST_CASE("ir/shape/binary incompatible broadcast is a shape error") {
-  auto r = infer(OpKind::add, {f32({2, 3}), f32({4})});
+  auto r = infer(OpKind::kAdd, {f32({2, 3}), f32({4})});
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == ErrorCode::kShapeError);
   CHECK(contains(r.status().message(), "[2,3]"));
   CHECK(contains(r.status().message(), "[4]"));
-  CHECK(infer_error(OpKind::mul, {f32({2, 0}), f32({3})}) == ErrorCode::kShapeError);
+  CHECK(infer_error(OpKind::kMul, {f32({2, 0}), f32({3})}) == ErrorCode::kShapeError);
 }
 
 TEST_CASE("ir/shape/binary dtype rules") {
-  CHECK(infer_error(OpKind::add, {f32({2}), tt(DType::f16, {2})}) == ErrorCode::kTypeMismatch);
-  CHECK(infer_error(OpKind::add, {tt(DType::boolean, {2}), tt(DType::boolean, {2})}) ==
+  CHECK(infer_error(OpKind::kAdd, {f32({2}), tt(DType::kF16, {2})}) == ErrorCode::kTypeMismatch);
+  CHECK(infer_error(OpKind::kAdd, {tt(DType::kBool, {2}), tt(DType::kBool, {2})}) ==
         ErrorCode::kTypeMismatch);
-  CHECK(infer1(OpKind::sub, {tt(DType::i64, {2}), tt(DType::i64, {})}) == tt(DType::i64, {2}));
+  CHECK(infer1(OpKind::kSub, {tt(DType::kI64, {2}), tt(DType::kI64, {})}) == tt(DType::kI64, {2}));
   // Comparisons accept bools and always produce bool.
-  CHECK(infer1(OpKind::equal, {tt(DType::boolean, {2}), tt(DType::boolean, {1})}) ==
-        tt(DType::boolean, {2}));
-  CHECK(infer1(OpKind::less, {tt(DType::i32, {3, 1}), tt(DType::i32, {4})}) ==
-        tt(DType::boolean, {3, 4}));
+  CHECK(infer1(OpKind::kEqual, {tt(DType::kBool, {2}), tt(DType::kBool, {1})}) ==
+        tt(DType::kBool, {2}));
+  CHECK(infer1(OpKind::kLess, {tt(DType::kI32, {3, 1}), tt(DType::kI32, {4})}) ==
+        tt(DType::kBool, {3, 4}));
 }
 
 TEST_CASE("ir/shape/where broadcasts all three operands") {
-  auto b = [](Shape s) { return tt(DType::boolean, std::move(s)); };
-  CHECK(infer1(OpKind::where, {b({2, 1, 1}), f32({3, 1}), f32({4})}) == f32({2, 3, 4}));
-  CHECK(infer1(OpKind::where, {b({}), f32({3}), f32({})}) == f32({3}));
-  CHECK(infer1(OpKind::where, {b({5}), f32({}), f32({})}) == f32({5}));
-  CHECK(infer1(OpKind::where, {b({1}), f32({}), f32({2, 1})}) == f32({2, 1}));
-  CHECK(infer_error(OpKind::where, {b({2}), f32({3}), f32({3})}) == ErrorCode::kShapeError);
-  CHECK(infer_error(OpKind::where, {f32({3}), f32({3}), f32({3})}) == ErrorCode::kTypeMismatch);
-  CHECK(infer_error(OpKind::where, {b({3}), f32({3}), tt(DType::i32, {3})}) ==
+  auto b = [](Shape s) { return tt(DType::kBool, std::move(s)); };
+  CHECK(infer1(OpKind::kWhere, {b({2, 1, 1}), f32({3, 1}), f32({4})}) == f32({2, 3, 4}));
+  CHECK(infer1(OpKind::kWhere, {b({}), f32({3}), f32({})}) == f32({3}));
+  CHECK(infer1(OpKind::kWhere, {b({5}), f32({}), f32({})}) == f32({5}));
+  CHECK(infer1(OpKind::kWhere, {b({1}), f32({}), f32({2, 1})}) == f32({2, 1}));
+  CHECK(infer_error(OpKind::kWhere, {b({2}), f32({3}), f32({3})}) == ErrorCode::kShapeError);
+  CHECK(infer_error(OpKind::kWhere, {f32({3}), f32({3}), f32({3})}) == ErrorCode::kTypeMismatch);
+  CHECK(infer_error(OpKind::kWhere, {b({3}), f32({3}), tt(DType::kI32, {3})}) ==
         ErrorCode::kTypeMismatch);
 }
 
 TEST_CASE("ir/shape/cast changes the dtype") {
-  CHECK(infer1(OpKind::cast, {f32({2, 3})}, {{"to", "bf16"}}) == tt(DType::bf16, {2, 3}));
-  CHECK(infer1(OpKind::cast, {tt(DType::boolean, {})}, {{"to", "i64"}}) == tt(DType::i64, {}));
-  CHECK(infer_error(OpKind::cast, {f32({2})}, {{"to", "f33"}}) == ErrorCode::kVerifyError);
-  CHECK(infer_error(OpKind::cast, {f32({2})}) == ErrorCode::kVerifyError);
-  CHECK(infer_error(OpKind::cast, {f32({2})}, {{"to", 3}}) == ErrorCode::kVerifyError);
+  CHECK(infer1(OpKind::kCast, {f32({2, 3})}, {{"to", "bf16"}}) == tt(DType::kBf16, {2, 3}));
+  CHECK(infer1(OpKind::kCast, {tt(DType::kBool, {})}, {{"to", "i64"}}) == tt(DType::kI64, {}));
+  CHECK(infer_error(OpKind::kCast, {f32({2})}, {{"to", "f33"}}) == ErrorCode::kVerifyError);
+  CHECK(infer_error(OpKind::kCast, {f32({2})}) == ErrorCode::kVerifyError);
+  CHECK(infer_error(OpKind::kCast, {f32({2})}, {{"to", 3}}) == ErrorCode::kVerifyError);
 }
 
 TEST_CASE("ir/shape/broadcast_shapes of several shapes") {

@@ -14,7 +14,7 @@
 namespace carve::ir::test {
 
 inline TensorType tt(DType dtype, Shape shape) { return TensorType{dtype, std::move(shape)}; }
-inline TensorType f32(Shape shape) { return tt(DType::f32, std::move(shape)); }
+inline TensorType f32(Shape shape) { return tt(DType::kF32, std::move(shape)); }
 
 inline Result<std::vector<TensorType>> infer(OpKind op, std::vector<TensorType> inputs,
                                              Attrs attrs = {}, std::vector<Handle> handles = {}) {

@@ -15,45 +15,45 @@ TEST_CASE("ir/op/name round trip for every op") {
     CHECK(*back == op);
     CHECK(op_traits(op).kind == op);
   }
-  CHECK(op_name(OpKind::reduce_sum) == "reduce_sum");
-  CHECK(op_name(OpKind::write_handle_at) == "write_handle_at");
+  CHECK(op_name(OpKind::kReduceSum) == "reduce_sum");
+  CHECK(op_name(OpKind::kWriteHandleAt) == "write_handle_at");
 }
 
 TEST_CASE("ir/op/traits arity and flags") {
-  CHECK(op_traits(OpKind::add).min_inputs == 2);
-  CHECK(op_traits(OpKind::add).max_inputs == 2);
-  CHECK(op_traits(OpKind::concat).max_inputs == kVariadic);
-  CHECK(op_traits(OpKind::split).max_outputs == kVariadic);
-  CHECK(op_traits(OpKind::gemm).min_inputs == 2);
-  CHECK(op_traits(OpKind::gemm).max_inputs == 3);
-  CHECK(op_traits(OpKind::read_handle).max_inputs == 0);
-  CHECK(op_traits(OpKind::write_handle).max_outputs == 0);
+  CHECK(op_traits(OpKind::kAdd).min_inputs == 2);
+  CHECK(op_traits(OpKind::kAdd).max_inputs == 2);
+  CHECK(op_traits(OpKind::kConcat).max_inputs == kVariadic);
+  CHECK(op_traits(OpKind::kSplit).max_outputs == kVariadic);
+  CHECK(op_traits(OpKind::kGemm).min_inputs == 2);
+  CHECK(op_traits(OpKind::kGemm).max_inputs == 3);
+  CHECK(op_traits(OpKind::kReadHandle).max_inputs == 0);
+  CHECK(op_traits(OpKind::kWriteHandle).max_outputs == 0);
 
   for (OpKind v :
-       {OpKind::reshape, OpKind::flatten, OpKind::squeeze, OpKind::unsqueeze, OpKind::identity}) {
+       {OpKind::kReshape, OpKind::kFlatten, OpKind::kSqueeze, OpKind::kUnsqueeze, OpKind::kIdentity}) {
     CHECK(is_view(v));
     CHECK_FALSE(is_elementwise(v));
   }
-  CHECK_FALSE(is_view(OpKind::transpose));
+  CHECK_FALSE(is_view(OpKind::kTranspose));
   for (OpKind e :
-       {OpKind::relu, OpKind::clip, OpKind::add, OpKind::less, OpKind::where, OpKind::cast}) {
+       {OpKind::kRelu, OpKind::kClip, OpKind::kAdd, OpKind::kLess, OpKind::kWhere, OpKind::kCast}) {
     CHECK(is_elementwise(e));
   }
-  CHECK_FALSE(is_elementwise(OpKind::matmul));
-  CHECK_FALSE(is_elementwise(OpKind::softmax));
-  CHECK(is_state(OpKind::read_handle));
-  CHECK(is_state(OpKind::write_handle_at));
-  CHECK(is_sink(OpKind::write_handle));
-  CHECK_FALSE(is_sink(OpKind::read_handle));
-  CHECK(is_comparison(OpKind::greater_equal));
-  CHECK_FALSE(is_comparison(OpKind::max));
-  CHECK(is_unary_elementwise(OpKind::hard_sigmoid));
-  CHECK(is_binary_elementwise(OpKind::not_equal));
-  CHECK(is_reduction(OpKind::reduce_mean));
-  CHECK(accepts_attr(OpKind::conv2d, "dilations"));
-  CHECK_FALSE(accepts_attr(OpKind::max_pool, "count_include_pad"));
-  CHECK(accepts_attr(OpKind::avg_pool, "count_include_pad"));
-  CHECK_FALSE(accepts_attr(OpKind::relu, ""));
+  CHECK_FALSE(is_elementwise(OpKind::kMatmul));
+  CHECK_FALSE(is_elementwise(OpKind::kSoftmax));
+  CHECK(is_state(OpKind::kReadHandle));
+  CHECK(is_state(OpKind::kWriteHandleAt));
+  CHECK(is_sink(OpKind::kWriteHandle));
+  CHECK_FALSE(is_sink(OpKind::kReadHandle));
+  CHECK(is_comparison(OpKind::kGreaterEqual));
+  CHECK_FALSE(is_comparison(OpKind::kMax));
+  CHECK(is_unary_elementwise(OpKind::kHardSigmoid));
+  CHECK(is_binary_elementwise(OpKind::kNotEqual));
+  CHECK(is_reduction(OpKind::kReduceMean));
+  CHECK(accepts_attr(OpKind::kConv2d, "dilations"));
+  CHECK_FALSE(accepts_attr(OpKind::kMaxPool, "count_include_pad"));
+  CHECK(accepts_attr(OpKind::kAvgPool, "count_include_pad"));
+  CHECK_FALSE(accepts_attr(OpKind::kRelu, ""));
 }
 
 TEST_CASE("ir/op/unknown name and invalid enum") {

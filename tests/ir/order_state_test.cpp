@@ -11,10 +11,10 @@ using ir::DType;
 
 TEST_CASE("ir/order/state ops on one handle keep node order") {
   ir::GraphBuilder b;
-  b.handle("kv", DType::f32, {4, 2});
-  b.handle("other", DType::f32, {2});
-  auto x = b.input("x", DType::f32, {1, 2});
-  auto pos = b.input("pos", DType::i64, {});
+  b.handle("kv", DType::kF32, {4, 2});
+  b.handle("other", DType::kF32, {2});
+  auto x = b.input("x", DType::kF32, {1, 2});
+  auto pos = b.input("pos", DType::kI64, {});
   // The write comes first in node order but has a longer data chain than the read.
   auto slow = b.exp(b.exp(b.exp(x)));
   const ir::NodeId write = b.write_handle_at("kv", slow, pos, 0);

@@ -15,13 +15,13 @@ namespace {
 // u is an unused constant; outputs c and b.
 Graph diamond() {
   GraphBuilder bld;
-  ValueId x = bld.input("x", DType::f32, {2, 3});
-  ValueId w = bld.constant("w", DType::f32, {3, 3});
+  ValueId x = bld.input("x", DType::kF32, {2, 3});
+  ValueId w = bld.constant("w", DType::kF32, {3, 3});
   ValueId a = bld.matmul(x, w);
   ValueId b = bld.relu(a);
   ValueId c = bld.add(a, x);
   bld.neg(b);
-  bld.constant("u", DType::f32, {1});
+  bld.constant("u", DType::kF32, {1});
   bld.output(c);
   bld.output(b);
   return must_build(bld);
@@ -86,7 +86,7 @@ TEST_CASE("ir/order/lifetime conventions on a hand graph") {
 
 TEST_CASE("ir/order/lifetimes of inputs that are outputs and of an empty graph") {
   GraphBuilder b;
-  ValueId x = b.input("x", DType::f32, {2});
+  ValueId x = b.input("x", DType::kF32, {2});
   b.output(x);
   Graph g = must_build(b);
   Result<std::vector<Lifetime>> life = lifetimes(g, *execution_order(g));
@@ -94,7 +94,7 @@ TEST_CASE("ir/order/lifetimes of inputs that are outputs and of an empty graph")
   CHECK((*life)[0] == Lifetime{-1, -1});  // no steps: the end is step -1
 
   GraphBuilder b2;
-  ValueId y = b2.input("y", DType::f32, {2});
+  ValueId y = b2.input("y", DType::kF32, {2});
   b2.output(y);
   b2.output(b2.neg(y));
   Graph g2 = must_build(b2);
@@ -119,8 +119,8 @@ TEST_CASE("ir/order/lifetimes reject bad orders") {
 
 TEST_CASE("ir/order/compute_users and sinks in the order") {
   GraphBuilder b;
-  b.handle("h", DType::f32, {2});
-  ValueId x = b.input("x", DType::f32, {2});
+  b.handle("h", DType::kF32, {2});
+  ValueId x = b.input("x", DType::kF32, {2});
   ValueId s = b.add(x, x);
   b.write_handle("h", s);
   b.output(b.neg(s));

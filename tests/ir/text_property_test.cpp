@@ -46,7 +46,7 @@ class RandomGraph {
   GraphBuilder b{coin() ? "main" : any_name()};
 
   void run() {
-    for (int i = pick_int(1, 3); i > 0; --i) leaf(DType::f32, random_shape(0, 4));
+    for (int i = pick_int(1, 3); i > 0; --i) leaf(DType::kF32, random_shape(0, 4));
     // Stop at the first builder error: build() reports it (a generator or inference bug).
     for (int steps = pick_int(1, 20); steps > 0 && b.status().ok(); --steps) step();
     if (!b.status().ok()) return;
@@ -90,12 +90,12 @@ class RandomGraph {
     std::vector<ValueId> fits;
     for (ValueId v : pool_) {
       const TensorType& t = type(v);
-      if (t.dtype == DType::f32 && t.shape.rank() >= lo && t.shape.rank() <= hi &&
+      if (t.dtype == DType::kF32 && t.shape.rank() >= lo && t.shape.rank() <= hi &&
           (!nonempty || *t.shape.num_elements() > 0)) {
         fits.push_back(v);
       }
     }
-    if (fits.empty() || !pick_int(0, 3)) return leaf(DType::f32, random_shape(lo, hi));
+    if (fits.empty() || !pick_int(0, 3)) return leaf(DType::kF32, random_shape(lo, hi));
     return *rc::gen::elementOf(fits);
   }
 
@@ -121,27 +121,27 @@ class RandomGraph {
   void step() {
     OpKind op = *rc::gen::elementOf(all_ops());
     switch (op) {
-      case OpKind::hard_sigmoid:
+      case OpKind::kHardSigmoid:
         add(b.hard_sigmoid(pick(0, 4), any_double(), any_double()));
         return;
-      case OpKind::clip: {
+      case OpKind::kClip: {
         double lo = any_double(), hi = any_double();
         add(b.clip(pick(0, 4), std::min(lo, hi), std::max(lo, hi)));
         return;
       }
-      case OpKind::where: {
+      case OpKind::kWhere: {
         ValueId x = pick(0, 4);
-        ValueId c = leaf(DType::boolean, partner(type(x).shape, false));
-        ValueId y = leaf(DType::f32, partner(type(x).shape, false));
+        ValueId c = leaf(DType::kBool, partner(type(x).shape, false));
+        ValueId y = leaf(DType::kF32, partner(type(x).shape, false));
         add(coin() ? b.where(c, x, y) : b.where(c, y, x));
         return;
       }
-      case OpKind::cast:
+      case OpKind::kCast:
         add(b.cast(pick(0, 4), *rc::gen::elementOf(all_dtypes())));
         return;
-      case OpKind::reduce_sum:
-      case OpKind::reduce_mean:
-      case OpKind::reduce_max: {
+      case OpKind::kReduceSum:
+      case OpKind::kReduceMean:
+      case OpKind::kReduceMax: {
         ValueId x = pick(0, 4);
         int rank = type(x).shape.rank();
         Ints axes;
@@ -153,24 +153,24 @@ class RandomGraph {
         add(b.op1(op, {x}, std::move(attrs)));
         return;
       }
-      case OpKind::softmax: {
+      case OpKind::kSoftmax: {
         ValueId x = pick(1, 4);
         add(b.softmax(x, axis_of(type(x).shape.rank())));
         return;
       }
-      case OpKind::layer_norm: {
+      case OpKind::kLayerNorm: {
         ValueId x = pick(1, 4);
         const Shape& s = type(x).shape;
         int axis = axis_of(s.rank());
         int a = axis < 0 ? axis + s.rank() : axis;
         Shape norm(std::vector<int64_t>(s.dims().begin() + a, s.dims().end()));
-        ValueId scale = leaf(DType::f32, norm);
+        ValueId scale = leaf(DType::kF32, norm);
         std::optional<ValueId> bias;
-        if (coin()) bias = leaf(DType::f32, norm);
+        if (coin()) bias = leaf(DType::kF32, norm);
         add(b.layer_norm(x, scale, bias, axis, std::abs(any_double())));
         return;
       }
-      case OpKind::matmul: {
+      case OpKind::kMatmul: {
         ValueId x = pick(1, 4);
         const Shape& s = type(x).shape;
         int64_t k = s.dim(s.rank() - 1);
@@ -184,24 +184,24 @@ class RandomGraph {
           dims.push_back(pick_int(1, 4));
           other = Shape(std::move(dims));
         }
-        add(b.matmul(x, leaf(DType::f32, other)));
+        add(b.matmul(x, leaf(DType::kF32, other)));
         return;
       }
-      case OpKind::gemm: {
+      case OpKind::kGemm: {
         ValueId a = pick(2, 2);
         bool ta = coin(), tb = coin();
         int64_t m = type(a).shape[ta ? 1 : 0], k = type(a).shape[ta ? 0 : 1], n = pick_int(1, 4);
-        ValueId w = leaf(DType::f32, tb ? Shape{n, k} : Shape{k, n});
+        ValueId w = leaf(DType::kF32, tb ? Shape{n, k} : Shape{k, n});
         std::optional<ValueId> c;
         if (coin()) {
           Shape cs = partner(Shape{m, n});
           if (cs.rank() > 2) cs = Shape{n};
-          c = leaf(DType::f32, cs);
+          c = leaf(DType::kF32, cs);
         }
         add(b.gemm(a, w, c, ta, tb, any_double(), any_double()));
         return;
       }
-      case OpKind::conv2d: {
+      case OpKind::kConv2d: {
         ValueId x = pick(4, 4, true);
         const Shape& s = type(x).shape;
         int64_t ch = s[1];
@@ -229,14 +229,14 @@ class RandomGraph {
             --kw;
         }
         int64_t out_ch = groups * pick_int(1, 2);
-        ValueId w = leaf(DType::f32, Shape{out_ch, ch / groups, kh, kw});
+        ValueId w = leaf(DType::kF32, Shape{out_ch, ch / groups, kh, kw});
         std::optional<ValueId> bias;
-        if (coin()) bias = leaf(DType::f32, Shape{out_ch});
+        if (coin()) bias = leaf(DType::kF32, Shape{out_ch});
         add(b.conv2d(x, w, bias, o));
         return;
       }
-      case OpKind::max_pool:
-      case OpKind::avg_pool: {
+      case OpKind::kMaxPool:
+      case OpKind::kAvgPool: {
         ValueId x = pick(4, 4, true);
         const Shape& s = type(x).shape;
         PoolOptions o;
@@ -247,32 +247,32 @@ class RandomGraph {
         o.strides = {pick_int(1, 2), pick_int(1, 2)};
         o.ceil_mode = coin();
         o.count_include_pad = coin();
-        add(op == OpKind::max_pool ? b.max_pool(x, o) : b.avg_pool(x, o));
+        add(op == OpKind::kMaxPool ? b.max_pool(x, o) : b.avg_pool(x, o));
         return;
       }
-      case OpKind::global_avg_pool:
+      case OpKind::kGlobalAvgPool:
         add(b.global_avg_pool(pick(3, 5)));
         return;
-      case OpKind::batch_norm: {
+      case OpKind::kBatchNorm: {
         ValueId x = pick(2, 4);
         Shape c{type(x).shape[1]};
-        add(b.batch_norm(x, leaf(DType::f32, c), leaf(DType::f32, c), leaf(DType::f32, c),
-                         leaf(DType::f32, c), std::abs(any_double())));
+        add(b.batch_norm(x, leaf(DType::kF32, c), leaf(DType::kF32, c), leaf(DType::kF32, c),
+                         leaf(DType::kF32, c), std::abs(any_double())));
         return;
       }
-      case OpKind::concat: {
+      case OpKind::kConcat: {
         ValueId x = pick(1, 4);
         int axis = axis_of(type(x).shape.rank());
         std::vector<ValueId> parts = {x};
         for (int i = pick_int(0, 2); i > 0; --i) {
           std::vector<int64_t> dims = type(x).shape.dims();
           dims[static_cast<size_t>(axis < 0 ? axis + type(x).shape.rank() : axis)] = pick_int(1, 3);
-          parts.push_back(coin() ? x : leaf(DType::f32, Shape(std::move(dims))));
+          parts.push_back(coin() ? x : leaf(DType::kF32, Shape(std::move(dims))));
         }
         add(b.concat(parts, axis));
         return;
       }
-      case OpKind::split: {
+      case OpKind::kSplit: {
         ValueId x = pick(1, 4);
         int axis = axis_of(type(x).shape.rank());
         int64_t left = type(x).shape[axis < 0 ? axis + type(x).shape.rank() : axis];
@@ -287,7 +287,7 @@ class RandomGraph {
         for (ValueId v : b.split(x, axis, sizes)) add(v);
         return;
       }
-      case OpKind::slice: {
+      case OpKind::kSlice: {
         ValueId x = pick(1, 4);
         int rank = type(x).shape.rank();
         Ints starts, ends, axes, steps;
@@ -302,7 +302,7 @@ class RandomGraph {
         add(b.slice(x, starts, ends, axes, steps));
         return;
       }
-      case OpKind::transpose: {
+      case OpKind::kTranspose: {
         ValueId x = pick(0, 4);
         Ints perm(static_cast<size_t>(type(x).shape.rank()));
         std::iota(perm.begin(), perm.end(), 0);
@@ -313,20 +313,20 @@ class RandomGraph {
         add(b.transpose(x, perm));
         return;
       }
-      case OpKind::pad: {
+      case OpKind::kPad: {
         ValueId x = pick(0, 4);
         Ints pads(static_cast<size_t>(2 * type(x).shape.rank()));
         for (int64_t& p : pads) p = pick_int(0, 2);
         add(b.pad(x, pads, any_double()));
         return;
       }
-      case OpKind::gather: {
+      case OpKind::kGather: {
         ValueId x = pick(1, 3);
-        ValueId idx = leaf(coin() ? DType::i32 : DType::i64, random_shape(0, 2));
+        ValueId idx = leaf(coin() ? DType::kI32 : DType::kI64, random_shape(0, 2));
         add(b.gather(x, idx, axis_of(type(x).shape.rank())));
         return;
       }
-      case OpKind::reshape: {
+      case OpKind::kReshape: {
         ValueId x = pick(0, 4);
         Ints target = type(x).shape.dims();
         std::reverse(target.begin(), target.end());
@@ -338,13 +338,13 @@ class RandomGraph {
         add(b.reshape(x, target));
         return;
       }
-      case OpKind::flatten: {
+      case OpKind::kFlatten: {
         ValueId x = pick(0, 4);
         int rank = type(x).shape.rank();
         add(b.flatten(x, pick_int(-rank, rank)));
         return;
       }
-      case OpKind::squeeze: {
+      case OpKind::kSqueeze: {
         ValueId x = pick(0, 4);
         Ints axes;
         for (int a = 0; a < type(x).shape.rank(); ++a) {
@@ -353,7 +353,7 @@ class RandomGraph {
         add(b.squeeze(x, axes));
         return;
       }
-      case OpKind::unsqueeze: {
+      case OpKind::kUnsqueeze: {
         ValueId x = pick(0, 5);
         int n = pick_int(1, 2);
         int out_rank = type(x).shape.rank() + n;
@@ -369,39 +369,39 @@ class RandomGraph {
         add(b.unsqueeze(x, axes));
         return;
       }
-      case OpKind::read_handle: {
+      case OpKind::kReadHandle: {
         std::string h = fresh("h");
-        b.handle(h, DType::f32, random_shape(0, 3));
+        b.handle(h, DType::kF32, random_shape(0, 3));
         add(b.read_handle(h));
         return;
       }
-      case OpKind::write_handle: {
+      case OpKind::kWriteHandle: {
         ValueId x = pick(0, 4);
         std::string h = fresh("h");
-        b.handle(h, DType::f32, type(x).shape);
+        b.handle(h, DType::kF32, type(x).shape);
         b.write_handle(h, x);
         return;
       }
-      case OpKind::write_handle_at: {
+      case OpKind::kWriteHandleAt: {
         ValueId x = pick(1, 4);
         int axis = axis_of(type(x).shape.rank());
         std::vector<int64_t> dims = type(x).shape.dims();
         dims[static_cast<size_t>(axis < 0 ? axis + type(x).shape.rank() : axis)] += pick_int(0, 3);
         std::string h = fresh("h");
-        b.handle(h, DType::f32, Shape(std::move(dims)));
-        b.write_handle_at(h, x, leaf(DType::i64, Shape{}), axis);
+        b.handle(h, DType::kF32, Shape(std::move(dims)));
+        b.write_handle_at(h, x, leaf(DType::kI64, Shape{}), axis);
         return;
       }
       default:
         break;
     }
-    if (is_unary_elementwise(op) || op == OpKind::identity) {
+    if (is_unary_elementwise(op) || op == OpKind::kIdentity) {
       add(b.op1(op, {pick(0, 4)}));
       return;
     }
     if (is_binary_elementwise(op)) {
       ValueId x = pick(0, 4);
-      ValueId y = coin() ? x : leaf(DType::f32, partner(type(x).shape));
+      ValueId y = coin() ? x : leaf(DType::kF32, partner(type(x).shape));
       add(coin() ? b.op1(op, {x, y}) : b.op1(op, {y, x}));
       return;
     }
@@ -451,7 +451,7 @@ TEST_CASE("ir/text/property random graphs verify and round trip") {
     for (ValueId v = 0; v < g.num_values(); ++v) {
       const Lifetime& l = (*life)[static_cast<size_t>(v)];
       RC_ASSERT(l.first <= l.last);
-      RC_ASSERT((l.first == kBeforeFirstStep) == (g.value(v).kind != ValueKind::intermediate));
+      RC_ASSERT((l.first == kBeforeFirstStep) == (g.value(v).kind != ValueKind::kIntermediate));
       if (g.is_output(v)) RC_ASSERT(l.last == static_cast<int64_t>(g.nodes.size()) - 1);
     }
   }));
@@ -461,15 +461,15 @@ TEST_CASE("ir/text/property printed floats and strings read back exactly") {
   CHECK(rc::check("float and string attributes survive print and parse", [] {
     Graph g;
     g.name = any_name();
-    g.values.push_back(Value{0, any_name(), TensorType{DType::f32, Shape{1}}, ValueKind::constant,
+    g.values.push_back(Value{0, any_name(), TensorType{DType::kF32, Shape{1}}, ValueKind::kConstant,
                              kNoNode, std::nullopt});
-    g.values.push_back(Value{1, any_name() + "!", TensorType{DType::f32, Shape{1}},
-                             ValueKind::intermediate, 0, std::nullopt});
+    g.values.push_back(Value{1, any_name() + "!", TensorType{DType::kF32, Shape{1}},
+                             ValueKind::kIntermediate, 0, std::nullopt});
     std::vector<double> floats;
     for (int i = pick_int(0, 4); i > 0; --i) floats.push_back(any_double());
     g.nodes.push_back(Node{0,
                            any_name(),
-                           OpKind::identity,
+                           OpKind::kIdentity,
                            {0},
                            {1},
                            Attrs{{"f", any_double()},

@@ -35,9 +35,9 @@ Status parse_error(std::string_view text) {
 
 TEST_CASE("ir/text/prints the documented form") {
   GraphBuilder b;
-  b.handle("kv", DType::f32, {1, 4});
-  ValueId x = b.input("x", DType::f32, {2, 3});
-  ValueId w = b.constant("w", DType::f32, {3},
+  b.handle("kv", DType::kF32, {1, 4});
+  ValueId x = b.input("x", DType::kF32, {2, 3});
+  ValueId w = b.constant("w", DType::kF32, {3},
                          std::vector<uint8_t>{0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64});
   ValueId y = b.mul(x, w);
   std::vector<ValueId> parts = b.split(y, 0, {1, 1});
@@ -61,11 +61,11 @@ TEST_CASE("ir/text/prints the documented form") {
 
 TEST_CASE("ir/text/round trip of a hand mlp") {
   GraphBuilder b("mlp");
-  ValueId x = b.input("x", DType::f32, {8, 16});
-  ValueId w1 = b.constant("w1", DType::f32, {16, 32});
-  ValueId b1 = b.constant("b1", DType::f32, {32});
+  ValueId x = b.input("x", DType::kF32, {8, 16});
+  ValueId w1 = b.constant("w1", DType::kF32, {16, 32});
+  ValueId b1 = b.constant("b1", DType::kF32, {32});
   ValueId h = b.gelu(b.gemm(x, w1, b1, false, false, 1.0, 1.0));
-  ValueId w2 = b.constant("w2", DType::f32, {32, 4});
+  ValueId w2 = b.constant("w2", DType::kF32, {32, 4});
   ValueId logits = b.matmul(h, w2);
   b.output(b.softmax(logits, -1));
   b.output(b.reduce_max(logits, {1}, false));
@@ -74,11 +74,11 @@ TEST_CASE("ir/text/round trip of a hand mlp") {
 
 TEST_CASE("ir/text/round trip of a conv net with constant data") {
   GraphBuilder b;
-  ValueId img = b.input("img", DType::f32, {1, 2, 6, 6});
+  ValueId img = b.input("img", DType::kF32, {1, 2, 6, 6});
   std::vector<uint8_t> wdata(4 * 2 * 3 * 3 * 4);
   for (size_t i = 0; i < wdata.size(); ++i) wdata[i] = static_cast<uint8_t>(i * 37);
-  ValueId w = b.constant("conv.w", DType::f32, {4, 2, 3, 3}, wdata);
-  ValueId bias = b.constant("conv.b", DType::f32, {4}, std::vector<uint8_t>(16, 0xff));
+  ValueId w = b.constant("conv.w", DType::kF32, {4, 2, 3, 3}, wdata);
+  ValueId bias = b.constant("conv.b", DType::kF32, {4}, std::vector<uint8_t>(16, 0xff));
   Conv2dOptions co;
   co.strides = {2, 1};
   co.pads = {1, 0, 1, 2};
@@ -90,7 +90,7 @@ TEST_CASE("ir/text/round trip of a conv net with constant data") {
   po.count_include_pad = true;
   po.pads = {1, 1, 0, 0};
   ValueId p = b.avg_pool(c, po);
-  ValueId empty = b.constant("empty", DType::i8, {0}, std::vector<uint8_t>{});
+  ValueId empty = b.constant("empty", DType::kI8, {0}, std::vector<uint8_t>{});
   b.output(b.flatten(b.global_avg_pool(p)));
   b.output(empty);
   Graph g = round_trip(must_build(b));
@@ -100,9 +100,9 @@ TEST_CASE("ir/text/round trip of a conv net with constant data") {
 
 TEST_CASE("ir/text/round trip of handles state ops and sinks") {
   GraphBuilder b;
-  b.handle("k_cache", DType::f16, {1, 16, 64});
-  b.handle("step", DType::i64, {});
-  ValueId k = b.input("k", DType::f16, {1, 1, 64});
+  b.handle("k_cache", DType::kF16, {1, 16, 64});
+  b.handle("step", DType::kI64, {});
+  ValueId k = b.input("k", DType::kF16, {1, 1, 64});
   ValueId pos = b.read_handle("step");
   b.write_handle_at("k_cache", k, pos, 1);
   ValueId all = b.read_handle("k_cache");
@@ -115,12 +115,12 @@ TEST_CASE("ir/text/round trip of handles state ops and sinks") {
 
 TEST_CASE("ir/text/round trip of odd names and float attributes") {
   GraphBuilder b("my graph");
-  ValueId x = b.input("onnx::Add/0 \"quoted\"\n\t\x01\xff", DType::f32, {3});
-  ValueId in = b.input("input", DType::f32, {3});  // a keyword as a name
+  ValueId x = b.input("onnx::Add/0 \"quoted\"\n\t\x01\xff", DType::kF32, {3});
+  ValueId in = b.input("input", DType::kF32, {3});  // a keyword as a name
   ValueId cl =
-      b.op1(OpKind::clip, {b.add(x, in)},
+      b.op1(OpKind::kClip, {b.add(x, in)},
             {{"min", -std::numeric_limits<double>::infinity()}, {"max", 1e-300}}, "output");
-  ValueId hs = b.op1(OpKind::hard_sigmoid, {cl}, {{"alpha", 0.1}, {"beta", -0.0}}, "9lives");
+  ValueId hs = b.op1(OpKind::kHardSigmoid, {cl}, {{"alpha", 0.1}, {"beta", -0.0}}, "9lives");
   ValueId p = b.pad(hs, {1, 2}, std::numeric_limits<double>::denorm_min());
   ValueId big = b.pad(p, {0, 0}, 1e300);
   ValueId whole = b.pad(big, {0, 0}, 3.0);  // prints "3.0", not "3"
@@ -137,11 +137,11 @@ TEST_CASE("ir/text/round trip of odd names and float attributes") {
 TEST_CASE("ir/text/round trip of every attribute kind") {
   Graph g;
   g.name = "attrs";
-  g.values.push_back(Value{0, "x", f32({2}), ValueKind::input, kNoNode, {}});
-  g.values.push_back(Value{1, "y", f32({2}), ValueKind::intermediate, 0, {}});
+  g.values.push_back(Value{0, "x", f32({2}), ValueKind::kInput, kNoNode, {}});
+  g.values.push_back(Value{1, "y", f32({2}), ValueKind::kIntermediate, 0, {}});
   g.nodes.push_back(Node{0,
                          "n",
-                         OpKind::identity,
+                         OpKind::kIdentity,
                          {0},
                          {1},
                          Attrs{{"i", -7},

@@ -14,8 +14,8 @@ namespace {
 // x: f32[2,3] (input), w: f32[3,4] (const) -> matmul_0 -> relu_1 -> output.
 Graph mlp() {
   GraphBuilder b;
-  ValueId x = b.input("x", DType::f32, {2, 3});
-  ValueId w = b.constant("w", DType::f32, {3, 4});
+  ValueId x = b.input("x", DType::kF32, {2, 3});
+  ValueId w = b.constant("w", DType::kF32, {3, 4});
   b.output(b.relu(b.matmul(x, w)));
   return must_build(b);
 }
@@ -32,7 +32,7 @@ TEST_CASE("ir/verify/accepts builder graphs") { CHECK(verify(mlp()).ok()); }
 
 TEST_CASE("ir/verify/cycle") {
   GraphBuilder b;
-  ValueId x = b.input("x", DType::f32, {2, 3});
+  ValueId x = b.input("x", DType::kF32, {2, 3});
   ValueId a = b.add(x, x);
   ValueId r = b.relu(a);
   b.output(r);
@@ -50,7 +50,7 @@ TEST_CASE("ir/verify/cycle") {
 
 TEST_CASE("ir/verify/dangling value") {
   Graph g = mlp();
-  g.values.push_back(Value{4, "ghost", f32({2, 4}), ValueKind::intermediate, kNoNode, {}});
+  g.values.push_back(Value{4, "ghost", f32({2, 4}), ValueKind::kIntermediate, kNoNode, {}});
   g.node(1).inputs = {4};
   Status s = expect_error(g, ErrorCode::kVerifyError);
   CHECK(contains(s.message(), "node 'relu_1' (relu)"));
@@ -101,13 +101,13 @@ TEST_CASE("ir/verify/wrong arity") {
 
 TEST_CASE("ir/verify/dtype mismatch") {
   Graph g = mlp();
-  g.value(3).type.dtype = DType::f16;  // relu's stored output type
+  g.value(3).type.dtype = DType::kF16;  // relu's stored output type
   Status s = expect_error(g, ErrorCode::kTypeMismatch);
   CHECK(contains(s.message(), "node 'relu_1' (relu): output #0 'relu_1' is stored as f16[2,4]"));
   CHECK(contains(s.message(), "inference gives f32[2,4]"));
 
   g = mlp();
-  g.value(1).type.dtype = DType::i32;  // the weight no longer matches x
+  g.value(1).type.dtype = DType::kI32;  // the weight no longer matches x
   s = expect_error(g, ErrorCode::kTypeMismatch);
   CHECK(s.message() ==
         "node 'matmul_0' (matmul) on 'x' f32[2,3], 'w' i32[3,4]: operands must have the same "
@@ -129,7 +129,7 @@ TEST_CASE("ir/verify/shape mismatch") {
 
 TEST_CASE("ir/verify/bad attribute") {
   GraphBuilder b;
-  ValueId x = b.input("x", DType::f32, {1, 2, 6, 6});
+  ValueId x = b.input("x", DType::kF32, {1, 2, 6, 6});
   ValueId t = b.transpose(x, {0, 2, 3, 1});
   ValueId s = b.softmax(t, 1);
   PoolOptions po;
@@ -175,7 +175,7 @@ TEST_CASE("ir/verify/bad attribute") {
 
 TEST_CASE("ir/verify/unproduced output") {
   Graph g = mlp();
-  g.values.push_back(Value{4, "result", f32({2, 4}), ValueKind::intermediate, kNoNode, {}});
+  g.values.push_back(Value{4, "result", f32({2, 4}), ValueKind::kIntermediate, kNoNode, {}});
   g.outputs.push_back(4);
   Status s = expect_error(g, ErrorCode::kVerifyError);
   CHECK(contains(s.message(), "graph output 'result' is never produced"));
@@ -193,8 +193,8 @@ TEST_CASE("ir/verify/unproduced output") {
 
 TEST_CASE("ir/verify/bad handle") {
   GraphBuilder b;
-  b.handle("kv", DType::f32, {4, 8});
-  ValueId x = b.input("x", DType::f32, {4, 8});
+  b.handle("kv", DType::kF32, {4, 8});
+  ValueId x = b.input("x", DType::kF32, {4, 8});
   b.write_handle("kv", x);
   b.output(b.read_handle("kv"));
   const Graph good = must_build(b);

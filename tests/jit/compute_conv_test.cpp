@@ -13,7 +13,7 @@ struct ConvCase {
   int64_t n = 1, c = 1, h = 1, w = 1, o = 1, kh = 1, kw = 1;
   ir::Conv2dOptions opt;
   bool bias = true;
-  DType dtype = DType::f32;
+  DType dtype = DType::kF32;
 };
 
 // Output extent >= 1 on both axes.
@@ -24,8 +24,8 @@ bool fits(const ConvCase& k) {
 
 std::string check_conv(const ConvCase& k, uint64_t seed, const RunOptions& run = {}) {
   int64_t kk = k.c / k.opt.groups * k.kh * k.kw;
-  double tol = k.dtype == DType::f64 ? 1e-12 : dot_tol(kk + 1);
-  double rtol = k.dtype == DType::f16 ? 2e-3 : tol;
+  double tol = k.dtype == DType::kF64 ? 1e-12 : dot_tol(kk + 1);
+  double rtol = k.dtype == DType::kF16 ? 2e-3 : tol;
   if (ir::is_integer(k.dtype)) tol = rtol = 0;
   return check([&](GraphBuilder& b) {
     auto x = b.input("x", k.dtype, {k.n, k.c, k.h, k.w});
@@ -53,7 +53,7 @@ ConvCase random_case(bool depthwise) {
   k.opt.dilations = {*rc::gen::inRange<int64_t>(1, 3), *rc::gen::inRange<int64_t>(1, 3)};
   for (auto& p : k.opt.pads) p = *rc::gen::inRange<int64_t>(0, 3);
   k.bias = *rc::gen::arbitrary<bool>();
-  k.dtype = *rc::gen::element(DType::f32, DType::f32, DType::f64);
+  k.dtype = *rc::gen::element(DType::kF32, DType::kF32, DType::kF64);
   return k;
 }
 
@@ -103,7 +103,7 @@ TEST_CASE("jit/compute/conv2d/typical_layers") {
 
 TEST_CASE("jit/compute/conv2d/other_dtypes") {
   if (skip_without_jit()) return;
-  for (DType dt : {DType::f16, DType::bf16, DType::i32, DType::i8}) {
+  for (DType dt : {DType::kF16, DType::kBf16, DType::kI32, DType::kI8}) {
     for (int64_t groups : {1, 4}) {
       CAPTURE(ir::dtype_name(dt));
       CAPTURE(groups);
@@ -113,7 +113,7 @@ TEST_CASE("jit/compute/conv2d/other_dtypes") {
       k.opt.pads = {1, 0, 1, 1};
       k.opt.strides = {1, 2};
       k.dtype = dt;
-      double tol = dt == DType::f16 ? 2e-3 : dt == DType::bf16 ? 1.6e-2 : 0;
+      double tol = dt == DType::kF16 ? 2e-3 : dt == DType::kBf16 ? 1.6e-2 : 0;
       std::string r = check([&](GraphBuilder& b) {
         auto x = b.input("x", dt, {k.n, k.c, k.h, k.w});
         auto wt = b.input("w", dt, {k.o, k.c / groups, k.kh, k.kw});
@@ -130,13 +130,13 @@ TEST_CASE("jit/compute/conv2d/fused_epilogue_equals_unfused") {
   for (int64_t groups : {1, 16}) {
     CAPTURE(groups);
     GraphBuilder b;
-    auto x = b.input("x", DType::f32, {1, 16, 12, 30});
-    auto w = b.input("w", DType::f32, {16, 16 / groups, 3, 3});
-    auto res = b.input("res", DType::f32, {1, 16, 12, 30});
+    auto x = b.input("x", DType::kF32, {1, 16, 12, 30});
+    auto w = b.input("w", DType::kF32, {16, 16 / groups, 3, 3});
+    auto res = b.input("res", DType::kF32, {1, 16, 12, 30});
     ir::Conv2dOptions opt;
     opt.groups = groups;
     opt.pads = {1, 1, 1, 1};
-    b.output(b.add(b.relu(b.conv2d(x, w, b.input("bias", DType::f32, {16}), opt)), res));
+    b.output(b.add(b.relu(b.conv2d(x, w, b.input("bias", DType::kF32, {16}), opt)), res));
     auto g = b.build();
     REQUIRE(g.ok());
     auto in = random_inputs(*g, 5, -1, 1, {"w"});
@@ -159,8 +159,8 @@ TEST_CASE("jit/compute/conv2d/tile_ranges") {
   for (int64_t groups : {1, 2, 24}) {
     CAPTURE(groups);
     GraphBuilder b;
-    auto x = b.input("x", DType::f32, {2, 24, 20, 37});
-    auto w = b.input("w", DType::f32, {24, 24 / groups, 3, 3});
+    auto x = b.input("x", DType::kF32, {2, 24, 20, 37});
+    auto w = b.input("w", DType::kF32, {24, 24 / groups, 3, 3});
     ir::Conv2dOptions opt;
     opt.groups = groups;
     opt.pads = {1, 2, 1, 0};

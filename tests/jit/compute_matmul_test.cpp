@@ -10,7 +10,7 @@ namespace carve::jit::computetest {
 namespace {
 
 std::string check_matmul(int64_t m, int64_t k, int64_t n, DType dt, uint64_t seed) {
-  double tol = dt == DType::f64 ? 1e-12 : dot_tol(k);
+  double tol = dt == DType::kF64 ? 1e-12 : dot_tol(k);
   return check([&](GraphBuilder& b) {
     auto x = b.input("a", dt, {m, k});
     auto y = b.input("b", dt, {k, n});
@@ -28,10 +28,10 @@ TEST_CASE("jit/compute/matmul/edge_sizes") {
     CAPTURE(m);
     CAPTURE(k);
     CAPTURE(n);
-    std::string r = check_matmul(m, k, n, DType::f32, static_cast<uint64_t>(m * 1000003 + k * 1009 + n));
+    std::string r = check_matmul(m, k, n, DType::kF32, static_cast<uint64_t>(m * 1000003 + k * 1009 + n));
     CHECK_MESSAGE(r.empty(), r);
   }
-  std::string r = check_matmul(37, 70, 45, DType::f64, 3);
+  std::string r = check_matmul(37, 70, 45, DType::kF64, 3);
   CHECK_MESSAGE(r.empty(), r);
 }
 
@@ -40,7 +40,7 @@ TEST_CASE("jit/compute/matmul/random_shapes_property") {
   CHECK(rc_check("matmul random M K N", 20, [] {
     auto dim = [] { return *rc::gen::oneOf(rc::gen::just<int64_t>(1), rc::gen::inRange<int64_t>(1, 90)); };
     int64_t m = dim(), k = dim(), n = dim();
-    DType dt = *rc::gen::element(DType::f32, DType::f64);
+    DType dt = *rc::gen::element(DType::kF32, DType::kF64);
     std::string r = check_matmul(m, k, n, dt, *rc::gen::arbitrary<uint64_t>());
     RC_ASSERT(r == std::string());
   }));
@@ -67,8 +67,8 @@ TEST_CASE("jit/compute/matmul/batched_broadcast_property") {
     bb.push_back(k);
     bb.push_back(n);
     std::string r = check([&](GraphBuilder& b) {
-      auto x = b.input("a", DType::f32, ir::Shape(ab));
-      auto y = b.input("b", DType::f32, ir::Shape(bb));
+      auto x = b.input("a", DType::kF32, ir::Shape(ab));
+      auto y = b.input("b", DType::kF32, ir::Shape(bb));
       b.output(b.matmul(x, y));
     }, *rc::gen::arbitrary<uint64_t>(), dot_tol(k), dot_tol(k));
     RC_ASSERT(r == std::string());
@@ -86,8 +86,8 @@ TEST_CASE("jit/compute/matmul/vector_operands") {
     CAPTURE(c.a.to_string());
     CAPTURE(c.b.to_string());
     std::string r = check([&](GraphBuilder& b) {
-      auto x = b.input("a", DType::f32, c.a);
-      auto y = b.input("b", DType::f32, c.b);
+      auto x = b.input("a", DType::kF32, c.a);
+      auto y = b.input("b", DType::kF32, c.b);
       b.output(b.matmul(x, y));
     }, 11, dot_tol(300), dot_tol(300));
     CHECK_MESSAGE(r.empty(), r);
@@ -102,8 +102,8 @@ TEST_CASE("jit/compute/gemm/flags_property") {
     bool ta = *rc::gen::arbitrary<bool>(), tb = *rc::gen::arbitrary<bool>();
     double alpha = *rc::gen::element(1.0, 0.5, -2.0), beta = *rc::gen::element(1.0, 0.0, 0.25);
     int c_kind = *rc::gen::inRange(0, 6);  // none, [], [N], [M,1], [1,N], [M,N]
-    DType dt = *rc::gen::element(DType::f32, DType::f64);
-    double tol = dt == DType::f64 ? 1e-12 : 2 * dot_tol(k);
+    DType dt = *rc::gen::element(DType::kF32, DType::kF64);
+    double tol = dt == DType::kF64 ? 1e-12 : 2 * dot_tol(k);
     std::string r = check([&](GraphBuilder& b) {
       auto x = b.input("a", dt, ta ? ir::Shape{k, m} : ir::Shape{m, k});
       auto y = b.input("b", dt, tb ? ir::Shape{n, k} : ir::Shape{k, n});
@@ -118,9 +118,9 @@ TEST_CASE("jit/compute/gemm/flags_property") {
 
 TEST_CASE("jit/compute/matmul/other_dtypes") {
   if (skip_without_jit()) return;
-  for (DType dt : {DType::f16, DType::bf16, DType::i32, DType::i8, DType::u8, DType::i64}) {
+  for (DType dt : {DType::kF16, DType::kBf16, DType::kI32, DType::kI8, DType::kU8, DType::kI64}) {
     CAPTURE(ir::dtype_name(dt));
-    double rtol = dt == DType::f16 ? 2e-3 : dt == DType::bf16 ? 1.6e-2 : 0;
+    double rtol = dt == DType::kF16 ? 2e-3 : dt == DType::kBf16 ? 1.6e-2 : 0;
     double atol = rtol == 0 ? 0 : 1e-3;
     std::string r = check([&](GraphBuilder& b) {
       auto x = b.input("a", dt, {2, 7, 33});
@@ -149,9 +149,9 @@ TEST_CASE("jit/compute/matmul/fused_bias_relu_equals_unfused") {
   for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{33, 70, 45}, {64, 600, 96}, {5, 9, 1}}) {
     CAPTURE(m);
     GraphBuilder b;
-    auto x = b.input("x", DType::f32, {m, k});
-    auto w = b.input("w", DType::f32, {k, n});
-    auto bias = b.input("bias", DType::f32, {n});
+    auto x = b.input("x", DType::kF32, {m, k});
+    auto w = b.input("w", DType::kF32, {k, n});
+    auto bias = b.input("bias", DType::kF32, {n});
     b.output(b.relu(b.add(b.matmul(x, w), bias)));
     auto g = b.build();
     REQUIRE(g.ok());
@@ -179,9 +179,9 @@ TEST_CASE("jit/compute/matmul/long_k_with_cast_epilogue") {
   for (int64_t k : {600, 3000}) {
     CAPTURE(k);
     std::string r = check([&](GraphBuilder& b) {
-      auto x = b.input("x", DType::f32, {19, k});
-      auto w = b.input("w", DType::f32, {k, 40});
-      b.output(b.cast(b.matmul(x, w), DType::f16));
+      auto x = b.input("x", DType::kF32, {19, k});
+      auto w = b.input("w", DType::kF32, {k, 40});
+      b.output(b.cast(b.matmul(x, w), DType::kF16));
     }, 8, 2e-3, 1e-3);
     CHECK_MESSAGE(r.empty(), r);
   }
@@ -192,8 +192,8 @@ TEST_CASE("jit/compute/matmul/long_k_with_cast_epilogue") {
 TEST_CASE("jit/compute/matmul/tile_ranges") {
   if (skip_without_jit()) return;
   GraphBuilder b;
-  auto x = b.input("a", DType::f32, {2, 300, 130});
-  auto y = b.input("b", DType::f32, {130, 520});
+  auto x = b.input("a", DType::kF32, {2, 300, 130});
+  auto y = b.input("b", DType::kF32, {130, 520});
   b.output(b.matmul(x, y));
   auto g = b.build();
   REQUIRE(g.ok());
@@ -225,15 +225,15 @@ TEST_CASE("jit/compute/matmul/tile_ranges") {
 TEST_CASE("jit/compute/tiles/rules_and_registration") {
   if (skip_without_jit()) return;
   GraphBuilder b;
-  auto x = b.input("a", DType::f32, {1024, 1024});
-  auto y = b.input("b", DType::f32, {1024, 1024});
+  auto x = b.input("a", DType::kF32, {1024, 1024});
+  auto y = b.input("b", DType::kF32, {1024, 1024});
   auto mm = b.matmul(x, y);
-  auto img = b.input("img", DType::f32, {2, 8, 16, 16});
-  auto w = b.input("w", DType::f32, {8, 1, 3, 3});
+  auto img = b.input("img", DType::kF32, {2, 8, 16, 16});
+  auto w = b.input("w", DType::kF32, {8, 1, 3, 3});
   ir::Conv2dOptions dw;
   dw.groups = 8;
   auto cv = b.conv2d(img, w, std::nullopt, dw);
-  auto sm = b.softmax(b.input("s", DType::f32, {4096, 100}));
+  auto sm = b.softmax(b.input("s", DType::kF32, {4096, 100}));
   b.output(mm);
   b.output(cv);
   b.output(sm);

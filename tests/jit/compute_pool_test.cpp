@@ -10,7 +10,7 @@ struct PoolCase {
   ir::Shape x;
   ir::PoolOptions opt;
   bool is_max = true;
-  DType dtype = DType::f32;
+  DType dtype = DType::kF32;
 };
 
 bool fits(const PoolCase& p) {
@@ -23,7 +23,7 @@ bool fits(const PoolCase& p) {
 }
 
 std::string check_pool(const PoolCase& p, uint64_t seed) {
-  double tol = p.is_max ? 0 : p.dtype == DType::f64 ? 1e-12 : p.dtype == DType::f16 ? 2e-3 : 1e-6;
+  double tol = p.is_max ? 0 : p.dtype == DType::kF64 ? 1e-12 : p.dtype == DType::kF16 ? 2e-3 : 1e-6;
   return check([&](GraphBuilder& b) {
     auto x = b.input("x", p.dtype, p.x);
     b.output(p.is_max ? b.max_pool(x, p.opt) : b.avg_pool(x, p.opt));
@@ -40,7 +40,7 @@ PoolCase random_pool(bool is_max) {
   for (size_t i = 0; i < 4; ++i) p.opt.pads[i] = *rc::gen::inRange<int64_t>(0, p.opt.kernel[i % 2]);
   p.opt.ceil_mode = *rc::gen::arbitrary<bool>();
   p.opt.count_include_pad = !is_max && *rc::gen::arbitrary<bool>();
-  p.dtype = *rc::gen::element(DType::f32, DType::f32, DType::f64);
+  p.dtype = *rc::gen::element(DType::kF32, DType::kF32, DType::kF64);
   return p;
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("jit/compute/pool/ceil_mode_cases") {
 
 TEST_CASE("jit/compute/pool/other_dtypes") {
   if (skip_without_jit()) return;
-  for (DType dt : {DType::i8, DType::u8, DType::i32, DType::f16, DType::bf16}) {
+  for (DType dt : {DType::kI8, DType::kU8, DType::kI32, DType::kF16, DType::kBf16}) {
     CAPTURE(ir::dtype_name(dt));
     PoolCase p;
     p.x = ir::Shape{2, 3, 9, 40};
@@ -97,7 +97,7 @@ TEST_CASE("jit/compute/pool/other_dtypes") {
     std::string r = check([&](GraphBuilder& b) { b.output(b.max_pool(b.input("x", dt, p.x), p.opt)); }, 3, 0, 0, -50, 50);
     CHECK_MESSAGE(r.empty(), r);
     if (ir::is_float(dt)) {
-      double tol = dt == DType::f16 ? 2e-3 : 1.6e-2;
+      double tol = dt == DType::kF16 ? 2e-3 : 1.6e-2;
       r = check([&](GraphBuilder& b) { b.output(b.avg_pool(b.input("x", dt, p.x), p.opt)); }, 3, tol, tol);
       CHECK_MESSAGE(r.empty(), r);
     }
@@ -108,10 +108,10 @@ TEST_CASE("jit/compute/pool/global_avg_pool") {
   if (skip_without_jit()) return;
   const std::vector<ir::Shape> shapes = {{1, 1, 1}, {2, 3, 7}, {2, 5, 9, 13}, {1, 64, 7, 7}, {2, 2, 3, 4, 5}};
   for (const ir::Shape& s : shapes) {
-    for (DType dt : {DType::f32, DType::f64, DType::f16}) {
+    for (DType dt : {DType::kF32, DType::kF64, DType::kF16}) {
       CAPTURE(s.to_string());
       CAPTURE(ir::dtype_name(dt));
-      double tol = dt == DType::f64 ? 1e-12 : dt == DType::f16 ? 2e-3 : 1e-6;
+      double tol = dt == DType::kF64 ? 1e-12 : dt == DType::kF16 ? 2e-3 : 1e-6;
       std::string r = check([&](GraphBuilder& b) { b.output(b.global_avg_pool(b.input("x", dt, s))); }, 8, tol, tol);
       CHECK_MESSAGE(r.empty(), r);
     }
@@ -125,7 +125,7 @@ TEST_CASE("jit/compute/pool/tile_ranges") {
   opt.kernel = {3, 3};
   opt.strides = {1, 1};
   opt.pads = {1, 1, 1, 1};
-  b.output(b.max_pool(b.input("x", DType::f32, {3, 7, 30, 41}), opt));
+  b.output(b.max_pool(b.input("x", DType::kF32, {3, 7, 30, 41}), opt));
   auto g = b.build();
   REQUIRE(g.ok());
   auto in = random_inputs(*g, 2);

@@ -20,19 +20,19 @@ TEST_CASE("jit/compute/reduce/random_axes_property") {
       if (*rc::gen::inRange(0, 2) == 1) axes.push_back(*rc::gen::arbitrary<bool>() ? i : i - rank);
     }
     bool keep = *rc::gen::arbitrary<bool>();
-    OpKind op = *rc::gen::element(OpKind::reduce_sum, OpKind::reduce_mean, OpKind::reduce_max);
-    DType dt = *rc::gen::element(DType::f32, DType::f32, DType::f64);
+    OpKind op = *rc::gen::element(OpKind::kReduceSum, OpKind::kReduceMean, OpKind::kReduceMax);
+    DType dt = *rc::gen::element(DType::kF32, DType::kF32, DType::kF64);
     int64_t n = 1;
     for (size_t i = 0; i < dims.size(); ++i) {
       bool red = axes.empty();
       for (int64_t a : axes) red = red || a == static_cast<int64_t>(i) || a + rank == static_cast<int64_t>(i);
       if (red) n *= dims[i];
     }
-    double tol = op == OpKind::reduce_max ? 1e-30 : dt == DType::f64 ? 1e-11 : dot_tol(n);
+    double tol = op == OpKind::kReduceMax ? 1e-30 : dt == DType::kF64 ? 1e-11 : dot_tol(n);
     std::string r = check([&](GraphBuilder& b) {
       auto x = b.input("x", dt, ir::Shape(dims));
-      ValueId y = op == OpKind::reduce_sum    ? b.reduce_sum(x, axes, keep)
-                  : op == OpKind::reduce_mean ? b.reduce_mean(x, axes, keep)
+      ValueId y = op == OpKind::kReduceSum    ? b.reduce_sum(x, axes, keep)
+                  : op == OpKind::kReduceMean ? b.reduce_mean(x, axes, keep)
                                               : b.reduce_max(x, axes, keep);
       b.output(y);
     }, *rc::gen::arbitrary<uint64_t>(), tol, tol);
@@ -42,27 +42,27 @@ TEST_CASE("jit/compute/reduce/random_axes_property") {
 
 TEST_CASE("jit/compute/reduce/dtypes_and_empty") {
   if (skip_without_jit()) return;
-  for (DType dt : {DType::i32, DType::i8, DType::u8, DType::i64, DType::f16, DType::bf16}) {
-    for (OpKind op : {OpKind::reduce_sum, OpKind::reduce_max}) {
+  for (DType dt : {DType::kI32, DType::kI8, DType::kU8, DType::kI64, DType::kF16, DType::kBf16}) {
+    for (OpKind op : {OpKind::kReduceSum, OpKind::kReduceMax}) {
       for (std::vector<int64_t> axes : {std::vector<int64_t>{1}, std::vector<int64_t>{2}, std::vector<int64_t>{0, 2}}) {
         CAPTURE(ir::dtype_name(dt));
         CAPTURE(ir::op_name(op));
         CAPTURE(axes.size());
-        double tol = dt == DType::f16 ? 3e-3 : dt == DType::bf16 ? 2e-2 : 0;
+        double tol = dt == DType::kF16 ? 3e-3 : dt == DType::kBf16 ? 2e-2 : 0;
         std::string r = check([&](GraphBuilder& b) {
           auto x = b.input("x", dt, {3, 45, 20});
-          b.output(op == OpKind::reduce_sum ? b.reduce_sum(x, axes, false) : b.reduce_max(x, axes, true));
+          b.output(op == OpKind::kReduceSum ? b.reduce_sum(x, axes, false) : b.reduce_max(x, axes, true));
         }, 12, tol, tol, -100, 100);
         CHECK_MESSAGE(r.empty(), r);
       }
     }
   }
   // Reducing an empty axis: sum 0, max -inf, mean NaN.
-  for (OpKind op : {OpKind::reduce_sum, OpKind::reduce_max, OpKind::reduce_mean}) {
+  for (OpKind op : {OpKind::kReduceSum, OpKind::kReduceMax, OpKind::kReduceMean}) {
     CAPTURE(ir::op_name(op));
     std::string r = check([&](GraphBuilder& b) {
-      auto x = b.input("x", DType::f32, {3, 0, 2});
-      b.output(op == OpKind::reduce_sum ? b.reduce_sum(x, {1}) : op == OpKind::reduce_max ? b.reduce_max(x, {1}) : b.reduce_mean(x, {1}));
+      auto x = b.input("x", DType::kF32, {3, 0, 2});
+      b.output(op == OpKind::kReduceSum ? b.reduce_sum(x, {1}) : op == OpKind::kReduceMax ? b.reduce_max(x, {1}) : b.reduce_mean(x, {1}));
     }, 1, 0, 0);
     CHECK_MESSAGE(r.empty(), r);
   }
@@ -75,8 +75,8 @@ TEST_CASE("jit/compute/softmax/property") {
     std::vector<int64_t> dims(static_cast<size_t>(rank));
     for (auto& d : dims) d = *rc::gen::oneOf(rc::gen::inRange<int64_t>(1, 9), rc::gen::just<int64_t>(70));
     int64_t axis = *rc::gen::inRange<int64_t>(-rank, rank);
-    DType dt = *rc::gen::element(DType::f32, DType::f32, DType::f64, DType::f16);
-    double tol = dt == DType::f64 ? 1e-11 : dt == DType::f16 ? 3e-3 : 1e-5;
+    DType dt = *rc::gen::element(DType::kF32, DType::kF32, DType::kF64, DType::kF16);
+    double tol = dt == DType::kF64 ? 1e-11 : dt == DType::kF16 ? 3e-3 : 1e-5;
     std::string r = check([&](GraphBuilder& b) { b.output(b.softmax(b.input("x", dt, ir::Shape(dims)), axis)); },
                           *rc::gen::arbitrary<uint64_t>(), tol, 1e-7, -20, 20);
     RC_ASSERT(r == std::string());
@@ -87,7 +87,7 @@ TEST_CASE("jit/compute/softmax/extreme_values") {
   if (skip_without_jit()) return;
   // Large magnitudes: max subtraction keeps exp finite; far-below-max entries give 0.
   GraphBuilder b;
-  auto x = b.input("x", DType::f32, {3, 40});
+  auto x = b.input("x", DType::kF32, {3, 40});
   b.output(b.softmax(x));
   auto g = b.build();
   REQUIRE(g.ok());
@@ -108,8 +108,8 @@ TEST_CASE("jit/compute/layer_norm/property") {
     int a = static_cast<int>(axis < 0 ? axis + rank : axis);
     std::vector<int64_t> norm(dims.begin() + a, dims.end());
     bool bias = *rc::gen::arbitrary<bool>();
-    DType dt = *rc::gen::element(DType::f32, DType::f32, DType::f64, DType::f16);
-    double tol = dt == DType::f64 ? 1e-11 : dt == DType::f16 ? 3e-3 : 2e-5;
+    DType dt = *rc::gen::element(DType::kF32, DType::kF32, DType::kF64, DType::kF16);
+    double tol = dt == DType::kF64 ? 1e-11 : dt == DType::kF16 ? 3e-3 : 2e-5;
     std::string r = check([&](GraphBuilder& b) {
       auto x = b.input("x", dt, ir::Shape(dims));
       auto s = b.input("scale", dt, ir::Shape(norm));
@@ -127,8 +127,8 @@ TEST_CASE("jit/compute/batch_norm/property") {
     int rank = *rc::gen::inRange(2, 5);
     std::vector<int64_t> dims(static_cast<size_t>(rank));
     for (auto& d : dims) d = *rc::gen::oneOf(rc::gen::inRange<int64_t>(1, 6), rc::gen::just<int64_t>(35));
-    DType dt = *rc::gen::element(DType::f32, DType::f64, DType::bf16);
-    double tol = dt == DType::f64 ? 1e-11 : dt == DType::bf16 ? 2e-2 : 2e-5;
+    DType dt = *rc::gen::element(DType::kF32, DType::kF64, DType::kBf16);
+    double tol = dt == DType::kF64 ? 1e-11 : dt == DType::kBf16 ? 2e-2 : 2e-5;
     GraphBuilder b;
     auto x = b.input("x", dt, ir::Shape(dims));
     ir::Shape ch{dims[1]};
@@ -158,13 +158,13 @@ TEST_CASE("jit/compute/reduce/tile_ranges") {
       {"sum outer", [](GraphBuilder& b, ValueId x) { b.output(b.reduce_sum(x, {0, 1}, false)); }},
       {"softmax", [](GraphBuilder& b, ValueId x) { b.output(b.softmax(x, 1)); }},
       {"layer_norm", [](GraphBuilder& b, ValueId x) {
-         b.output(b.layer_norm(x, b.input("s", DType::f32, {600}), std::nullopt, -1));
+         b.output(b.layer_norm(x, b.input("s", DType::kF32, {600}), std::nullopt, -1));
        }},
   };
   for (const Case& c : cases) {
     CAPTURE(c.what);
     GraphBuilder b;
-    auto x = b.input("x", DType::f32, {30, 20, 600});
+    auto x = b.input("x", DType::kF32, {30, 20, 600});
     c.op(b, x);
     auto g = b.build();
     REQUIRE(g.ok());

@@ -31,7 +31,7 @@ inline std::vector<HostTensor> random_inputs(const ir::Graph& g, uint64_t seed, 
   std::mt19937_64 rng(seed);
   std::vector<HostTensor> in;
   for (const ir::Value& v : g.values) {
-    if (v.kind != ir::ValueKind::input) continue;
+    if (v.kind != ir::ValueKind::kInput) continue;
     HostTensor t = random_tensor(rng, v.type.dtype, v.type.shape, lo, hi);
     if (ir::is_float(v.type.dtype) && std::find(finite.begin(), finite.end(), v.name) != finite.end()) {
       std::vector<double> d = t.to_doubles();
@@ -81,13 +81,13 @@ inline Result<HostTensor> run_node_tiles(const ir::Graph& g, ir::NodeId node,
   group.num_tiles = num_tiles;
   if (drop_scratch) {  // the kernel then packs on its stack
     group.scratch_bytes = 0;
-    std::erase_if(group.operands, [](const KernelOperand& op) { return op.role == OperandRole::scratch; });
+    std::erase_if(group.operands, [](const KernelOperand& op) { return op.role == OperandRole::kScratch; });
   }
   CARVE_ASSIGN_OR_RETURN(CompiledKernel k, shared_jit()->compile_group(g, group));
   std::vector<const HostTensor*> by_value(g.values.size(), nullptr);
   size_t next = 0;
   for (const ir::Value& v : g.values) {
-    if (v.kind == ir::ValueKind::input) by_value[static_cast<size_t>(v.id)] = &in[next++];
+    if (v.kind == ir::ValueKind::kInput) by_value[static_cast<size_t>(v.id)] = &in[next++];
   }
   const ir::Node& n = g.node(node);
   HostTensor out;
@@ -96,9 +96,9 @@ inline Result<HostTensor> run_node_tiles(const ir::Graph& g, ir::NodeId node,
   std::vector<void*> ops;
   std::vector<uint8_t> scratch(static_cast<size_t>(group.scratch_bytes) + 64);
   for (const KernelOperand& op : group.operands) {
-    if (op.role == OperandRole::scratch) {
+    if (op.role == OperandRole::kScratch) {
       ops.push_back(scratch.data());
-    } else if (op.role == OperandRole::output) {
+    } else if (op.role == OperandRole::kOutput) {
       ops.push_back(out.bytes.data());
     } else {
       ops.push_back(const_cast<uint8_t*>(by_value[static_cast<size_t>(op.value)]->bytes.data()));

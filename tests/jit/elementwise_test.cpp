@@ -17,17 +17,17 @@
 namespace carve::jit::jittest {
 namespace {
 
-const std::vector<DType> kFloats = {DType::f32, DType::f64, DType::f16, DType::bf16};
-const std::vector<DType> kNumeric = {DType::f32, DType::f64, DType::f16, DType::bf16,
-                                     DType::i8,  DType::i32, DType::i64, DType::u8};
-const std::vector<DType> kAll = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8,
-                                 DType::i32, DType::i64, DType::u8,  DType::boolean};
+const std::vector<DType> kFloats = {DType::kF32, DType::kF64, DType::kF16, DType::kBf16};
+const std::vector<DType> kNumeric = {DType::kF32, DType::kF64, DType::kF16, DType::kBf16,
+                                     DType::kI8,  DType::kI32, DType::kI64, DType::kU8};
+const std::vector<DType> kAll = {DType::kF32, DType::kF64, DType::kF16, DType::kBf16, DType::kI8,
+                                 DType::kI32, DType::kI64, DType::kU8,  DType::kBool};
 
 bool transcendental(OpKind op) {
   switch (op) {
-    case OpKind::exp: case OpKind::log: case OpKind::tanh: case OpKind::erf:
-    case OpKind::sigmoid: case OpKind::silu: case OpKind::gelu: case OpKind::rsqrt:
-    case OpKind::pow: case OpKind::hard_sigmoid:
+    case OpKind::kExp: case OpKind::kLog: case OpKind::kTanh: case OpKind::kErf:
+    case OpKind::kSigmoid: case OpKind::kSilu: case OpKind::kGelu: case OpKind::kRsqrt:
+    case OpKind::kPow: case OpKind::kHardSigmoid:
       return true;
     default:
       return false;
@@ -37,10 +37,10 @@ bool transcendental(OpKind op) {
 double rtol_for(OpKind op, DType d) {
   if (!transcendental(op)) return 0;
   switch (d) {
-    case DType::f64: return 1e-13;
-    case DType::f32: return 1e-6;
-    case DType::f16: return 1.0 / 1024;
-    case DType::bf16: return 1.0 / 128;
+    case DType::kF64: return 1e-13;
+    case DType::kF32: return 1e-6;
+    case DType::kF16: return 1.0 / 1024;
+    case DType::kBf16: return 1.0 / 128;
     default: return 0;
   }
 }
@@ -48,9 +48,9 @@ double rtol_for(OpKind op, DType d) {
 // Value range of the inputs of `op` (input k).
 std::pair<double, double> range_for(OpKind op, size_t k) {
   switch (op) {
-    case OpKind::log: case OpKind::sqrt: case OpKind::rsqrt: return {-1, 50};
-    case OpKind::exp: return {-20, 20};
-    case OpKind::pow: return k == 0 ? std::pair{0.05, 4.0} : std::pair{-3.0, 3.0};
+    case OpKind::kLog: case OpKind::kSqrt: case OpKind::kRsqrt: return {-1, 50};
+    case OpKind::kExp: return {-20, 20};
+    case OpKind::kPow: return k == 0 ? std::pair{0.05, 4.0} : std::pair{-3.0, 3.0};
     default: return {-8, 8};
   }
 }
@@ -78,21 +78,21 @@ void check_op(OpKind op, const std::vector<ir::TensorType>& types, ir::Attrs att
     std::vector<HostTensor> inputs;
     for (size_t k = 0; k < types.size(); ++k) {
       auto [lo, hi] = range_for(op, k);
-      if (op == OpKind::pow && ir::is_integer(types[k].dtype) && k == 1) {
+      if (op == OpKind::kPow && ir::is_integer(types[k].dtype) && k == 1) {
         // small exponents, negative ones included
         HostTensor t = random_tensor(rng, types[k].dtype, types[k].shape);
         std::vector<double> e = t.to_doubles();
         for (double& x : e) x = static_cast<double>(static_cast<int64_t>(rng() % 15) - 2);
-        if (types[k].dtype == DType::u8) for (double& x : e) x = std::fabs(x);
+        if (types[k].dtype == DType::kU8) for (double& x : e) x = std::fabs(x);
         inputs.push_back(HostTensor::from_doubles(types[k].dtype, types[k].shape, e));
         continue;
       }
       HostTensor t = random_tensor(rng, types[k].dtype, types[k].shape, lo, hi);
-      if (op == OpKind::div && k == 1 && ir::is_integer(types[k].dtype)) {
+      if (op == OpKind::kDiv && k == 1 && ir::is_integer(types[k].dtype)) {
         std::vector<double> d = t.to_doubles();  // zeros and -1 divisors on purpose
         for (double& x : d) {
           if (rng() % 5 == 0) x = 0;
-          else if (rng() % 7 == 0 && types[k].dtype != DType::u8) x = -1;
+          else if (rng() % 7 == 0 && types[k].dtype != DType::kU8) x = -1;
         }
         t = HostTensor::from_doubles(types[k].dtype, types[k].shape, d);
       }
@@ -130,37 +130,37 @@ void check_binary(OpKind op, const std::vector<DType>& dtypes) {
 
 }  // namespace
 
-TEST_CASE("jit/elementwise/neg all numeric dtypes") { check_unary(OpKind::neg, kNumeric); }
-TEST_CASE("jit/elementwise/abs all numeric dtypes") { check_unary(OpKind::abs, kNumeric); }
-TEST_CASE("jit/elementwise/relu all numeric dtypes") { check_unary(OpKind::relu, kNumeric); }
+TEST_CASE("jit/elementwise/neg all numeric dtypes") { check_unary(OpKind::kNeg, kNumeric); }
+TEST_CASE("jit/elementwise/abs all numeric dtypes") { check_unary(OpKind::kAbs, kNumeric); }
+TEST_CASE("jit/elementwise/relu all numeric dtypes") { check_unary(OpKind::kRelu, kNumeric); }
 TEST_CASE("jit/elementwise/clip all numeric dtypes") {
-  check_unary(OpKind::clip, kNumeric, {{"min", -2.5}, {"max", 3.7}});
-  check_unary(OpKind::clip, {DType::f32, DType::i8, DType::u8}, {{"min", -1000.0}});
+  check_unary(OpKind::kClip, kNumeric, {{"min", -2.5}, {"max", 3.7}});
+  check_unary(OpKind::kClip, {DType::kF32, DType::kI8, DType::kU8}, {{"min", -1000.0}});
 }
-TEST_CASE("jit/elementwise/exp float dtypes") { check_unary(OpKind::exp, kFloats); }
-TEST_CASE("jit/elementwise/log float dtypes") { check_unary(OpKind::log, kFloats); }
-TEST_CASE("jit/elementwise/sqrt float dtypes") { check_unary(OpKind::sqrt, kFloats); }
-TEST_CASE("jit/elementwise/rsqrt float dtypes") { check_unary(OpKind::rsqrt, kFloats); }
-TEST_CASE("jit/elementwise/tanh float dtypes") { check_unary(OpKind::tanh, kFloats); }
-TEST_CASE("jit/elementwise/sigmoid float dtypes") { check_unary(OpKind::sigmoid, kFloats); }
-TEST_CASE("jit/elementwise/gelu float dtypes") { check_unary(OpKind::gelu, kFloats); }
-TEST_CASE("jit/elementwise/erf float dtypes") { check_unary(OpKind::erf, kFloats); }
-TEST_CASE("jit/elementwise/silu float dtypes") { check_unary(OpKind::silu, kFloats); }
+TEST_CASE("jit/elementwise/exp float dtypes") { check_unary(OpKind::kExp, kFloats); }
+TEST_CASE("jit/elementwise/log float dtypes") { check_unary(OpKind::kLog, kFloats); }
+TEST_CASE("jit/elementwise/sqrt float dtypes") { check_unary(OpKind::kSqrt, kFloats); }
+TEST_CASE("jit/elementwise/rsqrt float dtypes") { check_unary(OpKind::kRsqrt, kFloats); }
+TEST_CASE("jit/elementwise/tanh float dtypes") { check_unary(OpKind::kTanh, kFloats); }
+TEST_CASE("jit/elementwise/sigmoid float dtypes") { check_unary(OpKind::kSigmoid, kFloats); }
+TEST_CASE("jit/elementwise/gelu float dtypes") { check_unary(OpKind::kGelu, kFloats); }
+TEST_CASE("jit/elementwise/erf float dtypes") { check_unary(OpKind::kErf, kFloats); }
+TEST_CASE("jit/elementwise/silu float dtypes") { check_unary(OpKind::kSilu, kFloats); }
 TEST_CASE("jit/elementwise/hard_sigmoid float dtypes") {
-  check_unary(OpKind::hard_sigmoid, kFloats, {{"alpha", 0.3}, {"beta", 0.4}});
+  check_unary(OpKind::kHardSigmoid, kFloats, {{"alpha", 0.3}, {"beta", 0.4}});
 }
 
-TEST_CASE("jit/elementwise/add all numeric dtypes and broadcasts") { check_binary(OpKind::add, kNumeric); }
-TEST_CASE("jit/elementwise/sub all numeric dtypes and broadcasts") { check_binary(OpKind::sub, kNumeric); }
-TEST_CASE("jit/elementwise/mul all numeric dtypes and broadcasts") { check_binary(OpKind::mul, kNumeric); }
-TEST_CASE("jit/elementwise/div all numeric dtypes and broadcasts") { check_binary(OpKind::div, kNumeric); }
-TEST_CASE("jit/elementwise/pow all numeric dtypes and broadcasts") { check_binary(OpKind::pow, kNumeric); }
-TEST_CASE("jit/elementwise/max all numeric dtypes and broadcasts") { check_binary(OpKind::max, kNumeric); }
-TEST_CASE("jit/elementwise/min all numeric dtypes and broadcasts") { check_binary(OpKind::min, kNumeric); }
+TEST_CASE("jit/elementwise/add all numeric dtypes and broadcasts") { check_binary(OpKind::kAdd, kNumeric); }
+TEST_CASE("jit/elementwise/sub all numeric dtypes and broadcasts") { check_binary(OpKind::kSub, kNumeric); }
+TEST_CASE("jit/elementwise/mul all numeric dtypes and broadcasts") { check_binary(OpKind::kMul, kNumeric); }
+TEST_CASE("jit/elementwise/div all numeric dtypes and broadcasts") { check_binary(OpKind::kDiv, kNumeric); }
+TEST_CASE("jit/elementwise/pow all numeric dtypes and broadcasts") { check_binary(OpKind::kPow, kNumeric); }
+TEST_CASE("jit/elementwise/max all numeric dtypes and broadcasts") { check_binary(OpKind::kMax, kNumeric); }
+TEST_CASE("jit/elementwise/min all numeric dtypes and broadcasts") { check_binary(OpKind::kMin, kNumeric); }
 
 TEST_CASE("jit/elementwise/comparisons all dtypes and broadcasts") {
-  for (OpKind op : {OpKind::equal, OpKind::not_equal, OpKind::less, OpKind::less_equal, OpKind::greater,
-                    OpKind::greater_equal}) {
+  for (OpKind op : {OpKind::kEqual, OpKind::kNotEqual, OpKind::kLess, OpKind::kLessEqual, OpKind::kGreater,
+                    OpKind::kGreaterEqual}) {
     check_binary(op, kAll);
   }
 }
@@ -168,9 +168,9 @@ TEST_CASE("jit/elementwise/comparisons all dtypes and broadcasts") {
 TEST_CASE("jit/elementwise/where all dtypes and broadcasts") {
   if (skip_without_jit()) return;
   for (DType d : kAll) {
-    check_op(OpKind::where, {{DType::boolean, Shape{7}}, {d, Shape{7}}, {d, Shape{7}}}, {}, 0);
-    check_op(OpKind::where, {{DType::boolean, Shape{1023}}, {d, Shape{}}, {d, Shape{1023}}}, {}, 0);
-    check_op(OpKind::where, {{DType::boolean, Shape{3, 1}}, {d, Shape{1, 5}}, {d, Shape{2, 1, 1}}}, {}, 0);
+    check_op(OpKind::kWhere, {{DType::kBool, Shape{7}}, {d, Shape{7}}, {d, Shape{7}}}, {}, 0);
+    check_op(OpKind::kWhere, {{DType::kBool, Shape{1023}}, {d, Shape{}}, {d, Shape{1023}}}, {}, 0);
+    check_op(OpKind::kWhere, {{DType::kBool, Shape{3, 1}}, {d, Shape{1, 5}}, {d, Shape{2, 1, 1}}}, {}, 0);
   }
 }
 
@@ -179,7 +179,7 @@ TEST_CASE("jit/elementwise/cast every dtype pair") {
   JitCompiler& jit = *shared_jit();
   for (DType from : kAll) {
     for (DType to : kAll) {
-      ir::Graph g = op_graph(OpKind::cast, {{from, Shape{257}}}, {{"to", std::string(ir::dtype_name(to))}});
+      ir::Graph g = op_graph(OpKind::kCast, {{from, Shape{257}}}, {{"to", std::string(ir::dtype_name(to))}});
       std::string label = fmt::format("cast {} -> {}", ir::dtype_name(from), ir::dtype_name(to));
       bool ok = rc_check(label, 4, [&] {
         std::mt19937_64 rng(*rc::gen::arbitrary<uint64_t>());
@@ -194,12 +194,12 @@ TEST_CASE("jit/elementwise/cast every dtype pair") {
             case 4: x = static_cast<double>(static_cast<int64_t>(rng() % 600) - 300); break;
             default: x = std::uniform_real_distribution<double>(-1e6, 1e6)(rng); break;
           }
-          if (ir::is_integer(from) || from == DType::boolean) {
+          if (ir::is_integer(from) || from == DType::kBool) {
             if (!std::isfinite(x)) x = 7;
           }
         }
         HostTensor in;
-        if (from == DType::i64) {
+        if (from == DType::kI64) {
           // exact 64-bit patterns (beyond 2^53) for the int -> float rounding paths
           std::vector<int64_t> iv(257);
           for (auto& x : iv) x = static_cast<int64_t>(rng()) >> (rng() % 64);
@@ -223,11 +223,11 @@ TEST_CASE("jit/elementwise/16-bit rounding is to nearest even at every boundary"
   // Every f16 and bf16 midpoint (and its neighbours) through cast f32 -> f16/bf16.
   if (skip_without_jit()) return;
   JitCompiler& jit = *shared_jit();
-  for (DType to : {DType::f16, DType::bf16}) {
+  for (DType to : {DType::kF16, DType::kBf16}) {
     std::vector<float> v;
     for (uint32_t h = 0; h < 0x10000; h += 7) {
-      float a = to == DType::f16 ? ir::f16_to_float(static_cast<uint16_t>(h)) : ir::bf16_to_float(static_cast<uint16_t>(h));
-      float b = to == DType::f16 ? ir::f16_to_float(static_cast<uint16_t>(h + 1)) : ir::bf16_to_float(static_cast<uint16_t>(h + 1));
+      float a = to == DType::kF16 ? ir::f16_to_float(static_cast<uint16_t>(h)) : ir::bf16_to_float(static_cast<uint16_t>(h));
+      float b = to == DType::kF16 ? ir::f16_to_float(static_cast<uint16_t>(h + 1)) : ir::bf16_to_float(static_cast<uint16_t>(h + 1));
       if (!std::isfinite(a) || !std::isfinite(b)) continue;
       float mid = static_cast<float>((static_cast<double>(a) + b) / 2);
       v.push_back(mid);
@@ -235,7 +235,7 @@ TEST_CASE("jit/elementwise/16-bit rounding is to nearest even at every boundary"
       v.push_back(std::nextafter(mid, 1e30f));
     }
     HostTensor in = HostTensor::from<float>(Shape{static_cast<int64_t>(v.size())}, v);
-    ir::Graph g = op_graph(OpKind::cast, {in.type}, {{"to", std::string(ir::dtype_name(to))}});
+    ir::Graph g = op_graph(OpKind::kCast, {in.type}, {{"to", std::string(ir::dtype_name(to))}});
     auto expected = run_reference(g, {in});
     REQUIRE(expected.ok());
     auto actual = run_jit(jit, g, {in});
@@ -249,7 +249,7 @@ TEST_CASE("jit/elementwise/integer division by zero and overflow are defined") {
   JitCompiler& jit = *shared_jit();
   HostTensor a = HostTensor::from<int32_t>(Shape{4}, {7, INT32_MIN, -7, 5});
   HostTensor b = HostTensor::from<int32_t>(Shape{4}, {0, -1, 2, -1});
-  ir::Graph g = op_graph(OpKind::div, {a.type, b.type});
+  ir::Graph g = op_graph(OpKind::kDiv, {a.type, b.type});
   auto out = run_jit(jit, g, {a, b});
   REQUIRE(out.ok());
   CHECK((*out)[0].as<int32_t>() == std::vector<int32_t>{0, INT32_MIN, -3, -5});
@@ -258,7 +258,7 @@ TEST_CASE("jit/elementwise/integer division by zero and overflow are defined") {
 TEST_CASE("jit/elementwise/fused chain equals unfused nodes") {
   if (skip_without_jit()) return;
   JitCompiler& jit = *shared_jit();
-  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i32}) {
+  for (DType d : {DType::kF32, DType::kF16, DType::kBf16, DType::kF64, DType::kI32}) {
     ir::GraphBuilder b;
     auto x = b.input("x", d, {37, 29});
     auto w = b.input("w", d, {29});
@@ -290,7 +290,7 @@ TEST_CASE("jit/elementwise/fused chain equals unfused nodes") {
     CHECK((*a)[0].bytes == (*u)[0].bytes);
     auto ref = run_reference(*g, in);
     REQUIRE(ref.ok());
-    double tol = d == DType::f16 ? 1.0 / 512 : d == DType::bf16 ? 1.0 / 64 : d == DType::f32 ? 1e-6 : 0;
+    double tol = d == DType::kF16 ? 1.0 / 512 : d == DType::kBf16 ? 1.0 / 64 : d == DType::kF32 ? 1e-6 : 0;
     CHECK(compare((*a)[0], (*ref)[0], tol, tol) == "");
   }
 }
@@ -299,13 +299,13 @@ TEST_CASE("jit/elementwise/tiles run independently and in any order") {
   if (skip_without_jit()) return;
   JitCompiler& jit = *shared_jit();
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {3, 50001});
-  auto y = b.input("y", DType::f32, {50001});
+  auto x = b.input("x", DType::kF32, {3, 50001});
+  auto y = b.input("y", DType::kF32, {50001});
   b.output(b.relu(b.add(x, y)));
   auto g = b.build();
   REQUIRE(g.ok());
   std::mt19937_64 rng(3);
-  std::vector<HostTensor> in = {random_tensor(rng, DType::f32, {3, 50001}), random_tensor(rng, DType::f32, {50001})};
+  std::vector<HostTensor> in = {random_tensor(rng, DType::kF32, {3, 50001}), random_tensor(rng, DType::kF32, {50001})};
   RunOptions tiled;
   tiled.fusion.elements_per_tile = 4099;
   tiled.tile_by_tile = true;

@@ -7,12 +7,12 @@
 namespace carve::jit::jittest {
 namespace {
 
-const std::vector<DType> kLayoutDtypes = {DType::f32, DType::f16, DType::f64, DType::i8, DType::i64, DType::boolean};
+const std::vector<DType> kLayoutDtypes = {DType::kF32, DType::kF16, DType::kF64, DType::kI8, DType::kI64, DType::kBool};
 
 // Builds a graph with `make`, runs it through the JIT (tiled into small tiles, run one by
 // one in reverse) and the reference, and checks every output is bit-identical.
 void check_graph(const std::function<void(ir::GraphBuilder&, DType)>& make, const std::vector<Shape>& input_shapes,
-                 const std::string& label, DType idx_dtype = DType::i64, int64_t idx_bound = 0) {
+                 const std::string& label, DType idx_dtype = DType::kI64, int64_t idx_bound = 0) {
   if (skip_without_jit()) return;
   for (DType d : kLayoutDtypes) {
     ir::GraphBuilder b;
@@ -23,7 +23,7 @@ void check_graph(const std::function<void(ir::GraphBuilder&, DType)>& make, cons
       std::mt19937_64 rng(*rc::gen::arbitrary<uint64_t>());
       std::vector<HostTensor> in;
       for (const ir::Value& v : g->values) {
-        if (v.kind != ir::ValueKind::input) continue;
+        if (v.kind != ir::ValueKind::kInput) continue;
         if (v.type.dtype == idx_dtype && v.name == "idx") {
           std::vector<double> iv(static_cast<size_t>(*v.type.shape.num_elements()));
           for (double& x : iv) x = static_cast<double>(static_cast<int64_t>(rng() % static_cast<uint64_t>(2 * idx_bound)) - idx_bound);
@@ -107,22 +107,22 @@ TEST_CASE("jit/layout/pad") {
 TEST_CASE("jit/layout/gather with negative indices") {
   check_graph([](ir::GraphBuilder& b, DType d) {
     auto x = b.input("x", d, {5, 4, 3});
-    auto idx = b.input("idx", DType::i64, {2, 3});
+    auto idx = b.input("idx", DType::kI64, {2, 3});
     b.output(b.gather(x, idx, 1));
     b.output(b.gather(x, idx, -1));
-  }, {}, "gather i64", DType::i64, 3);
+  }, {}, "gather i64", DType::kI64, 3);
   check_graph([](ir::GraphBuilder& b, DType d) {
     auto x = b.input("x", d, {6, 2});
-    auto idx = b.input("idx", DType::i32, {7});
+    auto idx = b.input("idx", DType::kI32, {7});
     b.output(b.gather(x, idx, 0));
-  }, {}, "gather i32", DType::i32, 6);
+  }, {}, "gather i32", DType::kI32, 6);
 }
 
 TEST_CASE("jit/layout/gather out of range writes zeros") {
   if (skip_without_jit()) return;
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {3, 2});
-  auto idx = b.input("idx", DType::i64, {3});
+  auto x = b.input("x", DType::kF32, {3, 2});
+  auto idx = b.input("idx", DType::kI64, {3});
   b.output(b.gather(x, idx, 0));
   auto g = b.build();
   REQUIRE(g.ok());
@@ -135,13 +135,13 @@ TEST_CASE("jit/layout/gather out of range writes zeros") {
 TEST_CASE("jit/layout/views as copies and layout after views") {
   if (skip_without_jit()) return;
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {2, 3, 4});
+  auto x = b.input("x", DType::kF32, {2, 3, 4});
   auto r = b.reshape(x, {6, 4});
   b.output(b.transpose(r, {1, 0}));
   auto g = b.build();
   REQUIRE(g.ok());
   std::mt19937_64 rng(1);
-  std::vector<HostTensor> in = {random_tensor(rng, DType::f32, {2, 3, 4})};
+  std::vector<HostTensor> in = {random_tensor(rng, DType::kF32, {2, 3, 4})};
   auto out = run_jit(*shared_jit(), *g, in);
   auto ref = run_reference(*g, in);
   REQUIRE(out.ok());
@@ -164,11 +164,11 @@ TEST_CASE("jit/layout/views as copies and layout after views") {
 TEST_CASE("jit/layout/read_handle write_handle write_handle_at") {
   if (skip_without_jit()) return;
   ir::GraphBuilder b;
-  b.handle("kv", DType::f32, {2, 6, 3});
-  b.handle("state", DType::f32, {4});
-  auto v = b.input("v", DType::f32, {2, 2, 3});
-  auto pos = b.input("pos", DType::i64, {});
-  auto s = b.input("s", DType::f32, {4});
+  b.handle("kv", DType::kF32, {2, 6, 3});
+  b.handle("state", DType::kF32, {4});
+  auto v = b.input("v", DType::kF32, {2, 2, 3});
+  auto pos = b.input("pos", DType::kI64, {});
+  auto s = b.input("s", DType::kF32, {4});
   auto old = b.read_handle("state");
   b.output(b.add(old, s));
   b.write_handle("state", s);
@@ -177,11 +177,11 @@ TEST_CASE("jit/layout/read_handle write_handle write_handle_at") {
   REQUIRE_MESSAGE(g.ok(), g.status().to_string());
   std::mt19937_64 rng(2);
   for (int64_t p : {0, 3, 4}) {
-    std::vector<HostTensor> in = {random_tensor(rng, DType::f32, {2, 2, 3}), HostTensor::scalar<int64_t>(p),
-                                  random_tensor(rng, DType::f32, {4})};
+    std::vector<HostTensor> in = {random_tensor(rng, DType::kF32, {2, 2, 3}), HostTensor::scalar<int64_t>(p),
+                                  random_tensor(rng, DType::kF32, {4})};
     ReferenceHandles h1, h2;
-    h1["state"] = random_tensor(rng, DType::f32, {4});
-    h1["kv"] = random_tensor(rng, DType::f32, {2, 6, 3});
+    h1["state"] = random_tensor(rng, DType::kF32, {4});
+    h1["kv"] = random_tensor(rng, DType::kF32, {2, 6, 3});
     h2 = h1;
     auto ref = run_reference(*g, in, &h1);
     REQUIRE_MESSAGE(ref.ok(), ref.status().to_string());
@@ -192,8 +192,8 @@ TEST_CASE("jit/layout/read_handle write_handle write_handle_at") {
     CHECK(h2["kv"].bytes == h1["kv"].bytes);
   }
   // pos beyond the end is clamped (the reference rejects it): writes at 6 - 2 = 4
-  std::vector<HostTensor> in = {random_tensor(rng, DType::f32, {2, 2, 3}), HostTensor::scalar<int64_t>(1000),
-                                random_tensor(rng, DType::f32, {4})};
+  std::vector<HostTensor> in = {random_tensor(rng, DType::kF32, {2, 2, 3}), HostTensor::scalar<int64_t>(1000),
+                                random_tensor(rng, DType::kF32, {4})};
   ReferenceHandles h;
   auto out = run_jit(*shared_jit(), *g, in, &h);
   REQUIRE(out.ok());

@@ -16,7 +16,7 @@ namespace {
 
 // x: f32[n] -> relu(x * scale + bias) with a per-graph constant shape, so graphs with
 // different n compile to different kernels.
-ir::Graph small_graph(int64_t n, DType d = DType::f32) {
+ir::Graph small_graph(int64_t n, DType d = DType::kF32) {
   ir::GraphBuilder b;
   auto x = b.input("x", d, {n});
   auto w = b.input("w", d, {n});
@@ -105,7 +105,7 @@ TEST_CASE("jit/engine/a fresh JitCompiler on the same cache dir loads objects fr
   ir::Graph g = small_graph(777);
   auto groups = groups_of(g);
   std::mt19937_64 rng(5);
-  std::vector<HostTensor> in = {random_tensor(rng, DType::f32, {777}), random_tensor(rng, DType::f32, {777})};
+  std::vector<HostTensor> in = {random_tensor(rng, DType::kF32, {777}), random_tensor(rng, DType::kF32, {777})};
   JitOptions o;
   o.cache_dir = dir.path;
   {
@@ -189,8 +189,8 @@ TEST_CASE("jit/engine/concurrent compiles from 4 threads are all correct") {
       for (int rep = 0; rep < 3; ++rep) {
         // distinct graphs per thread, plus one graph every thread shares
         int64_t n = rep == 2 ? 999 : 100 + t * 10 + rep;
-        DType d = (t % 2 == 0) ? DType::f32 : DType::f16;
-        if (rep == 2) d = DType::f32;
+        DType d = (t % 2 == 0) ? DType::kF32 : DType::kF16;
+        if (rep == 2) d = DType::kF32;
         ir::Graph g = small_graph(n, d);
         std::mt19937_64 rng(static_cast<uint64_t>(t * 100 + rep));
         std::vector<HostTensor> in = {random_tensor(rng, d, {n}), random_tensor(rng, d, {n})};
@@ -242,7 +242,7 @@ TEST_CASE("jit/engine/malformed groups are errors not crashes") {
   ir::Graph g = small_graph(8);
   auto groups = groups_of(g);
   KernelGroup bad = groups[0];
-  bad.operands.push_back(KernelOperand{OperandRole::input, 999});
+  bad.operands.push_back(KernelOperand{OperandRole::kInput, 999});
   CHECK(shared_jit()->compile_group(g, bad).status().code() == ErrorCode::kInvalidArgument);
   bad = groups[0];
   bad.may_alias = {{0, 17}};
@@ -262,9 +262,9 @@ TEST_CASE("jit/engine/opt level 0 kernels compute the same") {
   o.opt_level = 0;
   auto jit = JitCompiler::create(o);
   REQUIRE(jit.ok());
-  ir::Graph g = small_graph(333, DType::bf16);
+  ir::Graph g = small_graph(333, DType::kBf16);
   std::mt19937_64 rng(9);
-  std::vector<HostTensor> in = {random_tensor(rng, DType::bf16, {333}), random_tensor(rng, DType::bf16, {333})};
+  std::vector<HostTensor> in = {random_tensor(rng, DType::kBf16, {333}), random_tensor(rng, DType::kBf16, {333})};
   auto a = run_jit(**jit, g, in);
   auto b = run_jit(*shared_jit(), g, in);
   REQUIRE(a.ok());
@@ -274,7 +274,7 @@ TEST_CASE("jit/engine/opt level 0 kernels compute the same") {
 
 TEST_CASE("jit/engine/matmul with a fused epilogue equals the reference") {
   if (skip_without_jit()) return;
-  for (DType d : {DType::f32, DType::f16}) {
+  for (DType d : {DType::kF32, DType::kF16}) {
     ir::GraphBuilder b;
     auto x = b.input("x", d, {13, 17});
     auto w = b.input("w", d, {17, 9});
@@ -301,7 +301,7 @@ TEST_CASE("jit/engine/matmul with a fused epilogue equals the reference") {
     CHECK(compare((*out)[0], (*u)[0]) == "");  // the epilogue rounds like the unfused nodes
     auto ref = run_reference(*g, in);
     REQUIRE(ref.ok());
-    double tol = d == DType::f16 ? 4.0 / 1024 : 1e-5;
+    double tol = d == DType::kF16 ? 4.0 / 1024 : 1e-5;
     CHECK(compare((*out)[0], (*ref)[0], tol, tol) == "");
   }
 }

@@ -79,12 +79,12 @@ inline Result<std::vector<HostTensor>> run_jit(JitCompiler& jit, const ir::Graph
     if (!size.ok()) return size.status();
     auto& buf = storage[static_cast<size_t>(v.id)];
     buf.assign(static_cast<size_t>(*size) + 8, 0xCD);  // poison pattern + guard bytes
-    if (v.kind == ir::ValueKind::input) {
+    if (v.kind == ir::ValueKind::kInput) {
       if (next_input >= inputs.size()) return Status(ErrorCode::kInvalidArgument, "too few inputs");
       const HostTensor& t = inputs[next_input++];
       if (t.bytes.size() != static_cast<size_t>(*size)) return Status(ErrorCode::kInvalidArgument, "input size");
       if (!t.bytes.empty()) std::memcpy(buf.data(), t.bytes.data(), t.bytes.size());
-    } else if (v.kind == ir::ValueKind::constant && v.data && !v.data->empty()) {
+    } else if (v.kind == ir::ValueKind::kConstant && v.data && !v.data->empty()) {
       std::memcpy(buf.data(), v.data->data(), v.data->size());
     }
     ptr[static_cast<size_t>(v.id)] = buf.data();
@@ -105,7 +105,7 @@ inline Result<std::vector<HostTensor>> run_jit(JitCompiler& jit, const ir::Graph
     std::vector<uint8_t> scratch(static_cast<size_t>(k.group.scratch_bytes) + 64);
     const ir::Node& anchor = graph.node(k.group.nodes.front());
     for (const KernelOperand& op : k.group.operands) {
-      if (op.role == OperandRole::scratch) {
+      if (op.role == OperandRole::kScratch) {
         ops.push_back(scratch.data());
       } else if (op.value == ir::kNoValue) {
         ops.push_back(handle_mem.at(anchor.attrs.at("handle").as_string()).data());
@@ -138,15 +138,15 @@ inline Result<std::vector<HostTensor>> run_jit(JitCompiler& jit, const ir::Graph
 inline double element(const HostTensor& t, size_t i) {
   const uint8_t* p = t.bytes.data();
   switch (t.type.dtype) {
-    case DType::f32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
-    case DType::f64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
-    case DType::f16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return ir::f16_to_float(v); }
-    case DType::bf16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return ir::bf16_to_float(v); }
-    case DType::i8: return static_cast<int8_t>(p[i]);
-    case DType::u8: return p[i];
-    case DType::boolean: return p[i];
-    case DType::i32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
-    case DType::i64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+    case DType::kF32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case DType::kF64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
+    case DType::kF16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return ir::f16_to_float(v); }
+    case DType::kBf16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return ir::bf16_to_float(v); }
+    case DType::kI8: return static_cast<int8_t>(p[i]);
+    case DType::kU8: return p[i];
+    case DType::kBool: return p[i];
+    case DType::kI32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case DType::kI64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
   }
   return 0;
 }
@@ -170,7 +170,7 @@ inline std::string compare(const HostTensor& actual, const HostTensor& expected,
       else if (std::isinf(e)) ok = a == e;
       else ok = std::fabs(a - e) <= atol + rtol * std::fabs(e);
       if (ok && rtol == 0 && atol == 0 && e == 0) ok = std::signbit(a) == std::signbit(e);
-    } else if (expected.type.dtype == DType::i64) {
+    } else if (expected.type.dtype == DType::kI64) {
       int64_t av, ev;
       std::memcpy(&av, actual.bytes.data() + 8 * i, 8);
       std::memcpy(&ev, expected.bytes.data() + 8 * i, 8);
@@ -197,11 +197,11 @@ inline HostTensor random_tensor(std::mt19937_64& rng, DType dtype, Shape shape, 
   std::uniform_int_distribution<int> pick(0, 9);
   for (double& x : v) {
     switch (dtype) {
-      case DType::boolean: x = static_cast<double>(rng() & 1); break;
-      case DType::i8: x = static_cast<int8_t>(rng()); break;
-      case DType::u8: x = static_cast<uint8_t>(rng()); break;
-      case DType::i32: x = pick(rng) < 3 ? static_cast<double>(static_cast<int32_t>(rng())) : std::round(real(rng) * 125); break;
-      case DType::i64: x = pick(rng) < 3 ? static_cast<double>(static_cast<int64_t>(rng() >> 11) - (int64_t{1} << 52)) : std::round(real(rng) * 125); break;
+      case DType::kBool: x = static_cast<double>(rng() & 1); break;
+      case DType::kI8: x = static_cast<int8_t>(rng()); break;
+      case DType::kU8: x = static_cast<uint8_t>(rng()); break;
+      case DType::kI32: x = pick(rng) < 3 ? static_cast<double>(static_cast<int32_t>(rng())) : std::round(real(rng) * 125); break;
+      case DType::kI64: x = pick(rng) < 3 ? static_cast<double>(static_cast<int64_t>(rng() >> 11) - (int64_t{1} << 52)) : std::round(real(rng) * 125); break;
       default: {
         int p = pick(rng);
         if (p == 1 && rng() % 3 == 0) {  // signed zeros, infinities, NaN now and then

@@ -36,8 +36,8 @@ std::vector<ir::ValueId> operand_values(const KernelGroup& k, OperandRole role) 
 
 TEST_CASE("jit/fusion/elementwise chain with broadcasting is one group") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {4, 8});
-  auto bias = b.input("bias", DType::f32, {8});
+  auto x = b.input("x", DType::kF32, {4, 8});
+  auto bias = b.input("bias", DType::kF32, {8});
   auto t = b.add(x, bias);
   auto u = b.gelu(t);
   auto y = b.mul(u, x);
@@ -48,8 +48,8 @@ TEST_CASE("jit/fusion/elementwise chain with broadcasting is one group") {
   const KernelGroup& k = groups[0];
   CHECK(k.nodes.size() == 3);
   CHECK(k.name == "fused_add_gelu_mul_0");
-  CHECK(operand_values(k, OperandRole::input) == std::vector<ir::ValueId>{x, bias});
-  CHECK(operand_values(k, OperandRole::output) == std::vector<ir::ValueId>{y});
+  CHECK(operand_values(k, OperandRole::kInput) == std::vector<ir::ValueId>{x, bias});
+  CHECK(operand_values(k, OperandRole::kOutput) == std::vector<ir::ValueId>{y});
   CHECK(k.internal_values == std::vector<ir::ValueId>{t, u});
   CHECK(k.num_tiles == 1);
   CHECK(describe_group(g, k) ==
@@ -58,7 +58,7 @@ TEST_CASE("jit/fusion/elementwise chain with broadcasting is one group") {
 
 TEST_CASE("jit/fusion/fuse false gives one group per non-view node") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {4, 8});
+  auto x = b.input("x", DType::kF32, {4, 8});
   auto y = b.relu(b.neg(b.reshape(b.exp(x), {32})));
   b.output(y);
   ir::Graph g = build(b);
@@ -74,7 +74,7 @@ TEST_CASE("jit/fusion/fuse false gives one group per non-view node") {
 
 TEST_CASE("jit/fusion/no fusion across a second consumer or a graph output") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {16});
+  auto x = b.input("x", DType::kF32, {16});
   auto a = b.exp(x);
   auto c = b.add(a, a);     // a read twice by one node: still one consumer
   auto d = b.tanh(c);       // c also read by e: two consumers
@@ -88,19 +88,19 @@ TEST_CASE("jit/fusion/no fusion across a second consumer or a graph output") {
   // [exp, add] | [tanh, mul] | [sqrt, neg]
   REQUIRE(groups.size() == 3);
   CHECK(groups[0].nodes.size() == 2);
-  CHECK(operand_values(groups[0], OperandRole::output) == std::vector<ir::ValueId>{c});
+  CHECK(operand_values(groups[0], OperandRole::kOutput) == std::vector<ir::ValueId>{c});
   CHECK(groups[1].nodes.size() == 2);
-  CHECK(operand_values(groups[1], OperandRole::input) == std::vector<ir::ValueId>{c});
-  CHECK(operand_values(groups[1], OperandRole::output) == std::vector<ir::ValueId>{e});
+  CHECK(operand_values(groups[1], OperandRole::kInput) == std::vector<ir::ValueId>{c});
+  CHECK(operand_values(groups[1], OperandRole::kOutput) == std::vector<ir::ValueId>{e});
   CHECK(groups[2].nodes.size() == 2);
-  CHECK(operand_values(groups[2], OperandRole::output) == std::vector<ir::ValueId>{h});
+  CHECK(operand_values(groups[2], OperandRole::kOutput) == std::vector<ir::ValueId>{h});
   (void)a;
   (void)f;
 }
 
 TEST_CASE("jit/fusion/consumer must be the next node in the order") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {16});
+  auto x = b.input("x", DType::kF32, {16});
   auto a = b.exp(x);
   auto other = b.neg(x);  // runs between exp and its consumer
   auto c = b.add(a, other);
@@ -111,14 +111,14 @@ TEST_CASE("jit/fusion/consumer must be the next node in the order") {
   REQUIRE(groups.size() == 2);
   CHECK(groups[0].nodes.size() == 1);
   CHECK(groups[1].nodes.size() == 2);
-  CHECK(operand_values(groups[1], OperandRole::input) == std::vector<ir::ValueId>{x, a});
+  CHECK(operand_values(groups[1], OperandRole::kInput) == std::vector<ir::ValueId>{x, a});
 }
 
 TEST_CASE("jit/fusion/matmul epilogue with bias and activation") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {8, 16});
-  auto w = b.input("w", DType::f32, {16, 4});
-  auto bias = b.input("bias", DType::f32, {4});
+  auto x = b.input("x", DType::kF32, {8, 16});
+  auto w = b.input("w", DType::kF32, {16, 4});
+  auto bias = b.input("bias", DType::kF32, {4});
   auto mm = b.matmul(x, w);
   auto y = b.relu(b.add(mm, bias));
   auto z = b.exp(b.reshape(y, {32}));  // the view ends the epilogue
@@ -128,17 +128,17 @@ TEST_CASE("jit/fusion/matmul epilogue with bias and activation") {
   REQUIRE(groups.size() == 2);
   const KernelGroup& k = groups[0];
   CHECK(k.nodes.size() == 3);
-  CHECK(g.node(k.nodes.front()).op == ir::OpKind::matmul);
-  CHECK(operand_values(k, OperandRole::input) == std::vector<ir::ValueId>{x, w, bias});
-  CHECK(operand_values(k, OperandRole::output) == std::vector<ir::ValueId>{y});
+  CHECK(g.node(k.nodes.front()).op == ir::OpKind::kMatmul);
+  CHECK(operand_values(k, OperandRole::kInput) == std::vector<ir::ValueId>{x, w, bias});
+  CHECK(operand_values(k, OperandRole::kOutput) == std::vector<ir::ValueId>{y});
   CHECK(k.internal_values.size() == 2);
   CHECK(k.name == "fused_matmul_add_relu_0");
 
   // an epilogue that broadcasts the anchor output to a bigger shape is not fused
   ir::GraphBuilder b2;
-  auto x2 = b2.input("x", DType::f32, {8, 16});
-  auto w2 = b2.input("w", DType::f32, {16, 1});
-  auto big = b2.input("big", DType::f32, {8, 5});
+  auto x2 = b2.input("x", DType::kF32, {8, 16});
+  auto w2 = b2.input("w", DType::kF32, {16, 1});
+  auto big = b2.input("big", DType::kF32, {8, 5});
   b2.output(b2.add(b2.matmul(x2, w2), big));
   ir::Graph g2 = build(b2);
   CHECK(groups_of(g2).size() == 2);
@@ -149,30 +149,30 @@ TEST_CASE("jit/fusion/matmul epilogue with bias and activation") {
 
 TEST_CASE("jit/fusion/state ops bind the handle as a kNoValue operand") {
   ir::GraphBuilder b;
-  b.handle("h", DType::f32, {4, 3});
+  b.handle("h", DType::kF32, {4, 3});
   auto r = b.read_handle("h");
-  auto v = b.input("v", DType::f32, {1, 3});
-  auto pos = b.input("pos", DType::i64, {});
+  auto v = b.input("v", DType::kF32, {1, 3});
+  auto pos = b.input("pos", DType::kI64, {});
   b.output(b.neg(r));
   b.write_handle_at("h", v, pos, 0);
   ir::Graph g = build(b);
   auto groups = groups_of(g);
   REQUIRE(groups.size() == 3);
   CHECK(groups[0].operands.size() == 2);
-  CHECK(groups[0].operands[0].role == OperandRole::input);
+  CHECK(groups[0].operands[0].role == OperandRole::kInput);
   CHECK(groups[0].operands[0].value == ir::kNoValue);
   const KernelGroup& w = groups[2];
   REQUIRE(w.operands.size() == 3);
   CHECK(w.operands[0].value == v);
   CHECK(w.operands[1].value == pos);
-  CHECK(w.operands[2].role == OperandRole::output);
+  CHECK(w.operands[2].role == OperandRole::kOutput);
   CHECK(w.operands[2].value == ir::kNoValue);
   CHECK(describe_group(g, w).find("out handle") != std::string::npos);
 }
 
 TEST_CASE("jit/fusion/tiles follow the element count") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {1000, 1000});
+  auto x = b.input("x", DType::kF32, {1000, 1000});
   b.output(b.relu(x));
   b.output(b.transpose(x, {1, 0}));
   for (auto v : b.split(x, 0, {500, 500})) b.output(v);
@@ -189,7 +189,7 @@ TEST_CASE("jit/fusion/tiles follow the element count") {
 
 TEST_CASE("jit/fusion/bad orders are rejected") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {4});
+  auto x = b.input("x", DType::kF32, {4});
   b.output(b.neg(b.exp(x)));
   ir::Graph g = build(b);
   std::vector<ir::NodeId> short_order{0};

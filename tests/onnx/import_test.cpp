@@ -167,7 +167,7 @@ TEST_CASE("onnx/weights/no_weights_reads_structure_only") {
   int64_t with_bytes = 0, without_bytes = 0, unread = 0;
   for (const auto& v : with->graph.values) with_bytes += v.data ? static_cast<int64_t>(v.data->size()) : 0;
   for (const auto& v : without->graph.values) {
-    if (v.kind != carve::ir::ValueKind::constant) continue;
+    if (v.kind != carve::ir::ValueKind::kConstant) continue;
     INFO(v.name);
     without_bytes += v.data ? static_cast<int64_t>(v.data->size()) : 0;
     unread += !v.data.has_value();
@@ -212,7 +212,7 @@ TEST_CASE("onnx/fold/shape_arithmetic_leaves_no_nodes") {
     for (const auto& node : model->graph.nodes) {
       INFO(name << ": " << node.name);
       bool all_constant = true;
-      for (auto v : node.inputs) all_constant = all_constant && model->graph.value(v).kind == carve::ir::ValueKind::constant;
+      for (auto v : node.inputs) all_constant = all_constant && model->graph.value(v).kind == carve::ir::ValueKind::kConstant;
       CHECK_FALSE(all_constant);
     }
   }
@@ -226,8 +226,8 @@ TEST_CASE("onnx/import/pow_by_constant_two_is_a_multiply") {
   REQUIRE_MESSAGE(model.ok(), model.status().to_string());
   int pows = 0, squares = 0;
   for (const auto& node : model->graph.nodes) {
-    if (node.op == carve::ir::OpKind::pow) ++pows;
-    if (node.op == carve::ir::OpKind::mul && node.inputs.size() == 2 && node.inputs[0] == node.inputs[1]) ++squares;
+    if (node.op == carve::ir::OpKind::kPow) ++pows;
+    if (node.op == carve::ir::OpKind::kMul && node.inputs.size() == 2 && node.inputs[0] == node.inputs[1]) ++squares;
   }
   CHECK(pows == 0);
   CHECK(squares > 0);
@@ -295,7 +295,7 @@ TEST_CASE("onnx/cli/run_unsupported_op_fails_naming_the_node") {
 
 TEST_CASE("onnx/cli/run_takes_symbolic_dims_from_input_files") {
   // forms_io's x is [batch, 3]: a batch-2 input file sets batch = 2.
-  auto x = carve::runtime::Buffer::allocate(carve::runtime::cpu_allocator(), carve::ir::DType::f32, {2, 3});
+  auto x = carve::runtime::Buffer::allocate(carve::runtime::cpu_allocator(), carve::ir::DType::kF32, {2, 3});
   REQUIRE(x.ok());
   auto values = x->mutable_span<float>();
   REQUIRE(values.ok());

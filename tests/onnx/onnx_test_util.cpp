@@ -45,7 +45,7 @@ Result<std::vector<runtime::Buffer>> read_named(const std::string& name, const i
 std::vector<ir::ValueId> input_ids(const ir::Graph& graph) {
   std::vector<ir::ValueId> ids;
   for (const ir::Value& v : graph.values)
-    if (v.kind == ir::ValueKind::input) ids.push_back(v.id);
+    if (v.kind == ir::ValueKind::kInput) ids.push_back(v.id);
   return ids;
 }
 

@@ -29,7 +29,7 @@ const planner::ValuePlacement& placement(const planner::GraphProblem& p, const i
 
 TEST_CASE("planner/graph/views alias their source and extend its lifetime") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {4, 8});
+  auto x = b.input("x", DType::kF32, {4, 8});
   auto a = b.rename(b.exp(x), "a");                    // step 0
   auto r = b.rename(b.reshape(a, {32}), "r");          // step 1: view of a
   auto f = b.rename(b.flatten(b.unsqueeze(r, {0}), 1), "f");  // steps 2, 3: views of a
@@ -50,13 +50,13 @@ TEST_CASE("planner/graph/views alias their source and extend its lifetime") {
   CHECK(a_buffer.size == 128);
   CHECK(a_buffer.start == 1);  // produced at step 0
   CHECK(a_buffer.end == 8);    // last alias read at step 6: [1, 8)
-  CHECK(placement(p, *g, "x").placement == planner::Placement::input);
-  CHECK(placement(p, *g, "z").placement == planner::Placement::output);
+  CHECK(placement(p, *g, "x").placement == planner::Placement::kInput);
+  CHECK(placement(p, *g, "z").placement == planner::Placement::kOutput);
 }
 
 TEST_CASE("planner/graph/elementwise output reuses a dying input in place") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {16});
+  auto x = b.input("x", DType::kF32, {16});
   auto a = b.rename(b.exp(x), "a");
   auto c = b.rename(b.relu(a), "c");       // a dies here: c takes a's bytes
   auto d = b.rename(b.mul(c, c), "d");     // c dies here: d takes them too
@@ -80,8 +80,8 @@ TEST_CASE("planner/graph/elementwise output reuses a dying input in place") {
 
 TEST_CASE("planner/graph/in place needs a dying same-size arena input") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {4, 4});
-  auto small = b.rename(b.exp(b.input("s", DType::f32, {4})), "small");
+  auto x = b.input("x", DType::kF32, {4, 4});
+  auto small = b.rename(b.exp(b.input("s", DType::kF32, {4})), "small");
   auto a = b.rename(b.exp(x), "a");
   auto bcast = b.rename(b.add(a, small), "bcast");  // a dies, same size: in place on a
   auto keep = b.rename(b.exp(bcast), "keep");       // bcast still read below: no in place
@@ -101,7 +101,7 @@ TEST_CASE("planner/graph/in place needs a dying same-size arena input") {
 
 TEST_CASE("planner/graph/contiguous slices are views at a byte offset") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {4, 3, 5});
+  auto x = b.input("x", DType::kF32, {4, 3, 5});
   auto a = b.rename(b.exp(x), "a");
   auto rows = b.rename(b.slice(a, {1}, {3}, {0}), "rows");          // a[1:3]: contiguous
   auto one = b.rename(b.slice(a, {2, 1}, {3, 2}, {0, 1}), "one");   // a[2, 1:2, :]: contiguous
@@ -121,20 +121,20 @@ TEST_CASE("planner/graph/contiguous slices are views at a byte offset") {
 
 TEST_CASE("planner/graph/a view that is a graph output is materialised") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {2, 3});
+  auto x = b.input("x", DType::kF32, {2, 3});
   auto a = b.rename(b.exp(x), "a");
   b.output(b.rename(b.reshape(a, {6}), "flat"));
   auto g = b.build();
   REQUIRE(g.ok());
   auto p = plan_graph(*g);
   CHECK(p.num_views == 0);
-  CHECK(placement(p, *g, "flat").placement == planner::Placement::output);
-  CHECK(placement(p, *g, "a").placement == planner::Placement::arena);
+  CHECK(placement(p, *g, "flat").placement == planner::Placement::kOutput);
+  CHECK(placement(p, *g, "a").placement == planner::Placement::kArena);
 }
 
 TEST_CASE("planner/graph/options plan inputs and outputs into the arena") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {8});
+  auto x = b.input("x", DType::kF32, {8});
   auto a = b.exp(x);
   b.output(b.rename(b.relu(a), "y"));
   auto g = b.build();
@@ -150,7 +150,7 @@ TEST_CASE("planner/graph/options plan inputs and outputs into the arena") {
 
 TEST_CASE("planner/graph/bad execution orders are rejected") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {8});
+  auto x = b.input("x", DType::kF32, {8});
   b.output(b.relu(b.exp(x)));
   auto g = b.build();
   REQUIRE(g.ok());
@@ -167,9 +167,9 @@ TEST_CASE("planner/graph/fused group keeps its inputs live while its outputs are
   // still reads t, so s must not take t's bytes even though t's last reader (matmul)
   // comes before mul in the order.
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {2, 8, 8});
-  auto w = b.input("w", DType::f32, {2, 8, 8});
-  auto k = b.input("k", DType::f32, {2, 8, 8});
+  auto x = b.input("x", DType::kF32, {2, 8, 8});
+  auto w = b.input("w", DType::kF32, {2, 8, 8});
+  auto k = b.input("k", DType::kF32, {2, 8, 8});
   auto t = b.rename(b.exp(x), "t");                  // step 0
   auto m = b.rename(b.matmul(t, w), "m");            // step 1
   auto s = b.rename(b.mul(m, k), "s");               // step 2
@@ -183,7 +183,7 @@ TEST_CASE("planner/graph/fused group keeps its inputs live while its outputs are
   auto p = plan_graph(*g, options);
   const auto& tb = p.problem.buffers[static_cast<size_t>(placement(p, *g, "t").buffer)];
   const auto& sb = p.problem.buffers[static_cast<size_t>(placement(p, *g, "s").buffer)];
-  CHECK(placement(p, *g, "m").placement == planner::Placement::none);
+  CHECK(placement(p, *g, "m").placement == planner::Placement::kNone);
   CHECK(tb.end == 4);    // read by the group, which ends at step 2: [1, 4)
   CHECK(sb.start == 2);  // written from the group's first step (1): [2, ...)
   CHECK(tb.start < sb.end);
@@ -202,7 +202,7 @@ TEST_CASE("planner/graph/in place inside a fused group only over elementwise rea
   // has y's shape, but the matmul reads all of a: no in place. In a pure elementwise
   // group (z = add(neg(c), c)) c may be taken over.
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {8, 8});
+  auto x = b.input("x", DType::kF32, {8, 8});
   auto a = b.rename(b.exp(x), "a");
   auto mm = b.matmul(a, a);
   auto y = b.rename(b.add(mm, a), "y");
@@ -226,7 +226,7 @@ TEST_CASE("planner/graph/in place inside a fused group only over elementwise rea
 
 TEST_CASE("planner/graph/fused groups are checked") {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {4});
+  auto x = b.input("x", DType::kF32, {4});
   b.output(b.neg(b.exp(x)));
   auto g = b.build();
   REQUIRE(g.ok());
@@ -244,8 +244,8 @@ TEST_CASE("planner/graph/no in place over a residual inside a matmul epilogue gr
   // y = add(matmul(a, w), r) fused: r is read only by the elementwise epilogue with y's
   // shape, but the kernel accumulates K blocks in its output, so y must not take r's bytes.
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {8, 8});
-  auto w = b.input("w", DType::f32, {8, 8});
+  auto x = b.input("x", DType::kF32, {8, 8});
+  auto w = b.input("w", DType::kF32, {8, 8});
   auto a = b.rename(b.exp(x), "a");
   auto r = b.rename(b.tanh(x), "r");
   auto mm = b.matmul(a, w);

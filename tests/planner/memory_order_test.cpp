@@ -39,7 +39,7 @@ int64_t brute_force_peak(const ir::Graph& g) {
 // Two branches: the given order computes both big intermediates before reducing either.
 ir::Graph two_branch_graph() {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {1024});
+  auto x = b.input("x", DType::kF32, {1024});
   auto big1 = b.exp(x);   // 4 KiB
   auto big2 = b.tanh(x);  // 4 KiB
   auto s1 = b.reduce_sum(big1, {0});
@@ -81,8 +81,8 @@ TEST_CASE("planner/order/exact order matches brute force on random graphs") {
     const int nodes = *rc::gen::inRange(1, 8);
     ir::GraphBuilder b;
     // Three sizes so that orders differ in what they keep live.
-    std::vector<ir::ValueId> values{b.input("x4", DType::f32, {4}), b.input("x16", DType::f32, {16}),
-                                    b.input("x64", DType::f32, {64})};
+    std::vector<ir::ValueId> values{b.input("x4", DType::kF32, {4}), b.input("x16", DType::kF32, {16}),
+                                    b.input("x64", DType::kF32, {64})};
     std::vector<int64_t> sizes{4, 16, 64};
     for (int i = 0; i < nodes; ++i) {
       const auto v = *rc::gen::inRange<size_t>(0, values.size());

@@ -22,7 +22,7 @@ struct Branches {
 
 Branches branch_by_branch() {
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {256});
+  auto x = b.input("x", DType::kF32, {256});
   auto a = b.rename(b.exp(x), "a");
   auto sa = b.reduce_sum(a, {0});
   auto t = b.rename(b.tanh(x), "t");
@@ -65,7 +65,7 @@ TEST_CASE("planner/parallel/independent branches are unordered pairs") {
 
 TEST_CASE("planner/parallel/a chain has no unordered pairs") {
   ir::GraphBuilder b;
-  auto v = b.input("x", DType::f32, {64});
+  auto v = b.input("x", DType::kF32, {64});
   for (int i = 0; i < 6; ++i) v = b.reduce_sum(b.concat({v, v}, 0), {0}, true);
   b.output(v);
   auto g = b.build();
@@ -87,7 +87,7 @@ TEST_CASE("planner/parallel/conflict pairs out of range are rejected") {
 TEST_CASE("planner/parallel/plans honour intervals and pairs on random graphs") {
   CHECK(rc::check("parallel-safe plans are valid and share no unordered pair", [] {
     ir::GraphBuilder b;
-    std::vector<ir::ValueId> values{b.input("x", DType::f32, {16})};
+    std::vector<ir::ValueId> values{b.input("x", DType::kF32, {16})};
     const int nodes = *rc::gen::inRange(1, 25);
     for (int i = 0; i < nodes; ++i) {
       const auto v = values[*rc::gen::inRange<size_t>(0, values.size())];

@@ -22,159 +22,159 @@ const std::vector<float> kX = {-2, -1, 0, 0.5f, 1, 2};
 
 TEST_CASE("reference/unary float ops match hand values") {
   const HostTensor x = f32({6}, kX);
-  check_close(run1(OpKind::neg, {x}), {2, 1, 0, -0.5, -1, -2});
-  check_close(run1(OpKind::abs, {x}), {2, 1, 0, 0.5, 1, 2});
-  check_close(run1(OpKind::relu, {x}), {0, 0, 0, 0.5, 1, 2});
-  check_close(run1(OpKind::exp, {x}), {0.1353352832366127, 0.36787944117144233, 1.0,
+  check_close(run1(OpKind::kNeg, {x}), {2, 1, 0, -0.5, -1, -2});
+  check_close(run1(OpKind::kAbs, {x}), {2, 1, 0, 0.5, 1, 2});
+  check_close(run1(OpKind::kRelu, {x}), {0, 0, 0, 0.5, 1, 2});
+  check_close(run1(OpKind::kExp, {x}), {0.1353352832366127, 0.36787944117144233, 1.0,
                                        1.6487212707001282, 2.718281828459045, 7.38905609893065});
-  check_close(run1(OpKind::tanh, {x}), {-0.9640275800758169, -0.7615941559557649, 0.0,
+  check_close(run1(OpKind::kTanh, {x}), {-0.9640275800758169, -0.7615941559557649, 0.0,
                                         0.46211715726000974, 0.7615941559557649, 0.9640275800758169});
-  check_close(run1(OpKind::sigmoid, {x}), {0.11920292202211755, 0.2689414213699951, 0.5,
+  check_close(run1(OpKind::kSigmoid, {x}), {0.11920292202211755, 0.2689414213699951, 0.5,
                                            0.6224593312018546, 0.7310585786300049, 0.8807970779778823});
   // gelu is the exact erf form, not the tanh approximation.
-  check_close(run1(OpKind::gelu, {x}), {-0.04550026389635842, -0.15865525393145707, 0.0,
+  check_close(run1(OpKind::kGelu, {x}), {-0.04550026389635842, -0.15865525393145707, 0.0,
                                         0.34573123063700656, 0.8413447460685429, 1.9544997361036416});
-  check_close(run1(OpKind::erf, {x}), {-0.9953222650189527, -0.8427007929497149, 0.0,
+  check_close(run1(OpKind::kErf, {x}), {-0.9953222650189527, -0.8427007929497149, 0.0,
                                        0.5204998778130465, 0.8427007929497149, 0.9953222650189527});
-  check_close(run1(OpKind::silu, {x}), {-0.2384058440442351, -0.2689414213699951, 0.0,
+  check_close(run1(OpKind::kSilu, {x}), {-0.2384058440442351, -0.2689414213699951, 0.0,
                                         0.3112296656009273, 0.7310585786300049, 1.7615941559557646});
   // hard_sigmoid defaults alpha 0.2, beta 0.5: clamp(0.2x + 0.5, 0, 1); then alpha 1, beta 0.
-  check_close(run1(OpKind::hard_sigmoid, {x}), {0.1, 0.3, 0.5, 0.6, 0.7, 0.9});
-  check_close(run1(OpKind::hard_sigmoid, {x}, {{"alpha", 1.0}, {"beta", 0.0}}), {0, 0, 0, 0.5, 1, 1});
-  check_close(run1(OpKind::clip, {x}, {{"min", -1.0}, {"max", 0.75}}), {-1, -1, 0, 0.5, 0.75, 0.75});
-  check_close(run1(OpKind::clip, {x}, {{"max", 0.0}}), {-2, -1, 0, 0, 0, 0});
+  check_close(run1(OpKind::kHardSigmoid, {x}), {0.1, 0.3, 0.5, 0.6, 0.7, 0.9});
+  check_close(run1(OpKind::kHardSigmoid, {x}, {{"alpha", 1.0}, {"beta", 0.0}}), {0, 0, 0, 0.5, 1, 1});
+  check_close(run1(OpKind::kClip, {x}, {{"min", -1.0}, {"max", 0.75}}), {-1, -1, 0, 0.5, 0.75, 0.75});
+  check_close(run1(OpKind::kClip, {x}, {{"max", 0.0}}), {-2, -1, 0, 0, 0, 0});
 
   const HostTensor pos = f64({4}, {0.25, 1, 4, 2});
-  check_close(run1(OpKind::sqrt, {pos}), {0.5, 1, 2, 1.4142135623730951});
-  check_close(run1(OpKind::rsqrt, {pos}), {2, 1, 0.5, 0.7071067811865476});
-  check_close(run1(OpKind::log, {pos}), {-1.3862943611198906, 0, 1.3862943611198906, 0.6931471805599453});
+  check_close(run1(OpKind::kSqrt, {pos}), {0.5, 1, 2, 1.4142135623730951});
+  check_close(run1(OpKind::kRsqrt, {pos}), {2, 1, 0.5, 0.7071067811865476});
+  check_close(run1(OpKind::kLog, {pos}), {-1.3862943611198906, 0, 1.3862943611198906, 0.6931471805599453});
   // IEEE edge cases: log(0) = -inf, sqrt(-1) = NaN, relu and clip keep NaN.
-  check_close(run1(OpKind::log, {f32({1}, {0})}), {-kInf});
-  check_close(run1(OpKind::sqrt, {f32({1}, {-1})}), {kNaN});
-  check_close(run1(OpKind::relu, {f32({1}, {NAN})}), {kNaN});
-  check_close(run1(OpKind::clip, {f32({1}, {NAN})}, {{"min", 0.0}, {"max", 1.0}}), {kNaN});
+  check_close(run1(OpKind::kLog, {f32({1}, {0})}), {-kInf});
+  check_close(run1(OpKind::kSqrt, {f32({1}, {-1})}), {kNaN});
+  check_close(run1(OpKind::kRelu, {f32({1}, {NAN})}), {kNaN});
+  check_close(run1(OpKind::kClip, {f32({1}, {NAN})}, {{"min", 0.0}, {"max", 1.0}}), {kNaN});
 }
 
 TEST_CASE("reference/unary integer ops wrap and clip to integer bounds") {
-  CHECK(run1(OpKind::neg, {i8({3}, {-128, 5, 127})}).as<int8_t>() == std::vector<int8_t>{-128, -5, -127});
-  CHECK(run1(OpKind::abs, {i8({3}, {-128, -5, 7})}).as<int8_t>() == std::vector<int8_t>{-128, 5, 7});
-  CHECK(run1(OpKind::neg, {u8({3}, {0, 1, 255})}).as<uint8_t>() == std::vector<uint8_t>{0, 255, 1});
-  CHECK(run1(OpKind::abs, {i64({1}, {INT64_MIN})}).as<int64_t>() == std::vector<int64_t>{INT64_MIN});
-  CHECK(run1(OpKind::relu, {i32({3}, {-4, 0, 9})}).as<int32_t>() == std::vector<int32_t>{0, 0, 9});
+  CHECK(run1(OpKind::kNeg, {i8({3}, {-128, 5, 127})}).as<int8_t>() == std::vector<int8_t>{-128, -5, -127});
+  CHECK(run1(OpKind::kAbs, {i8({3}, {-128, -5, 7})}).as<int8_t>() == std::vector<int8_t>{-128, 5, 7});
+  CHECK(run1(OpKind::kNeg, {u8({3}, {0, 1, 255})}).as<uint8_t>() == std::vector<uint8_t>{0, 255, 1});
+  CHECK(run1(OpKind::kAbs, {i64({1}, {INT64_MIN})}).as<int64_t>() == std::vector<int64_t>{INT64_MIN});
+  CHECK(run1(OpKind::kRelu, {i32({3}, {-4, 0, 9})}).as<int32_t>() == std::vector<int32_t>{0, 0, 9});
   // Integer clip bounds are [ceil(min), floor(max)].
-  CHECK(run1(OpKind::clip, {i32({5}, {-3, -2, 0, 2, 3})}, {{"min", -1.5}, {"max", 2.5}}).as<int32_t>() ==
+  CHECK(run1(OpKind::kClip, {i32({5}, {-3, -2, 0, 2, 3})}, {{"min", -1.5}, {"max", 2.5}}).as<int32_t>() ==
         std::vector<int32_t>{-1, -1, 0, 2, 2});
   // Bounds beyond the dtype saturate.
-  CHECK(run1(OpKind::clip, {u8({3}, {0, 100, 255})}, {{"min", -10.0}, {"max", 1000.0}}).as<uint8_t>() ==
+  CHECK(run1(OpKind::kClip, {u8({3}, {0, 100, 255})}, {{"min", -10.0}, {"max", 1000.0}}).as<uint8_t>() ==
         std::vector<uint8_t>{0, 100, 255});
 }
 
 TEST_CASE("reference/binary broadcasting in every position") {
   // [2,3] + [3]: the right operand broadcasts over rows.
-  check_close(run1(OpKind::add, {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({3}, {10, 20, 30})}),
+  check_close(run1(OpKind::kAdd, {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({3}, {10, 20, 30})}),
               {11, 22, 33, 14, 25, 36});
   // [3] - [2,3]: the left operand broadcasts.
-  check_close(run1(OpKind::sub, {f32({3}, {10, 20, 30}), f32({2, 3}, {1, 2, 3, 4, 5, 6})}),
+  check_close(run1(OpKind::kSub, {f32({3}, {10, 20, 30}), f32({2, 3}, {1, 2, 3, 4, 5, 6})}),
               {9, 18, 27, 6, 15, 24});
   // [2,1] * [1,3] -> [2,3]: both broadcast (outer product).
-  HostTensor outer = run1(OpKind::mul, {f32({2, 1}, {2, 3}), f32({1, 3}, {1, 10, 100})});
+  HostTensor outer = run1(OpKind::kMul, {f32({2, 1}, {2, 3}), f32({1, 3}, {1, 10, 100})});
   CHECK(outer.type.shape == Shape{2, 3});
   check_close(outer, {2, 20, 200, 3, 30, 300});
   // scalar / [2,2] and [2,2] / scalar.
-  check_close(run1(OpKind::div, {f32({}, {12}), f32({2, 2}, {1, 2, 3, 4})}), {12, 6, 4, 3});
-  check_close(run1(OpKind::div, {f32({2, 2}, {1, 2, 3, 4}), f32({}, {2})}), {0.5, 1, 1.5, 2});
+  check_close(run1(OpKind::kDiv, {f32({}, {12}), f32({2, 2}, {1, 2, 3, 4})}), {12, 6, 4, 3});
+  check_close(run1(OpKind::kDiv, {f32({2, 2}, {1, 2, 3, 4}), f32({}, {2})}), {0.5, 1, 1.5, 2});
   // Rank 3 against rank 2 with a middle broadcast: [2,1,2] + [3,1] -> [2,3,2].
-  HostTensor r3 = run1(OpKind::add, {f32({2, 1, 2}, {0, 1, 100, 101}), f32({3, 1}, {10, 20, 30})});
+  HostTensor r3 = run1(OpKind::kAdd, {f32({2, 1, 2}, {0, 1, 100, 101}), f32({3, 1}, {10, 20, 30})});
   CHECK(r3.type.shape == Shape{2, 3, 2});
   check_close(r3, {10, 11, 20, 21, 30, 31, 110, 111, 120, 121, 130, 131});
   // Empty broadcast result.
-  CHECK(run1(OpKind::add, {f32({0, 3}, {}), f32({3}, {1, 2, 3})}).bytes.empty());
+  CHECK(run1(OpKind::kAdd, {f32({0, 3}, {}), f32({3}, {1, 2, 3})}).bytes.empty());
 }
 
 TEST_CASE("reference/binary float ops pow max min and IEEE cases") {
-  check_close(run1(OpKind::pow, {f32({4}, {2, 9, 4, -8}), f32({4}, {10, 0.5f, -1, 3})}), {1024, 3, 0.25, -512});
-  check_close(run1(OpKind::max, {f64({3}, {1, NAN, -1}), f64({3}, {2, 0, NAN})}), {2, kNaN, kNaN});
-  check_close(run1(OpKind::min, {f64({3}, {1, NAN, -5}), f64({3}, {2, 0, -3})}), {1, kNaN, -5});
-  check_close(run1(OpKind::div, {f32({3}, {1, -1, 0}), f32({3}, {0, 0, 0})}), {kInf, -kInf, kNaN});
+  check_close(run1(OpKind::kPow, {f32({4}, {2, 9, 4, -8}), f32({4}, {10, 0.5f, -1, 3})}), {1024, 3, 0.25, -512});
+  check_close(run1(OpKind::kMax, {f64({3}, {1, NAN, -1}), f64({3}, {2, 0, NAN})}), {2, kNaN, kNaN});
+  check_close(run1(OpKind::kMin, {f64({3}, {1, NAN, -5}), f64({3}, {2, 0, -3})}), {1, kNaN, -5});
+  check_close(run1(OpKind::kDiv, {f32({3}, {1, -1, 0}), f32({3}, {0, 0, 0})}), {kInf, -kInf, kNaN});
 }
 
 TEST_CASE("reference/integer arithmetic wraps and division is defined") {
-  CHECK(run1(OpKind::add, {i32({2}, {INT32_MAX, INT32_MIN}), i32({2}, {1, -1})}).as<int32_t>() ==
+  CHECK(run1(OpKind::kAdd, {i32({2}, {INT32_MAX, INT32_MIN}), i32({2}, {1, -1})}).as<int32_t>() ==
         std::vector<int32_t>{INT32_MIN, INT32_MAX});
-  CHECK(run1(OpKind::mul, {i8({2}, {100, -128}), i8({2}, {3, -1})}).as<int8_t>() ==
+  CHECK(run1(OpKind::kMul, {i8({2}, {100, -128}), i8({2}, {3, -1})}).as<int8_t>() ==
         std::vector<int8_t>{44, -128});
-  CHECK(run1(OpKind::sub, {u8({2}, {1, 200}), u8({2}, {2, 100})}).as<uint8_t>() ==
+  CHECK(run1(OpKind::kSub, {u8({2}, {1, 200}), u8({2}, {2, 100})}).as<uint8_t>() ==
         std::vector<uint8_t>{255, 100});
-  CHECK(run1(OpKind::mul, {i64({1}, {INT64_MAX}), i64({1}, {2})}).as<int64_t>() == std::vector<int64_t>{-2});
+  CHECK(run1(OpKind::kMul, {i64({1}, {INT64_MAX}), i64({1}, {2})}).as<int64_t>() == std::vector<int64_t>{-2});
   // Division truncates toward zero; x / 0 = 0; INT_MIN / -1 wraps.
-  CHECK(run1(OpKind::div, {i32({5}, {7, -7, 7, 5, INT32_MIN}), i32({5}, {2, 2, -2, 0, -1})}).as<int32_t>() ==
+  CHECK(run1(OpKind::kDiv, {i32({5}, {7, -7, 7, 5, INT32_MIN}), i32({5}, {2, 2, -2, 0, -1})}).as<int32_t>() ==
         std::vector<int32_t>{3, -3, -3, 0, INT32_MIN});
-  CHECK(run1(OpKind::div, {i64({1}, {INT64_MIN}), i64({1}, {-1})}).as<int64_t>() ==
+  CHECK(run1(OpKind::kDiv, {i64({1}, {INT64_MIN}), i64({1}, {-1})}).as<int64_t>() ==
         std::vector<int64_t>{INT64_MIN});
-  CHECK(run1(OpKind::div, {u8({2}, {255, 9}), u8({2}, {2, 0})}).as<uint8_t>() == std::vector<uint8_t>{127, 0});
+  CHECK(run1(OpKind::kDiv, {u8({2}, {255, 9}), u8({2}, {2, 0})}).as<uint8_t>() == std::vector<uint8_t>{127, 0});
   // pow: wraps; negative exponents truncate the real result.
-  CHECK(run1(OpKind::pow, {i32({6}, {2, 3, 1, -1, -1, 0}), i32({6}, {10, -1, -5, -3, -4, -2})}).as<int32_t>() ==
+  CHECK(run1(OpKind::kPow, {i32({6}, {2, 3, 1, -1, -1, 0}), i32({6}, {10, -1, -5, -3, -4, -2})}).as<int32_t>() ==
         std::vector<int32_t>{1024, 0, 1, -1, 1, 0});
-  CHECK(run1(OpKind::pow, {i8({2}, {2, 3}), i8({2}, {7, 5})}).as<int8_t>() == std::vector<int8_t>{-128, -13});
-  CHECK(run1(OpKind::max, {u8({2}, {200, 3}), u8({2}, {100, 4})}).as<uint8_t>() == std::vector<uint8_t>{200, 4});
-  CHECK(run1(OpKind::min, {i8({2}, {-128, 3}), i8({2}, {127, 4})}).as<int8_t>() == std::vector<int8_t>{-128, 3});
+  CHECK(run1(OpKind::kPow, {i8({2}, {2, 3}), i8({2}, {7, 5})}).as<int8_t>() == std::vector<int8_t>{-128, -13});
+  CHECK(run1(OpKind::kMax, {u8({2}, {200, 3}), u8({2}, {100, 4})}).as<uint8_t>() == std::vector<uint8_t>{200, 4});
+  CHECK(run1(OpKind::kMin, {i8({2}, {-128, 3}), i8({2}, {127, 4})}).as<int8_t>() == std::vector<int8_t>{-128, 3});
 }
 
 TEST_CASE("reference/comparisons give bool with IEEE NaN rules") {
   const HostTensor a = f32({4}, {1, 2, NAN, 3});
   const HostTensor b = f32({4}, {1, 3, NAN, 2});
-  CHECK(run1(OpKind::equal, {a, b}).as<bool>() == std::vector<bool>{true, false, false, false});
-  CHECK(run1(OpKind::not_equal, {a, b}).as<bool>() == std::vector<bool>{false, true, true, true});
-  CHECK(run1(OpKind::less, {a, b}).as<bool>() == std::vector<bool>{false, true, false, false});
-  CHECK(run1(OpKind::less_equal, {a, b}).as<bool>() == std::vector<bool>{true, true, false, false});
-  CHECK(run1(OpKind::greater, {a, b}).as<bool>() == std::vector<bool>{false, false, false, true});
-  CHECK(run1(OpKind::greater_equal, {a, b}).as<bool>() == std::vector<bool>{true, false, false, true});
-  HostTensor out = run1(OpKind::less, {i8({2, 1}, {-1, 5}), i8({3}, {0, 5, 6})});
-  CHECK(out.type == ir::TensorType{DType::boolean, Shape{2, 3}});
+  CHECK(run1(OpKind::kEqual, {a, b}).as<bool>() == std::vector<bool>{true, false, false, false});
+  CHECK(run1(OpKind::kNotEqual, {a, b}).as<bool>() == std::vector<bool>{false, true, true, true});
+  CHECK(run1(OpKind::kLess, {a, b}).as<bool>() == std::vector<bool>{false, true, false, false});
+  CHECK(run1(OpKind::kLessEqual, {a, b}).as<bool>() == std::vector<bool>{true, true, false, false});
+  CHECK(run1(OpKind::kGreater, {a, b}).as<bool>() == std::vector<bool>{false, false, false, true});
+  CHECK(run1(OpKind::kGreaterEqual, {a, b}).as<bool>() == std::vector<bool>{true, false, false, true});
+  HostTensor out = run1(OpKind::kLess, {i8({2, 1}, {-1, 5}), i8({3}, {0, 5, 6})});
+  CHECK(out.type == ir::TensorType{DType::kBool, Shape{2, 3}});
   CHECK(out.as<bool>() == std::vector<bool>{true, true, true, false, false, true});
-  CHECK(run1(OpKind::greater, {u8({1}, {200}), u8({1}, {100})}).as<bool>() == std::vector<bool>{true});
-  CHECK(run1(OpKind::equal, {boolean({2}, {true, false}), boolean({}, {true})}).as<bool>() ==
+  CHECK(run1(OpKind::kGreater, {u8({1}, {200}), u8({1}, {100})}).as<bool>() == std::vector<bool>{true});
+  CHECK(run1(OpKind::kEqual, {boolean({2}, {true, false}), boolean({}, {true})}).as<bool>() ==
         std::vector<bool>{true, false});
 }
 
 TEST_CASE("reference/where broadcasts condition x and y") {
   // cond [2,1], x [3], y scalar -> [2,3].
-  HostTensor out = run1(OpKind::where, {boolean({2, 1}, {true, false}), i32({3}, {1, 2, 3}), i32({}, {-1})});
+  HostTensor out = run1(OpKind::kWhere, {boolean({2, 1}, {true, false}), i32({3}, {1, 2, 3}), i32({}, {-1})});
   CHECK(out.type.shape == Shape{2, 3});
   CHECK(out.as<int32_t>() == std::vector<int32_t>{1, 2, 3, -1, -1, -1});
-  HostTensor f = run1(OpKind::where, {boolean({3}, {false, true, false}), f32({}, {7}), f32({2, 1}, {0, 1})});
+  HostTensor f = run1(OpKind::kWhere, {boolean({3}, {false, true, false}), f32({}, {7}), f32({2, 1}, {0, 1})});
   check_close(f, {0, 7, 0, 1, 7, 1});
-  CHECK(run1(OpKind::where, {boolean({2}, {true, false}), boolean({2}, {false, false}), boolean({}, {true})})
+  CHECK(run1(OpKind::kWhere, {boolean({2}, {true, false}), boolean({2}, {false, false}), boolean({}, {true})})
             .as<bool>() == std::vector<bool>{false, true});
 }
 
 TEST_CASE("reference/cast truncates saturates wraps and rounds") {
   const HostTensor f = f32({8}, {-2.7f, 2.7f, 1e10f, -1e10f, NAN, -0.5f, 0.0f, 255.9f});
-  CHECK(run1(OpKind::cast, {f}, {{"to", "i32"}}).as<int32_t>() ==
+  CHECK(run1(OpKind::kCast, {f}, {{"to", "i32"}}).as<int32_t>() ==
         std::vector<int32_t>{-2, 2, INT32_MAX, INT32_MIN, 0, 0, 0, 255});
-  CHECK(run1(OpKind::cast, {f}, {{"to", "u8"}}).as<uint8_t>() == std::vector<uint8_t>{0, 2, 255, 0, 0, 0, 0, 255});
-  CHECK(run1(OpKind::cast, {f}, {{"to", "i8"}}).as<int8_t>() == std::vector<int8_t>{-2, 2, 127, -128, 0, 0, 0, 127});
-  CHECK(run1(OpKind::cast, {f}, {{"to", "i64"}}).as<int64_t>() ==
+  CHECK(run1(OpKind::kCast, {f}, {{"to", "u8"}}).as<uint8_t>() == std::vector<uint8_t>{0, 2, 255, 0, 0, 0, 0, 255});
+  CHECK(run1(OpKind::kCast, {f}, {{"to", "i8"}}).as<int8_t>() == std::vector<int8_t>{-2, 2, 127, -128, 0, 0, 0, 127});
+  CHECK(run1(OpKind::kCast, {f}, {{"to", "i64"}}).as<int64_t>() ==
         std::vector<int64_t>{-2, 2, 10000000000, -10000000000, 0, 0, 0, 255});
-  CHECK(run1(OpKind::cast, {f64({2}, {1e300, -1e300})}, {{"to", "i64"}}).as<int64_t>() ==
+  CHECK(run1(OpKind::kCast, {f64({2}, {1e300, -1e300})}, {{"to", "i64"}}).as<int64_t>() ==
         std::vector<int64_t>{INT64_MAX, INT64_MIN});
-  CHECK(run1(OpKind::cast, {f}, {{"to", "bool"}}).as<bool>() ==
+  CHECK(run1(OpKind::kCast, {f}, {{"to", "bool"}}).as<bool>() ==
         std::vector<bool>{true, true, true, true, true, true, false, true});
   // int -> int keeps the low bits.
-  CHECK(run1(OpKind::cast, {i32({4}, {300, -129, 255, -1})}, {{"to", "i8"}}).as<int8_t>() ==
+  CHECK(run1(OpKind::kCast, {i32({4}, {300, -129, 255, -1})}, {{"to", "i8"}}).as<int8_t>() ==
         std::vector<int8_t>{44, 127, -1, -1});
-  CHECK(run1(OpKind::cast, {i32({2}, {-1, 256})}, {{"to", "u8"}}).as<uint8_t>() == std::vector<uint8_t>{255, 0});
-  CHECK(run1(OpKind::cast, {u8({2}, {255, 0})}, {{"to", "i32"}}).as<int32_t>() == std::vector<int32_t>{255, 0});
-  CHECK(run1(OpKind::cast, {boolean({2}, {true, false})}, {{"to", "f32"}}).as<float>() == std::vector<float>{1, 0});
-  CHECK(run1(OpKind::cast, {i64({1}, {(int64_t{1} << 53) + 1})}, {{"to", "f64"}}).as<double>() ==
+  CHECK(run1(OpKind::kCast, {i32({2}, {-1, 256})}, {{"to", "u8"}}).as<uint8_t>() == std::vector<uint8_t>{255, 0});
+  CHECK(run1(OpKind::kCast, {u8({2}, {255, 0})}, {{"to", "i32"}}).as<int32_t>() == std::vector<int32_t>{255, 0});
+  CHECK(run1(OpKind::kCast, {boolean({2}, {true, false})}, {{"to", "f32"}}).as<float>() == std::vector<float>{1, 0});
+  CHECK(run1(OpKind::kCast, {i64({1}, {(int64_t{1} << 53) + 1})}, {{"to", "f64"}}).as<double>() ==
         std::vector<double>{9007199254740992.0});
   // -> f16: RNE from the integer itself (65519 rounds down, 65520 overflows to inf).
-  HostTensor h = run1(OpKind::cast, {i64({3}, {65519, 65520, -3})}, {{"to", "f16"}});
+  HostTensor h = run1(OpKind::kCast, {i64({3}, {65519, 65520, -3})}, {{"to", "f16"}});
   check_close(h, {65504, kInf, -3});
   // f64 -> f32 rounds to nearest even; f32 -> f64 is exact.
-  CHECK(run1(OpKind::cast, {f64({1}, {1.0 + std::ldexp(1.0, -24)})}, {{"to", "f32"}}).as<float>() ==
+  CHECK(run1(OpKind::kCast, {f64({1}, {1.0 + std::ldexp(1.0, -24)})}, {{"to", "f32"}}).as<float>() ==
         std::vector<float>{1.0f});
-  CHECK(run1(OpKind::cast, {f32({1}, {0.1f})}, {{"to", "f64"}}).as<double>() ==
+  CHECK(run1(OpKind::kCast, {f32({1}, {0.1f})}, {{"to", "f64"}}).as<double>() ==
         std::vector<double>{static_cast<double>(0.1f)});
 }
 
@@ -182,37 +182,37 @@ TEST_CASE("reference/f16 and bf16 compute in wide floats and round to nearest ev
   // f16 ulp at 1 is 2^-10: 1 + 2^-11 is a tie and rounds to even (1); 1 + 3*2^-11 is a
   // tie between 1 + 2^-10 (odd) and 1 + 2^-9 (even).
   const double u = std::ldexp(1.0, -11);
-  HostTensor a = HostTensor::from_doubles(DType::f16, {3}, {1, 1, 1});
-  HostTensor b = HostTensor::from_doubles(DType::f16, {3}, {u, 3 * u, 0.25});
-  HostTensor sum = run1(OpKind::add, {a, b});
-  CHECK(sum.type.dtype == DType::f16);
+  HostTensor a = HostTensor::from_doubles(DType::kF16, {3}, {1, 1, 1});
+  HostTensor b = HostTensor::from_doubles(DType::kF16, {3}, {u, 3 * u, 0.25});
+  HostTensor sum = run1(OpKind::kAdd, {a, b});
+  CHECK(sum.type.dtype == DType::kF16);
   CHECK(sum.to_doubles() == std::vector<double>{1.0, 1.0 + std::ldexp(1.0, -9), 1.25});
   // bf16 ulp at 1 is 2^-7.
   const double v = std::ldexp(1.0, -8);
-  HostTensor c = HostTensor::from_doubles(DType::bf16, {2}, {1, 1});
-  HostTensor d = HostTensor::from_doubles(DType::bf16, {2}, {v, 3 * v});
-  CHECK(run1(OpKind::add, {c, d}).to_doubles() == std::vector<double>{1.0, 1.0 + std::ldexp(1.0, -6)});
+  HostTensor c = HostTensor::from_doubles(DType::kBf16, {2}, {1, 1});
+  HostTensor d = HostTensor::from_doubles(DType::kBf16, {2}, {v, 3 * v});
+  CHECK(run1(OpKind::kAdd, {c, d}).to_doubles() == std::vector<double>{1.0, 1.0 + std::ldexp(1.0, -6)});
   // Overflow to inf in f16: 60000 + 10000.
-  HostTensor big = run1(OpKind::add, {HostTensor::from_doubles(DType::f16, {1}, {60000}),
-                                       HostTensor::from_doubles(DType::f16, {1}, {10000})});
+  HostTensor big = run1(OpKind::kAdd, {HostTensor::from_doubles(DType::kF16, {1}, {60000}),
+                                       HostTensor::from_doubles(DType::kF16, {1}, {10000})});
   CHECK(std::isinf(big.to_doubles()[0]));
   // Transcendental ops on f16 round the exact result.
-  check_close(run1(OpKind::exp, {HostTensor::from_doubles(DType::f16, {1}, {1})}), {2.71875}, 0, 0);
-  check_close(run1(OpKind::sigmoid, {HostTensor::from_doubles(DType::bf16, {1}, {0})}), {0.5}, 0, 0);
+  check_close(run1(OpKind::kExp, {HostTensor::from_doubles(DType::kF16, {1}, {1})}), {2.71875}, 0, 0);
+  check_close(run1(OpKind::kSigmoid, {HostTensor::from_doubles(DType::kBf16, {1}, {0})}), {0.5}, 0, 0);
   // from_doubles itself rounds: 0.1 is not representable in f16.
-  CHECK(HostTensor::from_doubles(DType::f16, {1}, {0.1}).to_doubles()[0] == 0.0999755859375);
+  CHECK(HostTensor::from_doubles(DType::kF16, {1}, {0.1}).to_doubles()[0] == 0.0999755859375);
 }
 
 TEST_CASE("reference/every numeric dtype adds") {
   for (DType dt : ir::all_dtypes()) {
-    if (dt == DType::boolean) continue;
+    if (dt == DType::kBool) continue;
     INFO(ir::dtype_name(dt));
     HostTensor a = HostTensor::from_doubles(dt, {2, 2}, {1, 2, 3, 4});
     HostTensor b = HostTensor::from_doubles(dt, {2}, {10, 20});
-    HostTensor out = run1(OpKind::add, {a, b});
+    HostTensor out = run1(OpKind::kAdd, {a, b});
     CHECK(out.type.dtype == dt);
     CHECK(out.to_doubles() == std::vector<double>{11, 22, 13, 24});
-    CHECK(run1(OpKind::max, {a, b}).to_doubles() == std::vector<double>{10, 20, 10, 20});
+    CHECK(run1(OpKind::kMax, {a, b}).to_doubles() == std::vector<double>{10, 20, 10, 20});
   }
 }
 

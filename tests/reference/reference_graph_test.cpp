@@ -20,10 +20,10 @@ std::vector<uint8_t> float_bytes(const std::vector<float>& v) {
 
 ir::Graph mlp_graph(bool with_data = true) {
   ir::GraphBuilder b("mlp");
-  ir::ValueId x = b.input("x", DType::f32, {2, 3});
-  ir::ValueId w = b.constant("w", DType::f32, {3, 2},
+  ir::ValueId x = b.input("x", DType::kF32, {2, 3});
+  ir::ValueId w = b.constant("w", DType::kF32, {3, 2},
                              with_data ? std::optional(float_bytes({1, 0, 0, 1, 1, -1})) : std::nullopt);
-  ir::ValueId bias = b.constant("b", DType::f32, {2}, float_bytes({0, 1}));
+  ir::ValueId bias = b.constant("b", DType::kF32, {2}, float_bytes({0, 1}));
   ir::ValueId y = b.relu(b.add(b.matmul(x, w), bias));
   ir::ValueId p = b.softmax(y);
   b.output(y);
@@ -53,8 +53,8 @@ TEST_CASE("reference/run_reference on a multi-node graph") {
 
 TEST_CASE("reference/run_reference returns inputs and constants marked as outputs") {
   ir::GraphBuilder b;
-  ir::ValueId x = b.input("x", DType::i32, {2});
-  ir::ValueId c = b.constant("c", DType::u8, {1}, std::vector<uint8_t>{7});
+  ir::ValueId x = b.input("x", DType::kI32, {2});
+  ir::ValueId c = b.constant("c", DType::kU8, {1}, std::vector<uint8_t>{7});
   b.output(x);
   b.output(c);
   ir::Graph g = b.build().value();
@@ -100,9 +100,9 @@ TEST_CASE("reference/run_reference rejects mismatched inputs") {
 // write_handle_at(kv, x, pos, axis 0).
 ir::Graph cache_graph() {
   ir::GraphBuilder b("cache");
-  b.handle("kv", DType::f32, {4, 2});
-  ir::ValueId x = b.input("x", DType::f32, {1, 2});
-  ir::ValueId pos = b.input("pos", DType::i64, {});
+  b.handle("kv", DType::kF32, {4, 2});
+  ir::ValueId x = b.input("x", DType::kF32, {1, 2});
+  ir::ValueId pos = b.input("pos", DType::kI64, {});
   b.output(b.read_handle("kv"));
   b.write_handle_at("kv", x, pos, 0);
   Result<ir::Graph> g = b.build();
@@ -150,9 +150,9 @@ TEST_CASE("reference/write_handle_at position out of range leaves the handle unc
 
 TEST_CASE("reference/write_handle_at on a middle axis via reference_node") {
   ir::GraphBuilder b;
-  b.handle("h", DType::i32, {2, 3, 2});
-  ir::ValueId v = b.input("v", DType::i32, {2, 2, 2});
-  ir::ValueId pos = b.input("pos", DType::i64, {});
+  b.handle("h", DType::kI32, {2, 3, 2});
+  ir::ValueId v = b.input("v", DType::kI32, {2, 2, 2});
+  ir::ValueId pos = b.input("pos", DType::kI64, {});
   b.write_handle_at("h", v, pos, 1);
   ir::Graph g = b.build().value();
   const ir::Node& node = g.nodes.back();
@@ -180,8 +180,8 @@ TEST_CASE("reference/write_handle_at on a middle axis via reference_node") {
 
 TEST_CASE("reference/write_handle replaces and read_handle copies") {
   ir::GraphBuilder b;
-  b.handle("s", DType::i64, {2});
-  ir::ValueId x = b.input("x", DType::i64, {2});
+  b.handle("s", DType::kI64, {2});
+  ir::ValueId x = b.input("x", DType::kI64, {2});
   ir::ValueId old = b.read_handle("s");
   b.write_handle("s", b.add(old, x));  // s += x
   b.output(old);
@@ -205,8 +205,8 @@ TEST_CASE("reference/write_handle replaces and read_handle copies") {
 
 TEST_CASE("reference/reference_node works on raw memory and checks its arguments") {
   ir::GraphBuilder b;
-  ir::ValueId a = b.input("a", DType::f32, {2, 2});
-  ir::ValueId c = b.input("c", DType::f32, {2});
+  ir::ValueId a = b.input("a", DType::kF32, {2, 2});
+  ir::ValueId c = b.input("c", DType::kF32, {2});
   b.output(b.mul(a, c));
   ir::Graph g = b.build().value();
   const ir::Node& node = g.nodes[0];
@@ -224,7 +224,7 @@ TEST_CASE("reference/reference_node works on raw memory and checks its arguments
   CHECK(reference_node(g, node, in, null_out, nullptr).code() == ErrorCode::kInvalidArgument);
   // A node whose stored output type disagrees with inference.
   ir::Graph bad = g;
-  bad.values[static_cast<size_t>(bad.nodes[0].outputs[0])].type.dtype = DType::f64;
+  bad.values[static_cast<size_t>(bad.nodes[0].outputs[0])].type.dtype = DType::kF64;
   Status s = reference_node(bad, bad.nodes[0], in, outs, nullptr);
   CHECK(s.code() == ErrorCode::kVerifyError);
   CHECK(s.message().find("mul") != std::string::npos);
@@ -234,7 +234,7 @@ TEST_CASE("reference/reference_node works on raw memory and checks its arguments
   CHECK(reference_node(g, stranger, in, outs, nullptr).code() == ErrorCode::kInvalidArgument);
   // A view may run in place.
   ir::GraphBuilder vb;
-  vb.output(vb.reshape(vb.input("x", DType::f32, {4}), {2, 2}));
+  vb.output(vb.reshape(vb.input("x", DType::kF32, {4}), {2, 2}));
   ir::Graph vg = vb.build().value();
   float buf[4] = {1, 2, 3, 4};
   const void* vin[] = {buf};
@@ -245,12 +245,12 @@ TEST_CASE("reference/reference_node works on raw memory and checks its arguments
 
 TEST_CASE("reference/f16 graph end to end") {
   ir::GraphBuilder b;
-  ir::ValueId x = b.input("x", DType::f16, {2, 2});
+  ir::ValueId x = b.input("x", DType::kF16, {2, 2});
   ir::ValueId y = b.matmul(x, x);
-  b.output(b.cast(b.gelu(y), DType::f32));
+  b.output(b.cast(b.gelu(y), DType::kF32));
   ir::Graph g = b.build().value();
   Result<std::vector<HostTensor>> out =
-      run_reference(g, std::vector<HostTensor>{HostTensor::from_doubles(DType::f16, {2, 2}, {1, 0, 0, -1})});
+      run_reference(g, std::vector<HostTensor>{HostTensor::from_doubles(DType::kF16, {2, 2}, {1, 0, 0, -1})});
   REQUIRE(out.ok());
   // x.x = identity; gelu(1) = 0.8413447 rounded to f16 = 0.84130859375, gelu(0) = 0.
   CHECK((*out)[0].as<float>() == std::vector<float>{0.84130859375f, 0, 0, 0.84130859375f});

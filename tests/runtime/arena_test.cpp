@@ -41,7 +41,7 @@ TEST_CASE("runtime/arena/views_share_storage_at_planned_offsets") {
       CHECK(b->offset() == offsets[i]);
       CHECK(b->size() == sizes[i]);
       CHECK(b->total_size() == 96);
-      CHECK(b->dtype() == DType::u8);
+      CHECK(b->dtype() == DType::kU8);
       CHECK(b->ownership() == rt::Ownership::kAliased);
       CHECK(b->unsafe_data() == arena->arena().unsafe_data() + offsets[i]);
       ids.insert(b->id().value);
@@ -90,15 +90,15 @@ TEST_CASE("runtime/arena/unknown_id") {
 
 TEST_CASE("runtime/arena/typed_view") {
   auto arena = *rt::materialize(three_buffers(), plan_for_three(), rt::cpu_allocator());
-  auto t = arena.typed_view("a", DType::f32, {4, 4});
+  auto t = arena.typed_view("a", DType::kF32, {4, 4});
   REQUIRE(t.ok());
   CHECK(t->storage_id() == arena.storage_id());
   CHECK(t->offset() == 0);
   (*t->mutable_span<float>())[15] = 1.0f;
-  auto bigger = arena.typed_view("b", DType::f32, {9});  // 36 bytes > 32 planned
+  auto bigger = arena.typed_view("b", DType::kF32, {9});  // 36 bytes > 32 planned
   CHECK(bigger.status().code() == ErrorCode::kOutOfBounds);
   CHECK(bigger.status().message().find("'b'") != std::string::npos);
-  CHECK(arena.typed_view("zz", DType::f32, {1}).status().code() == ErrorCode::kNotFound);
+  CHECK(arena.typed_view("zz", DType::kF32, {1}).status().code() == ErrorCode::kNotFound);
 }
 
 TEST_CASE("runtime/arena/rejects_offsets_count_mismatch") {

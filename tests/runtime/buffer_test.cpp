@@ -14,7 +14,7 @@ using carve::ErrorCode;
 using carve::ir::DType;
 
 TEST_CASE("runtime/buffer/ids_distinct_for_views_of_views") {
-  auto base = *rt::Buffer::allocate(rt::cpu_allocator(), DType::f32, {4, 4});
+  auto base = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kF32, {4, 4});
   auto v1 = *base.view(0, 32);
   auto v2 = *v1.view(8, 16);
   auto v3 = *v2.view(0, 16);  // same window as v2, still a new buffer
@@ -25,12 +25,12 @@ TEST_CASE("runtime/buffer/ids_distinct_for_views_of_views") {
   // A copy is the same handle: same id.
   rt::Buffer copy = v2;
   CHECK(copy.id() == v2.id());
-  auto other = *rt::Buffer::allocate(rt::cpu_allocator(), DType::f32, {4, 4});
+  auto other = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kF32, {4, 4});
   CHECK(other.storage_id() != base.storage_id());
 }
 
 TEST_CASE("runtime/buffer/total_size_vs_size") {
-  auto base = *rt::Buffer::allocate(rt::cpu_allocator(), DType::i32, {10});
+  auto base = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kI32, {10});
   CHECK(base.size() == 40);
   CHECK(base.total_size() == 40);
   CHECK(base.num_elements() == 10);
@@ -39,7 +39,7 @@ TEST_CASE("runtime/buffer/total_size_vs_size") {
   CHECK(v.size() == 12);
   CHECK(v.total_size() == 40);
   CHECK(v.offset() == 8);
-  CHECK(v.dtype() == DType::u8);
+  CHECK(v.dtype() == DType::kU8);
   CHECK(v.shape() == carve::ir::Shape{12});
   CHECK(v.is_view());
   auto vv = *v.view(4, 4);
@@ -48,7 +48,7 @@ TEST_CASE("runtime/buffer/total_size_vs_size") {
 }
 
 TEST_CASE("runtime/buffer/view_bounds") {
-  auto base = *rt::Buffer::allocate(rt::cpu_allocator(), DType::u8, {100});
+  auto base = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kU8, {100});
   CHECK(base.view(0, 100).ok());
   CHECK(base.view(100, 0).ok());   // empty view at the end
   CHECK(base.view(99, 1).ok());
@@ -63,38 +63,38 @@ TEST_CASE("runtime/buffer/view_bounds") {
 }
 
 TEST_CASE("runtime/buffer/view_bounds_overflow") {
-  auto base = *rt::Buffer::allocate(rt::cpu_allocator(), DType::u8, {64});
+  auto base = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kU8, {64});
   constexpr size_t kMax = std::numeric_limits<size_t>::max();
   // offset + size wraps around to a small number: must still be rejected.
   CHECK(base.view(8, kMax - 3).status().code() == ErrorCode::kOutOfBounds);
   CHECK(base.view(kMax, 2).status().code() == ErrorCode::kOutOfBounds);
   CHECK(base.view(kMax, 0).status().code() == ErrorCode::kOutOfBounds);
   // A typed view whose byte size overflows int64 is a shape error, not a wrap.
-  auto huge = base.view(0, DType::f64, {int64_t{1} << 40, int64_t{1} << 40});
+  auto huge = base.view(0, DType::kF64, {int64_t{1} << 40, int64_t{1} << 40});
   CHECK_FALSE(huge.ok());
 }
 
 TEST_CASE("runtime/buffer/typed_view") {
-  auto base = *rt::Buffer::allocate(rt::cpu_allocator(), DType::u8, {64});
-  auto f = base.view(16, DType::f32, {2, 3});
+  auto base = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kU8, {64});
+  auto f = base.view(16, DType::kF32, {2, 3});
   REQUIRE(f.ok());
   CHECK(f->size() == 24);
-  CHECK(f->dtype() == DType::f32);
+  CHECK(f->dtype() == DType::kF32);
   CHECK(f->shape() == carve::ir::Shape{2, 3});
   CHECK(f->storage_id() == base.storage_id());
-  CHECK(base.view(48, DType::f32, {2, 3}).status().code() == ErrorCode::kOutOfBounds);
-  CHECK(base.view(0, DType::f32, {-1}).status().code() == ErrorCode::kShapeError);
+  CHECK(base.view(48, DType::kF32, {2, 3}).status().code() == ErrorCode::kOutOfBounds);
+  CHECK(base.view(0, DType::kF32, {-1}).status().code() == ErrorCode::kShapeError);
 }
 
 TEST_CASE("runtime/buffer/lazy_then_ensure_allocated") {
   auto alloc = std::make_shared<rt::FailingAllocator>();
   {
-    auto lazy = rt::Buffer::lazy(alloc, DType::f32, {8});
+    auto lazy = rt::Buffer::lazy(alloc, DType::kF32, {8});
     REQUIRE(lazy.ok());
     CHECK_FALSE(lazy->is_allocated());
     CHECK(alloc->allocations() == 0);
     CHECK(lazy->size() == 32);
-    auto view = *lazy->view(4, DType::f32, {2});  // views of a lazy buffer are fine
+    auto view = *lazy->view(4, DType::kF32, {2});  // views of a lazy buffer are fine
     CHECK_FALSE(view.is_allocated());
     CHECK(view.bytes().status().code() == ErrorCode::kNotAllocated);
     REQUIRE(lazy->ensure_allocated().ok());
@@ -111,7 +111,7 @@ TEST_CASE("runtime/buffer/lazy_then_ensure_allocated") {
 }
 
 TEST_CASE("runtime/buffer/view_allocates_lazy_parent") {
-  auto lazy = *rt::Buffer::lazy(rt::cpu_allocator(), DType::u8, {16});
+  auto lazy = *rt::Buffer::lazy(rt::cpu_allocator(), DType::kU8, {16});
   auto view = *lazy.view(4, 4);
   REQUIRE(view.ensure_allocated().ok());  // from the view side
   CHECK(lazy.is_allocated());
@@ -119,7 +119,7 @@ TEST_CASE("runtime/buffer/view_allocates_lazy_parent") {
 
 TEST_CASE("runtime/buffer/immediate_allocation") {
   auto alloc = std::make_shared<rt::FailingAllocator>();
-  auto b = rt::Buffer::allocate(alloc, DType::i64, {3});
+  auto b = rt::Buffer::allocate(alloc, DType::kI64, {3});
   REQUIRE(b.ok());
   CHECK(b->is_allocated());
   CHECK(alloc->allocations() == 1);
@@ -129,25 +129,25 @@ TEST_CASE("runtime/buffer/immediate_allocation") {
 
 TEST_CASE("runtime/buffer/default_alignment_64") {
   for (int i = 0; i < 16; ++i) {
-    auto b = *rt::Buffer::allocate(rt::cpu_allocator(), DType::u8, {1 + i * 7});
+    auto b = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kU8, {1 + i * 7});
     CHECK(reinterpret_cast<uintptr_t>(b.unsafe_data()) % 64 == 0);
   }
-  auto big = *rt::Buffer::allocate(rt::cpu_allocator(), DType::u8, {10}, 1024);
+  auto big = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kU8, {10}, 1024);
   CHECK(reinterpret_cast<uintptr_t>(big.unsafe_data()) % 1024 == 0);
-  CHECK(rt::Buffer::allocate(rt::cpu_allocator(), DType::u8, {10}, 3).status().code() ==
+  CHECK(rt::Buffer::allocate(rt::cpu_allocator(), DType::kU8, {10}, 3).status().code() ==
         ErrorCode::kInvalidArgument);
 }
 
 TEST_CASE("runtime/buffer/scalar_and_empty_shapes") {
-  auto scalar = *rt::Buffer::allocate(rt::cpu_allocator(), DType::f64, {});
+  auto scalar = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kF64, {});
   CHECK(scalar.num_elements() == 1);
   CHECK(scalar.size() == 8);
-  auto empty = *rt::Buffer::allocate(rt::cpu_allocator(), DType::f32, {0, 5});
+  auto empty = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kF32, {0, 5});
   CHECK(empty.size() == 0);
   CHECK(empty.bytes().ok());
   CHECK(empty.bytes()->empty());
-  CHECK(rt::Buffer::lazy(rt::cpu_allocator(), DType::f32, {-2}).status().code() == ErrorCode::kShapeError);
-  CHECK(rt::Buffer::lazy(nullptr, DType::f32, {2}).status().code() == ErrorCode::kInvalidArgument);
+  CHECK(rt::Buffer::lazy(rt::cpu_allocator(), DType::kF32, {-2}).status().code() == ErrorCode::kShapeError);
+  CHECK(rt::Buffer::lazy(nullptr, DType::kF32, {2}).status().code() == ErrorCode::kInvalidArgument);
 }
 
 TEST_CASE("runtime/buffer/immediate_oom_leaks_nothing") {
@@ -155,7 +155,7 @@ TEST_CASE("runtime/buffer/immediate_oom_leaks_nothing") {
   std::vector<rt::Buffer> kept;
   int failures = 0;
   for (int i = 0; i < 6; ++i) {
-    auto b = rt::Buffer::allocate(alloc, DType::f32, {16});
+    auto b = rt::Buffer::allocate(alloc, DType::kF32, {16});
     if (!b.ok()) {
       CHECK(b.status().code() == ErrorCode::kOutOfMemory);
       CHECK(b.status().message().find("failing allocator") != std::string::npos);
@@ -175,10 +175,10 @@ TEST_CASE("runtime/buffer/immediate_oom_leaks_nothing") {
 
 TEST_CASE("runtime/buffer/over_storage_and_describe") {
   auto storage = *rt::Storage::allocate(rt::cpu_allocator(), 24);
-  auto b = rt::Buffer::over(storage, DType::f32, {2, 3});
+  auto b = rt::Buffer::over(storage, DType::kF32, {2, 3});
   REQUIRE(b.ok());
   CHECK(b->storage_id() == storage->id());
-  CHECK(rt::Buffer::over(storage, DType::f32, {2, 2}).status().code() == ErrorCode::kInvalidArgument);
+  CHECK(rt::Buffer::over(storage, DType::kF32, {2, 2}).status().code() == ErrorCode::kInvalidArgument);
   auto v = *b->view(4, 8);
   const std::string d = v.describe();
   CHECK(d.find(rt::testing::tagged("buffer #", v.id().value)) != std::string::npos);

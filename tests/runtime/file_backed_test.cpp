@@ -47,7 +47,7 @@ TEST_CASE("runtime/file_backed/content_at_page_aligned_offset") {
   CHECK(b->storage()->path() == file.path);
   CHECK(b->is_allocated());
   CHECK(b->is_cpu_accessible());
-  CHECK(b->dtype() == DType::u8);
+  CHECK(b->dtype() == DType::kU8);
   CHECK(b->size() == kPage + 50);
   auto bytes = *b->span<uint8_t>();
   bool all_match = true;
@@ -86,7 +86,7 @@ TEST_CASE("runtime/file_backed/is_read_only_and_views_too") {
   CHECK(view.mutable_bytes().status().code() == ErrorCode::kReadOnly);
   CHECK(*view.at<uint8_t>(0) == pattern(16));
   // Copying out of a mapped file into owned memory is fine.
-  auto owned = *rt::Buffer::allocate(rt::cpu_allocator(), DType::u8, {32});
+  auto owned = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kU8, {32});
   REQUIRE(owned.copy_from(view).ok());
   CHECK(*owned.at<uint8_t>(31) == pattern(47));
 }

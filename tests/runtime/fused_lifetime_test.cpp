@@ -35,13 +35,13 @@ std::vector<uint8_t> bytes_of(const std::vector<float>& values) {
 // x [1,12,48] -> split q,k,v -> heads -> q @ k^T / s, causal where -> softmax -> @ v.
 ir::Graph attention_graph() {
   ir::GraphBuilder b("attention");
-  const ir::ValueId x = b.input("x", DType::f32, {1, 12, 48});
+  const ir::ValueId x = b.input("x", DType::kF32, {1, 12, 48});
   std::vector<uint8_t> mask(144);
   for (int i = 0; i < 12; ++i)
     for (int j = 0; j < 12; ++j) mask[static_cast<size_t>(i * 12 + j)] = j > i;
-  const ir::ValueId causal = b.constant("causal", DType::boolean, {12, 12}, mask);
-  const ir::ValueId scale = b.constant("scale", DType::f32, {}, bytes_of({2.8284271f}));
-  const ir::ValueId neg_inf = b.constant("neg_inf", DType::f32, {}, bytes_of({-INFINITY}));
+  const ir::ValueId causal = b.constant("causal", DType::kBool, {12, 12}, mask);
+  const ir::ValueId scale = b.constant("scale", DType::kF32, {}, bytes_of({2.8284271f}));
+  const ir::ValueId neg_inf = b.constant("neg_inf", DType::kF32, {}, bytes_of({-INFINITY}));
   const auto parts = b.split(b.relu(x), 2, {16, 16, 16});
   auto heads = [&](ir::ValueId t, std::vector<int64_t> perm) {
     return b.transpose(b.reshape(t, {1, 12, 2, 8}), std::move(perm));
@@ -69,7 +69,7 @@ TEST_CASE("runtime/fusion/group_operands_live_across_the_group") {
   }
   REQUIRE_MESSAGE(program.ok(), program.status().to_string());
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(x.bytes.data()), x.bytes.size());
-  std::vector<runtime::Buffer> inputs{*runtime::Buffer::borrow(bytes, DType::f32, x.type.shape)};
+  std::vector<runtime::Buffer> inputs{*runtime::Buffer::borrow(bytes, DType::kF32, x.type.shape)};
   auto outputs = (*program)->run(inputs);
   REQUIRE(outputs.ok());
   auto actual = (*outputs)[0].span<float>();

@@ -66,7 +66,7 @@ TEST_CASE("scheduler/kv decoder/incremental decode matches full recompute") {
   auto full = model.full(static_cast<int64_t>(tokens.size()));
   auto program = (*session)->compile(*full, {});
   REQUIRE_MESSAGE(program.ok(), program.status().to_string());
-  auto ids = runtime::Buffer::allocate(runtime::cpu_allocator(), ir::DType::i64, {static_cast<int64_t>(tokens.size())});
+  auto ids = runtime::Buffer::allocate(runtime::cpu_allocator(), ir::DType::kI64, {static_cast<int64_t>(tokens.size())});
   std::copy(tokens.begin(), tokens.end(), ids->mutable_span<int64_t>()->begin());
   std::vector<runtime::Buffer> inputs{*ids};
   // In parallel with the hazard checker on: no race, and the same logits.

@@ -95,7 +95,7 @@ void check_error(const Status& s, ErrorCode code, std::initializer_list<std::str
 TEST_CASE("runtime/npy/reads numpy-written files of every supported dtype") {
   Result<Buffer> f32 = read_npy(fixture("f32_2x3.npy"));
   REQUIRE(f32.ok());
-  CHECK(f32->dtype() == DType::f32);
+  CHECK(f32->dtype() == DType::kF32);
   CHECK(f32->shape() == Shape{2, 3});
   CHECK(elements<float>(*f32) == std::vector<float>{1.5f, -2.0f, 3.25f, 0.0f, 1e-3f, -7.0f});
   CHECK(f32->ownership() == Ownership::kOwned);
@@ -107,7 +107,7 @@ TEST_CASE("runtime/npy/reads numpy-written files of every supported dtype") {
 
   Result<Buffer> f16 = read_npy(fixture("f16_4.npy"));
   REQUIRE(f16.ok());
-  CHECK(f16->dtype() == DType::f16);
+  CHECK(f16->dtype() == DType::kF16);
   std::vector<F16Bits> h = elements<F16Bits>(*f16);
   CHECK(h == std::vector<F16Bits>{{0x3c00}, {0xb800}, {0x7bff}, {0x0001}});
 
@@ -154,15 +154,15 @@ TEST_CASE("runtime/npy/writes the same bytes numpy writes") {
 
 TEST_CASE("runtime/npy/round trips every dtype through bytes and files") {
   CHECK(rc::check("read_npy_bytes(write_npy_bytes(b)) == b", [] {
-    const DType dtype = *rc::gen::element(DType::f32, DType::f64, DType::f16, DType::i8, DType::i32, DType::i64,
-                                          DType::u8, DType::boolean);
+    const DType dtype = *rc::gen::element(DType::kF32, DType::kF64, DType::kF16, DType::kI8, DType::kI32, DType::kI64,
+                                          DType::kU8, DType::kBool);
     const int rank = *rc::gen::inRange(0, 5);
     std::vector<int64_t> dims;
     for (int i = 0; i < rank; ++i) dims.push_back(*rc::gen::inRange<int64_t>(0, 4));
     const Shape shape(dims);
     const auto size = static_cast<size_t>(ir::byte_size(dtype, shape).value());
     std::vector<uint8_t> bytes = *rc::gen::container<std::vector<uint8_t>>(size, rc::gen::arbitrary<uint8_t>());
-    if (dtype == DType::boolean) {
+    if (dtype == DType::kBool) {
       for (uint8_t& b : bytes) b &= 1;
     }
     const Buffer original = make_buffer(dtype, shape, bytes);
@@ -176,13 +176,13 @@ TEST_CASE("runtime/npy/round trips every dtype through bytes and files") {
     RC_ASSERT(std::equal(a.begin(), a.end(), b.begin(), b.end()));
   }));
   TempPath tmp;
-  const Buffer b = make_buffer(DType::i32, Shape{2, 2}, {1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0});
+  const Buffer b = make_buffer(DType::kI32, Shape{2, 2}, {1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0});
   REQUIRE(write_npy(tmp.path, b).ok());
   Result<Buffer> back = read_npy(tmp.path);
   REQUIRE(back.ok());
   CHECK(elements<int32_t>(*back) == std::vector<int32_t>{1, 2, 3, 4});
   // Overwriting an existing file truncates it.
-  REQUIRE(write_npy(tmp.path, make_buffer(DType::u8, Shape{1}, {9})).ok());
+  REQUIRE(write_npy(tmp.path, make_buffer(DType::kU8, Shape{1}, {9})).ok());
   CHECK(elements<uint8_t>(read_npy(tmp.path).value()) == std::vector<uint8_t>{9});
 }
 
@@ -217,9 +217,9 @@ TEST_CASE("runtime/npy/unsupported numpy files are kUnsupported naming the file"
   v9[6] = std::byte{9};
   check_error(read_npy_bytes(v9, "v9.npy").status(), ErrorCode::kUnsupported, {"v9.npy", "version 9.0"});
   // Writing bf16 has no numpy dtype.
-  check_error(write_npy_bytes(make_buffer(DType::bf16, Shape{1}, {0, 0})).status(), ErrorCode::kUnsupported, {"bf16"});
+  check_error(write_npy_bytes(make_buffer(DType::kBf16, Shape{1}, {0, 0})).status(), ErrorCode::kUnsupported, {"bf16"});
   TempPath tmp;
-  check_error(write_npy(tmp.path, make_buffer(DType::bf16, Shape{1}, {0, 0})), ErrorCode::kUnsupported,
+  check_error(write_npy(tmp.path, make_buffer(DType::kBf16, Shape{1}, {0, 0})), ErrorCode::kUnsupported,
               {tmp.path, "bf16"});
   CHECK(!std::filesystem::exists(tmp.path));
 }
@@ -266,10 +266,10 @@ TEST_CASE("runtime/npy/malformed files are kParseError saying what is wrong") {
 
 TEST_CASE("runtime/npy/file system errors are kIoError naming the path") {
   check_error(read_npy("/nonexistent/dir/a.npy").status(), ErrorCode::kIoError, {"/nonexistent/dir/a.npy"});
-  check_error(write_npy("/nonexistent/dir/a.npy", make_buffer(DType::u8, Shape{1}, {1})), ErrorCode::kIoError,
+  check_error(write_npy("/nonexistent/dir/a.npy", make_buffer(DType::kU8, Shape{1}, {1})), ErrorCode::kIoError,
               {"/nonexistent/dir/a.npy"});
   // A buffer without host bytes cannot be written.
-  Result<Buffer> lazy = Buffer::lazy(cpu_allocator(), DType::f32, Shape{2});
+  Result<Buffer> lazy = Buffer::lazy(cpu_allocator(), DType::kF32, Shape{2});
   REQUIRE(lazy.ok());
   CHECK(write_npy_bytes(*lazy).status().code() == ErrorCode::kNotAllocated);
 }

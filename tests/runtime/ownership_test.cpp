@@ -31,7 +31,7 @@ void check_all_writes_refused(rt::Buffer b, const std::string& mode) {
 }  // namespace
 
 TEST_CASE("runtime/ownership/owned_is_mutable") {
-  auto b = *rt::Buffer::allocate(rt::cpu_allocator(), DType::u8, {8});
+  auto b = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kU8, {8});
   CHECK(b.ownership() == rt::Ownership::kOwned);
   CHECK(b.is_mutable());
   CHECK(b.mutable_bytes().ok());
@@ -39,7 +39,7 @@ TEST_CASE("runtime/ownership/owned_is_mutable") {
 
 TEST_CASE("runtime/ownership/borrowed_readonly_by_default") {
   std::array<uint8_t, 8> mem = {1, 2, 3, 4, 5, 6, 7, 8};
-  auto b = rt::Buffer::borrow(std::as_bytes(std::span(mem)), DType::u8, {8});
+  auto b = rt::Buffer::borrow(std::as_bytes(std::span(mem)), DType::kU8, {8});
   REQUIRE(b.ok());
   CHECK(b->ownership() == rt::Ownership::kBorrowed);
   CHECK_FALSE(b->is_mutable());
@@ -47,14 +47,14 @@ TEST_CASE("runtime/ownership/borrowed_readonly_by_default") {
   CHECK(*b->at<uint8_t>(7) == 8);
   check_all_writes_refused(*b, "Borrowed");
   // An explicit mutable=false on writable memory is read-only too.
-  auto ro = *rt::Buffer::borrow(std::as_writable_bytes(std::span(mem)), DType::u8, {8}, false);
+  auto ro = *rt::Buffer::borrow(std::as_writable_bytes(std::span(mem)), DType::kU8, {8}, false);
   check_all_writes_refused(ro, "Borrowed");
   CHECK(mem[0] == 1);
 }
 
 TEST_CASE("runtime/ownership/borrowed_mutable_when_caller_allows") {
   std::array<float, 2> mem = {0, 0};
-  auto b = *rt::Buffer::borrow(std::as_writable_bytes(std::span(mem)), DType::f32, {2}, true);
+  auto b = *rt::Buffer::borrow(std::as_writable_bytes(std::span(mem)), DType::kF32, {2}, true);
   CHECK(b.is_mutable());
   (*b.mutable_span<float>())[1] = 9.0f;
   CHECK(mem[1] == 9.0f);  // writes land in the caller's memory
@@ -62,7 +62,7 @@ TEST_CASE("runtime/ownership/borrowed_mutable_when_caller_allows") {
 
 TEST_CASE("runtime/ownership/borrow_size_must_match") {
   std::array<std::byte, 10> mem{};
-  auto b = rt::Buffer::borrow(std::span<std::byte>(mem), DType::f32, {2}, true);
+  auto b = rt::Buffer::borrow(std::span<std::byte>(mem), DType::kF32, {2}, true);
   CHECK(b.status().code() == ErrorCode::kInvalidArgument);
   CHECK(b.status().message().find("10 bytes") != std::string::npos);
 }
@@ -71,7 +71,7 @@ TEST_CASE("runtime/ownership/borrowed_memory_outlives_buffers") {
   // The runtime never frees borrowed memory: dropping every handle leaves it intact.
   auto* mem = new std::array<int32_t, 4>{1, 2, 3, 4};
   {
-    auto b = *rt::Buffer::borrow(std::as_writable_bytes(std::span(*mem)), DType::i32, {4}, true);
+    auto b = *rt::Buffer::borrow(std::as_writable_bytes(std::span(*mem)), DType::kI32, {4}, true);
     auto v = *b.view(4, 8);
     CHECK(v.is_mutable());
   }
@@ -80,7 +80,7 @@ TEST_CASE("runtime/ownership/borrowed_memory_outlives_buffers") {
 }
 
 TEST_CASE("runtime/ownership/aliased_view_of_owned_is_writable") {
-  auto base = *rt::Buffer::allocate(rt::cpu_allocator(), DType::u8, {16});
+  auto base = *rt::Buffer::allocate(rt::cpu_allocator(), DType::kU8, {16});
   auto view = *base.view(4, 8);
   CHECK(view.ownership() == rt::Ownership::kAliased);
   CHECK(view.is_mutable());
@@ -96,7 +96,7 @@ TEST_CASE("runtime/ownership/aliased_view_of_owned_is_writable") {
 
 TEST_CASE("runtime/ownership/aliased_view_of_readonly_borrowed_is_readonly") {
   std::array<uint8_t, 16> mem{};
-  auto base = *rt::Buffer::borrow(std::as_bytes(std::span(mem)), DType::u8, {16});
+  auto base = *rt::Buffer::borrow(std::as_bytes(std::span(mem)), DType::kU8, {16});
   auto view = *base.view(4, 8);
   CHECK(view.ownership() == rt::Ownership::kAliased);
   CHECK_FALSE(view.is_mutable());
@@ -109,7 +109,7 @@ TEST_CASE("runtime/ownership/aliased_view_of_readonly_borrowed_is_readonly") {
 
 TEST_CASE("runtime/ownership/aliased_view_of_mutable_borrowed_is_writable") {
   std::array<uint8_t, 16> mem{};
-  auto base = *rt::Buffer::borrow(std::as_writable_bytes(std::span(mem)), DType::u8, {16}, true);
+  auto base = *rt::Buffer::borrow(std::as_writable_bytes(std::span(mem)), DType::kU8, {16}, true);
   auto vv = *(*base.view(4, 8)).view(2, 2);
   CHECK(vv.is_mutable());
   (*vv.mutable_span<uint8_t>())[1] = 7;
@@ -120,7 +120,7 @@ TEST_CASE("runtime/ownership/view_keeps_storage_alive") {
   auto alloc = std::make_shared<rt::FailingAllocator>();
   std::optional<rt::Buffer> view;
   {
-    auto base = *rt::Buffer::allocate(alloc, DType::u8, {32});
+    auto base = *rt::Buffer::allocate(alloc, DType::kU8, {32});
     (*base.mutable_span<uint8_t>())[31] = 5;
     view = *base.view(16, 16);
   }

@@ -15,7 +15,7 @@ using carve::ir::DType;
 TEST_CASE("runtime/property/random_view_chains") {
   CHECK(rc::check("view chains keep storage, mint ids, respect bounds", [] {
     const auto total = *rc::gen::inRange<size_t>(0, 512);
-    auto base = rt::Buffer::allocate(rt::cpu_allocator(), DType::u8, {static_cast<int64_t>(total)});
+    auto base = rt::Buffer::allocate(rt::cpu_allocator(), DType::kU8, {static_cast<int64_t>(total)});
     RC_ASSERT(base.ok());
     const auto steps = *rc::gen::inRange(1, 8);
     std::set<uint64_t> ids = {base->id().value};
@@ -46,7 +46,7 @@ TEST_CASE("runtime/property/random_view_chains") {
 
 TEST_CASE("runtime/property/copy_roundtrip") {
   CHECK(rc::check("copy_in then copy_out returns the same bytes", [](const std::vector<uint8_t>& data) {
-    auto b = rt::Buffer::lazy(rt::cpu_allocator(), DType::u8, {static_cast<int64_t>(data.size())});
+    auto b = rt::Buffer::lazy(rt::cpu_allocator(), DType::kU8, {static_cast<int64_t>(data.size())});
     RC_ASSERT(b.ok());
     RC_ASSERT(b->copy_in(std::as_bytes(std::span(data))).ok());
     std::vector<uint8_t> out(data.size());

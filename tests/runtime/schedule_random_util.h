@@ -17,8 +17,8 @@ constexpr int64_t kArena = 192, kInput = 64, kOutput = 64;
 
 inline int64_t storage_bytes(Region region) {
   switch (region) {
-    case rt::Region::arena: return kArena;
-    case rt::Region::input: return kInput;
+    case rt::Region::kArena: return kArena;
+    case rt::Region::kInput: return kInput;
     default: return kOutput;
   }
 }
@@ -26,20 +26,20 @@ inline int64_t storage_bytes(Region region) {
 // A random range of `bytes` in `region`/`slot`; arena ranges get a buffer id in 0..3.
 inline rt::MemoryRef random_range(Region region, int32_t slot, int64_t bytes) {
   const int64_t offset = *rc::gen::inRange<int64_t>(0, storage_bytes(region) - bytes + 1);
-  const int32_t buffer = region == rt::Region::arena ? *rc::gen::inRange(0, 4) : -1;
+  const int32_t buffer = region == rt::Region::kArena ? *rc::gen::inRange(0, 4) : -1;
   return rt::MemoryRef{region, slot, offset, bytes, buffer};
 }
 
 inline rt::MemoryRef random_writable(int64_t bytes) {
-  return *rc::gen::inRange(0, 4) == 0 ? random_range(rt::Region::output, 0, bytes) : random_range(rt::Region::arena, 0, bytes);
+  return *rc::gen::inRange(0, 4) == 0 ? random_range(rt::Region::kOutput, 0, bytes) : random_range(rt::Region::kArena, 0, bytes);
 }
 
 inline rt::MemoryRef random_readable(int64_t bytes) {
   switch (*rc::gen::inRange(0, 5)) {
-    case 0: return random_range(rt::Region::input, 0, bytes);
-    case 1: return random_range(rt::Region::input, 1, bytes);
-    case 2: return random_range(rt::Region::output, 0, bytes);
-    default: return random_range(rt::Region::arena, 0, bytes);
+    case 0: return random_range(rt::Region::kInput, 0, bytes);
+    case 1: return random_range(rt::Region::kInput, 1, bytes);
+    case 2: return random_range(rt::Region::kOutput, 0, bytes);
+    default: return random_range(rt::Region::kArena, 0, bytes);
   }
 }
 

@@ -31,9 +31,9 @@ using rt::testing::TestProgram;
 
 namespace {
 
-constexpr HazardKinds kRaw = static_cast<HazardKinds>(HazardKind::raw);
-constexpr HazardKinds kWar = static_cast<HazardKinds>(HazardKind::war);
-constexpr HazardKinds kWaw = static_cast<HazardKinds>(HazardKind::waw);
+constexpr HazardKinds kRaw = static_cast<HazardKinds>(HazardKind::kRaw);
+constexpr HazardKinds kWar = static_cast<HazardKinds>(HazardKind::kWar);
+constexpr HazardKinds kWaw = static_cast<HazardKinds>(HazardKind::kWaw);
 
 rt::ScheduleOptions parallel_options(int threads, int chunks = 0) {
   rt::ScheduleOptions o;
@@ -65,8 +65,8 @@ TestProgram wide_chains(int chains = 50) {
     const auto t1 = arena_ref(base, kBytes, 3 * c);
     const auto t2 = arena_ref(base + kBytes, kBytes, 3 * c + 1);
     const auto t3 = arena_ref(base, kBytes, 3 * c + 2);  // reuses t1's bytes
-    const auto in = ref(Region::input, 0, c * kBytes, kBytes);
-    const auto out = ref(Region::output, 0, c * kBytes, kBytes);
+    const auto in = ref(Region::kInput, 0, c * kBytes, kBytes);
+    const auto out = ref(Region::kOutput, 0, c * kBytes, kBytes);
     std::string n = "c";  // += : g++ 12 warns (-Wrestrict) on "c" + std::string
     n += std::to_string(c);
     tp.kernel(n + ".a", kCopy, 4, {in, t1});
@@ -154,18 +154,18 @@ TEST_CASE("scheduler/edges/arena_reuse_between_different_buffers") {
 
 TEST_CASE("scheduler/edges/none_between_disjoint_ranges") {
   TestProgram tp(128, {64, 64}, {128, 64});
-  tp.kernel("a", kCopy, 1, {ref(Region::input, 0, 0, 64), arena_ref(0, 64)});
-  tp.kernel("b", kCopy, 1, {ref(Region::input, 0, 0, 64), arena_ref(64, 64)});  // touching, not overlapping
-  tp.kernel("c", kCopy, 1, {ref(Region::input, 1, 0, 64), ref(Region::output, 0, 0, 64)});
-  tp.kernel("d", kCopy, 1, {ref(Region::input, 1, 0, 64), ref(Region::output, 1, 0, 64)});  // another slot
-  tp.copy("e", ref(Region::input, 0, 0, 32), ref(Region::output, 0, 64, 32));  // reads shared with a, b
+  tp.kernel("a", kCopy, 1, {ref(Region::kInput, 0, 0, 64), arena_ref(0, 64)});
+  tp.kernel("b", kCopy, 1, {ref(Region::kInput, 0, 0, 64), arena_ref(64, 64)});  // touching, not overlapping
+  tp.kernel("c", kCopy, 1, {ref(Region::kInput, 1, 0, 64), ref(Region::kOutput, 0, 0, 64)});
+  tp.kernel("d", kCopy, 1, {ref(Region::kInput, 1, 0, 64), ref(Region::kOutput, 1, 0, 64)});  // another slot
+  tp.copy("e", ref(Region::kInput, 0, 0, 32), ref(Region::kOutput, 0, 64, 32));  // reads shared with a, b
   const auto s = build(tp, parallel_options(2));
   CHECK(s.edges().empty());
   CHECK(s.stats().max_width == 5);
   CHECK(s.stats().critical_path == 1);
   CHECK(s.sources().size() == 5);
   // A copy whose destination overlaps c's and e's outputs: WAW with both.
-  tp.copy("f", ref(Region::input, 0, 0, 16), ref(Region::output, 0, 60, 16));
+  tp.copy("f", ref(Region::kInput, 0, 0, 16), ref(Region::kOutput, 0, 60, 16));
   const auto s2 = build(tp, parallel_options(2));
   REQUIRE(s2.edges().size() == 2);  // c -> f, e -> f (both write output 0 bytes f writes)
   CHECK(find_edge(s2, 2, 5));
@@ -236,7 +236,7 @@ TEST_CASE("scheduler/stats/critical_path_width_and_kinds") {
   tp.kernel("a", kSet, 1, {arena_ref(0, 64, 0)});                          // 0
   tp.kernel("b", kCopy, 1, {arena_ref(0, 64, 0), arena_ref(64, 64, 1)});   // 1: RAW a
   tp.kernel("c", kSet, 1, {arena_ref(0, 64, 2)});                          // 2: WAR b (reuse), WAW a (implied)
-  tp.kernel("d", kCopy, 1, {arena_ref(64, 64, 1), ref(Region::output, 0, 0, 64)});  // 3: RAW b
+  tp.kernel("d", kCopy, 1, {arena_ref(64, 64, 1), ref(Region::kOutput, 0, 0, 64)});  // 3: RAW b
   const auto s = build(tp, parallel_options(2));
   const auto& st = s.stats();
   CHECK(st.tasks == 4);
@@ -366,7 +366,7 @@ TEST_CASE("scheduler/hazards/none_on_a_correct_dag") {
 TEST_CASE("scheduler/hazards/removed_edge_is_reported") {
   TestProgram tp(256, {}, {64});
   tp.kernel("producer", kSet, 1, {arena_ref(0, 64, 0)});
-  tp.kernel("consumer", kCopy, 1, {arena_ref(0, 64, 0), ref(Region::output, 0, 0, 64)});
+  tp.kernel("consumer", kCopy, 1, {arena_ref(0, 64, 0), ref(Region::kOutput, 0, 0, 64)});
   tp.kernel("other_a", kSet, 1, {arena_ref(128, 64, 1)});
   tp.kernel("other_b", kSet, 1, {arena_ref(192, 64, 2)});
   auto s = build(tp, parallel_options(2));

@@ -51,7 +51,7 @@ inline void k_empty(void* const*, int64_t, int64_t) {}
 enum TestKernel : int32_t { kSet = 0, kCopy = 1, kMix1 = 2, kMix2 = 3, kEmpty = 4 };
 
 inline MemoryRef arena_ref(int64_t offset, int64_t bytes, int32_t buffer = -1) {
-  return MemoryRef{Region::arena, 0, offset, bytes, buffer};
+  return MemoryRef{Region::kArena, 0, offset, bytes, buffer};
 }
 inline MemoryRef ref(Region region, int32_t slot, int64_t offset, int64_t bytes) {
   return MemoryRef{region, slot, offset, bytes, -1};
@@ -79,7 +79,7 @@ struct TestProgram {
   int32_t kernel(std::string name, TestKernel kernel, int64_t tiles, std::vector<MemoryRef> operands) {
     Launch l;
     l.name = std::move(name);
-    l.kind = LaunchKind::kernel;
+    l.kind = LaunchKind::kKernel;
     l.kernel = kernel;
     l.tile_begin = 0;
     l.tile_end = tiles;
@@ -94,7 +94,7 @@ struct TestProgram {
   int32_t copy(std::string name, MemoryRef src, MemoryRef dst) {
     Launch l;
     l.name = std::move(name);
-    l.kind = LaunchKind::copy;
+    l.kind = LaunchKind::kCopy;
     l.operands = {src, dst};
     l.reads = {src};
     l.writes = {dst};

@@ -50,13 +50,13 @@ class RandomGraph {
   GraphBuilder b{"random"};
 
   void run() {
-    for (int i = pick(1, 3); i > 0; --i) pool_.push_back(b.input(name("in"), DType::f32, random_shape()));
+    for (int i = pick(1, 3); i > 0; --i) pool_.push_back(b.input(name("in"), DType::kF32, random_shape()));
     for (int steps = pick(1, 14); steps > 0 && b.status().ok(); --steps) step();
     if (!b.status().ok()) return;
     // Outputs: 1..3 distinct computed values, the last one always among them.
     std::vector<ValueId> computed;
     for (ValueId v : pool_)
-      if (b.graph().value(v).kind == carve::ir::ValueKind::intermediate) computed.push_back(v);
+      if (b.graph().value(v).kind == carve::ir::ValueKind::kIntermediate) computed.push_back(v);
     if (computed.empty()) computed.push_back(b.neg(pool_.front()));
     std::vector<ValueId> outs{computed.back()};
     for (int i = pick(0, 2); i > 0; --i) {
@@ -88,7 +88,7 @@ class RandomGraph {
     std::vector<float> values = floats(n, static_cast<uint32_t>(counter_));
     std::vector<uint8_t> bytes(values.size() * sizeof(float));
     std::memcpy(bytes.data(), values.data(), bytes.size());
-    return b.constant(name("w"), DType::f32, std::move(s), std::move(bytes));
+    return b.constant(name("w"), DType::kF32, std::move(s), std::move(bytes));
   }
 
   ValueId any() { return *rc::gen::elementOf(pool_); }
@@ -123,13 +123,13 @@ class RandomGraph {
     switch (choice) {
       case 0: {
         using carve::ir::OpKind;
-        const OpKind op = *rc::gen::element(OpKind::neg, OpKind::abs, OpKind::tanh, OpKind::sigmoid, OpKind::relu,
-                                            OpKind::gelu, OpKind::silu, OpKind::exp);
+        const OpKind op = *rc::gen::element(OpKind::kNeg, OpKind::kAbs, OpKind::kTanh, OpKind::kSigmoid, OpKind::kRelu,
+                                            OpKind::kGelu, OpKind::kSilu, OpKind::kExp);
         return add(b.op1(op, {x}));
       }
       case 1: {
         using carve::ir::OpKind;
-        const OpKind op = *rc::gen::element(OpKind::add, OpKind::sub, OpKind::mul, OpKind::max, OpKind::min);
+        const OpKind op = *rc::gen::element(OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kMax, OpKind::kMin);
         ValueId y = partner(x);
         return add(coin() ? b.op1(op, {x, y}) : b.op1(op, {y, x}));
       }

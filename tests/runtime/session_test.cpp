@@ -30,7 +30,7 @@ std::vector<uint8_t> random_f32_bytes(int64_t n, uint32_t seed) {
 
 reference::HostTensor random_tensor(ir::Shape shape, uint32_t seed) {
   reference::HostTensor t;
-  t.type = {DType::f32, shape};
+  t.type = {DType::kF32, shape};
   t.bytes = random_f32_bytes(*t.type.shape.num_elements(), seed);
   return t;
 }
@@ -55,9 +55,9 @@ double max_rel_error(const runtime::Buffer& got, const reference::HostTensor& wa
 // x[4,16] -> layer_norm -> matmul+bias -> gelu -> matmul+bias -> +x -> reshape -> softmax
 ir::Graph mlp_block() {
   ir::GraphBuilder b("mlp");
-  auto x = b.input("x", DType::f32, {4, 16});
+  auto x = b.input("x", DType::kF32, {4, 16});
   auto c = [&](const char* name, ir::Shape shape, uint32_t seed) {
-    return b.constant(name, DType::f32, shape, random_f32_bytes(*shape.num_elements(), seed));
+    return b.constant(name, DType::kF32, shape, random_f32_bytes(*shape.num_elements(), seed));
   };
   auto h = b.layer_norm(x, c("ln_s", {16}, 1), c("ln_b", {16}, 2));
   auto up = b.gelu(b.add(b.matmul(h, c("w1", {16, 32}, 3)), c("b1", {32}, 4)));
@@ -111,7 +111,7 @@ TEST_CASE("runtime/session/caller outputs and repeated runs") {
   REQUIRE(program.ok());
   std::vector<float> out_memory(64, -7.0f);
   std::span<std::byte> out_bytes(reinterpret_cast<std::byte*>(out_memory.data()), out_memory.size() * 4);
-  std::vector<runtime::Buffer> outputs{*runtime::Buffer::borrow(out_bytes, DType::f32, {2, 32}, true)};
+  std::vector<runtime::Buffer> outputs{*runtime::Buffer::borrow(out_bytes, DType::kF32, {2, 32}, true)};
   for (uint32_t seed : {1u, 2u, 3u}) {
     reference::HostTensor x = random_tensor({4, 16}, seed);
     std::vector<runtime::Buffer> inputs{borrow(x)};
@@ -143,7 +143,7 @@ TEST_CASE("runtime/session/outputs that are inputs or views of inputs are copied
   auto session = session_or_skip();
   if (!session) return;
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {2, 3});
+  auto x = b.input("x", DType::kF32, {2, 3});
   auto e = b.exp(x);
   b.output(x);
   b.output(b.rename(b.reshape(x, {6}), "flat"));
@@ -165,8 +165,8 @@ TEST_CASE("runtime/session/compile errors name what is missing") {
   auto session = session_or_skip();
   if (!session) return;
   ir::GraphBuilder b;
-  auto x = b.input("x", DType::f32, {4});
-  b.output(b.add(x, b.constant("w", DType::f32, {4})));  // no data
+  auto x = b.input("x", DType::kF32, {4});
+  b.output(b.add(x, b.constant("w", DType::kF32, {4})));  // no data
   auto g = b.build();
   REQUIRE(g.ok());
   auto p = session->compile(*g, {});
@@ -174,12 +174,12 @@ TEST_CASE("runtime/session/compile errors name what is missing") {
   CHECK(p.status().message().find("'w'") != std::string::npos);
 
   ir::GraphBuilder hb;
-  hb.handle("state", DType::f32, {4});
+  hb.handle("state", DType::kF32, {4});
   hb.output(hb.exp(hb.read_handle("state")));
   auto hg = hb.build();
   REQUIRE(hg.ok());
   CHECK(session->compile(*hg, {}).status().code() == ErrorCode::kInvalidArgument);
-  auto wrong = runtime::BufferHandle::create("state", DType::f32, {5});
+  auto wrong = runtime::BufferHandle::create("state", DType::kF32, {5});
   REQUIRE(wrong.ok());
   CHECK(session->compile(*hg, {.handles = {*wrong}}).status().code() == ErrorCode::kShapeError);
   CHECK(session->compile(*hg, {.strategy = "nope"}).status().code() != ErrorCode::kOk);
@@ -190,14 +190,14 @@ TEST_CASE("runtime/session/handles persist across runs and programs") {
   if (!session) return;
   // acc <- acc + x, and the new value is also returned.
   ir::GraphBuilder b;
-  b.handle("acc", DType::f32, {8});
-  auto x = b.input("x", DType::f32, {8});
+  b.handle("acc", DType::kF32, {8});
+  auto x = b.input("x", DType::kF32, {8});
   auto sum = b.add(b.read_handle("acc"), x);
   b.write_handle("acc", sum);
   b.output(b.rename(b.exp(sum), "e"));
   auto g = b.build();
   REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-  auto acc = runtime::BufferHandle::create("acc", DType::f32, {8});
+  auto acc = runtime::BufferHandle::create("acc", DType::kF32, {8});
   REQUIRE(acc.ok());
   auto p1 = session->compile(*g, {.handles = {*acc}});
   auto p2 = session->compile(*g, {.strategy = "naive", .handles = {*acc}});
@@ -205,7 +205,7 @@ TEST_CASE("runtime/session/handles persist across runs and programs") {
   REQUIRE(p2.ok());
   std::vector<float> ones(8, 1.0f);
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(ones.data()), 32);
-  std::vector<runtime::Buffer> inputs{*runtime::Buffer::borrow(bytes, DType::f32, {8})};
+  std::vector<runtime::Buffer> inputs{*runtime::Buffer::borrow(bytes, DType::kF32, {8})};
   REQUIRE((*p1)->run(inputs).ok());
   REQUIRE((*p2)->run(inputs).ok());
   auto out = (*p1)->run(inputs);
@@ -219,7 +219,7 @@ TEST_CASE("runtime/session/handles persist across runs and programs") {
   // Host access errors leave the handle unchanged.
   std::vector<float> wrong(4, 9.0f);
   std::span<const std::byte> wrong_bytes(reinterpret_cast<const std::byte*>(wrong.data()), 16);
-  CHECK_FALSE((*p1)->write_handle("acc", *runtime::Buffer::borrow(wrong_bytes, DType::f32, {4})).ok());
+  CHECK_FALSE((*p1)->write_handle("acc", *runtime::Buffer::borrow(wrong_bytes, DType::kF32, {4})).ok());
   CHECK((*p1)->read_handle("nope").status().code() == ErrorCode::kNotFound);
   CHECK((*acc)->read()->span<float>()->front() == 3.0f);
   REQUIRE((*acc)->reset().ok());

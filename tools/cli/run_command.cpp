@@ -33,13 +33,13 @@ Status fill_random(runtime::Buffer& buffer, std::mt19937_64& rng) {
     }
   };
   switch (buffer.dtype()) {
-    case ir::DType::f32: fill([&] { return static_cast<float>(real(rng)); }); break;
-    case ir::DType::f64: fill([&] { return real(rng); }); break;
-    case ir::DType::i8: fill([&] { return static_cast<int8_t>(small(rng)); }); break;
-    case ir::DType::u8: fill([&] { return static_cast<uint8_t>(small(rng)); }); break;
-    case ir::DType::i32: fill([&] { return static_cast<int32_t>(small(rng)); }); break;
-    case ir::DType::i64: fill([&] { return static_cast<int64_t>(small(rng)); }); break;
-    case ir::DType::boolean: fill([&] { return static_cast<uint8_t>(small(rng) & 1); }); break;
+    case ir::DType::kF32: fill([&] { return static_cast<float>(real(rng)); }); break;
+    case ir::DType::kF64: fill([&] { return real(rng); }); break;
+    case ir::DType::kI8: fill([&] { return static_cast<int8_t>(small(rng)); }); break;
+    case ir::DType::kU8: fill([&] { return static_cast<uint8_t>(small(rng)); }); break;
+    case ir::DType::kI32: fill([&] { return static_cast<int32_t>(small(rng)); }); break;
+    case ir::DType::kI64: fill([&] { return static_cast<int64_t>(small(rng)); }); break;
+    case ir::DType::kBool: fill([&] { return static_cast<uint8_t>(small(rng) & 1); }); break;
     default:
       return Status(ErrorCode::kUnsupported,
                     fmt::format("--random-inputs cannot generate {}", ir::dtype_name(buffer.dtype())));

@@ -1,8 +1,8 @@
 // GraphBuilder: the C++ way to make a graph, one verified node at a time.
 //
 //   GraphBuilder b;
-//   ValueId x = b.input("x", DType::f32, {2, 3});
-//   ValueId w = b.constant("w", DType::f32, {3, 4});
+//   ValueId x = b.input("x", DType::kF32, {2, 3});
+//   ValueId w = b.constant("w", DType::kF32, {3, 4});
 //   ValueId y = b.relu(b.matmul(x, w));
 //   b.output(y);
 //   Result<Graph> g = b.build();
@@ -71,36 +71,36 @@ class GraphBuilder {
               std::string node_name = {});
 
   // --- unary elementwise ---
-  ValueId neg(ValueId x) { return op1(OpKind::neg, {x}); }
-  ValueId abs(ValueId x) { return op1(OpKind::abs, {x}); }
-  ValueId exp(ValueId x) { return op1(OpKind::exp, {x}); }
-  ValueId log(ValueId x) { return op1(OpKind::log, {x}); }
-  ValueId sqrt(ValueId x) { return op1(OpKind::sqrt, {x}); }
-  ValueId rsqrt(ValueId x) { return op1(OpKind::rsqrt, {x}); }
-  ValueId tanh(ValueId x) { return op1(OpKind::tanh, {x}); }
-  ValueId sigmoid(ValueId x) { return op1(OpKind::sigmoid, {x}); }
-  ValueId relu(ValueId x) { return op1(OpKind::relu, {x}); }
-  ValueId gelu(ValueId x) { return op1(OpKind::gelu, {x}); }
-  ValueId erf(ValueId x) { return op1(OpKind::erf, {x}); }
-  ValueId silu(ValueId x) { return op1(OpKind::silu, {x}); }
+  ValueId neg(ValueId x) { return op1(OpKind::kNeg, {x}); }
+  ValueId abs(ValueId x) { return op1(OpKind::kAbs, {x}); }
+  ValueId exp(ValueId x) { return op1(OpKind::kExp, {x}); }
+  ValueId log(ValueId x) { return op1(OpKind::kLog, {x}); }
+  ValueId sqrt(ValueId x) { return op1(OpKind::kSqrt, {x}); }
+  ValueId rsqrt(ValueId x) { return op1(OpKind::kRsqrt, {x}); }
+  ValueId tanh(ValueId x) { return op1(OpKind::kTanh, {x}); }
+  ValueId sigmoid(ValueId x) { return op1(OpKind::kSigmoid, {x}); }
+  ValueId relu(ValueId x) { return op1(OpKind::kRelu, {x}); }
+  ValueId gelu(ValueId x) { return op1(OpKind::kGelu, {x}); }
+  ValueId erf(ValueId x) { return op1(OpKind::kErf, {x}); }
+  ValueId silu(ValueId x) { return op1(OpKind::kSilu, {x}); }
   ValueId hard_sigmoid(ValueId x, double alpha = 0.2, double beta = 0.5);
   ValueId clip(ValueId x, double min, double max);
 
   // --- binary elementwise (numpy broadcasting) and comparisons (bool output) ---
-  ValueId add(ValueId a, ValueId b) { return op1(OpKind::add, {a, b}); }
-  ValueId sub(ValueId a, ValueId b) { return op1(OpKind::sub, {a, b}); }
-  ValueId mul(ValueId a, ValueId b) { return op1(OpKind::mul, {a, b}); }
-  ValueId div(ValueId a, ValueId b) { return op1(OpKind::div, {a, b}); }
-  ValueId pow(ValueId a, ValueId b) { return op1(OpKind::pow, {a, b}); }
-  ValueId max(ValueId a, ValueId b) { return op1(OpKind::max, {a, b}); }
-  ValueId min(ValueId a, ValueId b) { return op1(OpKind::min, {a, b}); }
-  ValueId equal(ValueId a, ValueId b) { return op1(OpKind::equal, {a, b}); }
-  ValueId not_equal(ValueId a, ValueId b) { return op1(OpKind::not_equal, {a, b}); }
-  ValueId less(ValueId a, ValueId b) { return op1(OpKind::less, {a, b}); }
-  ValueId less_equal(ValueId a, ValueId b) { return op1(OpKind::less_equal, {a, b}); }
-  ValueId greater(ValueId a, ValueId b) { return op1(OpKind::greater, {a, b}); }
-  ValueId greater_equal(ValueId a, ValueId b) { return op1(OpKind::greater_equal, {a, b}); }
-  ValueId where(ValueId cond, ValueId x, ValueId y) { return op1(OpKind::where, {cond, x, y}); }
+  ValueId add(ValueId a, ValueId b) { return op1(OpKind::kAdd, {a, b}); }
+  ValueId sub(ValueId a, ValueId b) { return op1(OpKind::kSub, {a, b}); }
+  ValueId mul(ValueId a, ValueId b) { return op1(OpKind::kMul, {a, b}); }
+  ValueId div(ValueId a, ValueId b) { return op1(OpKind::kDiv, {a, b}); }
+  ValueId pow(ValueId a, ValueId b) { return op1(OpKind::kPow, {a, b}); }
+  ValueId max(ValueId a, ValueId b) { return op1(OpKind::kMax, {a, b}); }
+  ValueId min(ValueId a, ValueId b) { return op1(OpKind::kMin, {a, b}); }
+  ValueId equal(ValueId a, ValueId b) { return op1(OpKind::kEqual, {a, b}); }
+  ValueId not_equal(ValueId a, ValueId b) { return op1(OpKind::kNotEqual, {a, b}); }
+  ValueId less(ValueId a, ValueId b) { return op1(OpKind::kLess, {a, b}); }
+  ValueId less_equal(ValueId a, ValueId b) { return op1(OpKind::kLessEqual, {a, b}); }
+  ValueId greater(ValueId a, ValueId b) { return op1(OpKind::kGreater, {a, b}); }
+  ValueId greater_equal(ValueId a, ValueId b) { return op1(OpKind::kGreaterEqual, {a, b}); }
+  ValueId where(ValueId cond, ValueId x, ValueId y) { return op1(OpKind::kWhere, {cond, x, y}); }
   ValueId cast(ValueId x, DType to);
 
   // --- reductions (empty axes = all), normalisation, linear algebra ---
@@ -112,14 +112,14 @@ class GraphBuilder {
                      double epsilon = 1e-5);
   ValueId batch_norm(ValueId x, ValueId scale, ValueId bias, ValueId mean, ValueId var,
                      double epsilon = 1e-5);
-  ValueId matmul(ValueId a, ValueId b) { return op1(OpKind::matmul, {a, b}); }
+  ValueId matmul(ValueId a, ValueId b) { return op1(OpKind::kMatmul, {a, b}); }
   ValueId gemm(ValueId a, ValueId b, std::optional<ValueId> c = std::nullopt, bool trans_a = false,
                bool trans_b = false, double alpha = 1.0, double beta = 1.0);
   ValueId conv2d(ValueId x, ValueId w, std::optional<ValueId> bias = std::nullopt,
                  const Conv2dOptions& options = {});
   ValueId max_pool(ValueId x, const PoolOptions& options);
   ValueId avg_pool(ValueId x, const PoolOptions& options);
-  ValueId global_avg_pool(ValueId x) { return op1(OpKind::global_avg_pool, {x}); }
+  ValueId global_avg_pool(ValueId x) { return op1(OpKind::kGlobalAvgPool, {x}); }
 
   // --- data movement ---
   ValueId concat(std::vector<ValueId> inputs, int64_t axis);
@@ -137,7 +137,7 @@ class GraphBuilder {
   // Empty axes = every dim of size 1.
   ValueId squeeze(ValueId x, std::vector<int64_t> axes = {});
   ValueId unsqueeze(ValueId x, std::vector<int64_t> axes);
-  ValueId identity(ValueId x) { return op1(OpKind::identity, {x}); }
+  ValueId identity(ValueId x) { return op1(OpKind::kIdentity, {x}); }
 
   // --- state ---
   ValueId read_handle(std::string handle);

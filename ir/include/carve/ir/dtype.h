@@ -14,7 +14,7 @@
 namespace carve::ir {
 
 // `boolean` because `bool` is a keyword; its text name is "bool" (1 byte, 0 or 1).
-enum class DType : uint8_t { f32, f16, bf16, f64, i8, i32, i64, u8, boolean };
+enum class DType : uint8_t { kF32, kF16, kBf16, kF64, kI8, kI32, kI64, kU8, kBool };
 
 inline constexpr int kNumDTypes = 9;
 

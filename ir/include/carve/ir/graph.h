@@ -34,7 +34,7 @@ using NodeId = int32_t;
 inline constexpr ValueId kNoValue = -1;
 inline constexpr NodeId kNoNode = -1;
 
-enum class ValueKind : uint8_t { input, constant, intermediate };
+enum class ValueKind : uint8_t { kInput, kConstant, kIntermediate };
 // "input", "const", "intermediate"
 std::string_view value_kind_name(ValueKind kind);
 
@@ -42,7 +42,7 @@ struct Value {
   ValueId id = kNoValue;
   std::string name;  // unique among values, non-empty
   TensorType type;
-  ValueKind kind = ValueKind::intermediate;
+  ValueKind kind = ValueKind::kIntermediate;
   NodeId producer = kNoNode;  // set iff kind == intermediate
   // Constants only, optional: exactly type.byte_size() bytes, little-endian elements.
   std::optional<std::vector<uint8_t>> data;
@@ -53,7 +53,7 @@ struct Value {
 struct Node {
   NodeId id = kNoNode;
   std::string name;  // unique among nodes, non-empty
-  OpKind op = OpKind::identity;
+  OpKind op = OpKind::kIdentity;
   std::vector<ValueId> inputs;   // positional; optional trailing inputs are omitted
   std::vector<ValueId> outputs;  // values this node defines, in order
   Attrs attrs;

@@ -20,49 +20,49 @@
 
 namespace carve::ir {
 
-// Text names equal the enumerator names (e.g. "reduce_sum", "write_handle_at").
+// Text names are the enumerator names in snake case (kReduceSum is "reduce_sum").
 enum class OpKind : uint16_t {
   // unary elementwise
-  neg, abs, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, gelu, erf, silu,
-  hard_sigmoid,  // attrs alpha (float, 0.2), beta (float, 0.5)
-  clip,          // attrs min (float, -inf), max (float, +inf); min <= max
+  kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kRelu, kGelu, kErf, kSilu,
+  kHardSigmoid,  // attrs alpha (float, 0.2), beta (float, 0.5)
+  kClip,          // attrs min (float, -inf), max (float, +inf); min <= max
   // binary elementwise, numpy broadcasting, both operands the same dtype
-  add, sub, mul, div, pow, max, min,
+  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin,
   // comparisons: like binary, output bool
-  equal, not_equal, less, less_equal, greater, greater_equal,
-  where,  // (cond: bool, x, y), all three broadcast
-  cast,   // attr to (string dtype name)
+  kEqual, kNotEqual, kLess, kLessEqual, kGreater, kGreaterEqual,
+  kWhere,  // (cond: bool, x, y), all three broadcast
+  kCast,   // attr to (string dtype name)
   // reductions: attrs axes (int list; absent or empty = all axes), keepdims (int 0/1, 1)
-  reduce_sum, reduce_mean, reduce_max,
-  softmax,     // attr axis (int, -1)
-  layer_norm,  // (x, scale[, bias]) over x.shape[axis:]; attrs axis (-1), epsilon (1e-5)
-  matmul,      // numpy matmul: batched, batch dims broadcast, 1-D promotion rules
-  gemm,        // (a, b[, c]) 2-D; attrs trans_a, trans_b (0), alpha, beta (1.0)
-  conv2d,      // (x NCHW, w OIHW[, bias O]); attrs groups (1), strides [2] (1,1),
+  kReduceSum, kReduceMean, kReduceMax,
+  kSoftmax,     // attr axis (int, -1)
+  kLayerNorm,  // (x, scale[, bias]) over x.shape[axis:]; attrs axis (-1), epsilon (1e-5)
+  kMatmul,      // numpy matmul: batched, batch dims broadcast, 1-D promotion rules
+  kGemm,        // (a, b[, c]) 2-D; attrs trans_a, trans_b (0), alpha, beta (1.0)
+  kConv2d,      // (x NCHW, w OIHW[, bias O]); attrs groups (1), strides [2] (1,1),
                // pads [top,left,bottom,right] (0), dilations [2] (1,1)
-  max_pool,    // NCHW; attrs kernel [2] (required), strides [2] (1,1), pads [4] (0), ceil_mode (0)
-  avg_pool,    // as max_pool plus count_include_pad (0)
-  global_avg_pool,  // [N,C,spatial...] -> [N,C,1...]
-  batch_norm,  // inference form (x, scale, bias, mean, var), per channel dim 1; attr epsilon
-  concat,      // attr axis (required)
-  split,       // attrs axis (0), sizes (required): one output per size
-  slice,       // attrs starts, ends (required), axes (default 0..n-1), steps (default 1)
-  transpose,   // attr perm (default: reversed axes)
-  pad,         // attrs pads [begin..., end...] (>= 0, required), value (float, 0)
-  gather,      // (data, indices: i32/i64); attr axis (0)
+  kMaxPool,    // NCHW; attrs kernel [2] (required), strides [2] (1,1), pads [4] (0), ceil_mode (0)
+  kAvgPool,    // as max_pool plus count_include_pad (0)
+  kGlobalAvgPool,  // [N,C,spatial...] -> [N,C,1...]
+  kBatchNorm,  // inference form (x, scale, bias, mean, var), per channel dim 1; attr epsilon
+  kConcat,      // attr axis (required)
+  kSplit,       // attrs axis (0), sizes (required): one output per size
+  kSlice,       // attrs starts, ends (required), axes (default 0..n-1), steps (default 1)
+  kTranspose,   // attr perm (default: reversed axes)
+  kPad,         // attrs pads [begin..., end...] (>= 0, required), value (float, 0)
+  kGather,      // (data, indices: i32/i64); attr axis (0)
   // views: the output aliases the input's memory
-  reshape,    // attr shape: -1 = inferred (at most one), 0 = copy the input dim
-  flatten,    // attr axis (1), in [-rank, rank]
-  squeeze,    // attr axes (absent or empty: every dim of size 1)
-  unsqueeze,  // attr axes (required; positions in the output)
-  identity,
+  kReshape,    // attr shape: -1 = inferred (at most one), 0 = copy the input dim
+  kFlatten,    // attr axis (1), in [-rank, rank]
+  kSqueeze,    // attr axes (absent or empty: every dim of size 1)
+  kUnsqueeze,  // attr axes (required; positions in the output)
+  kIdentity,
   // state ops on graph handles (see Graph::handles)
-  read_handle,      // attr handle; no inputs; output = the handle's type
-  write_handle,     // attr handle; input written whole; no outputs (a sink)
-  write_handle_at,  // attrs handle, axis; (value, pos: i64 scalar); writes at pos along axis
+  kReadHandle,      // attr handle; no inputs; output = the handle's type
+  kWriteHandle,     // attr handle; input written whole; no outputs (a sink)
+  kWriteHandleAt,  // attrs handle, axis; (value, pos: i64 scalar); writes at pos along axis
 };
 
-inline constexpr int kNumOps = static_cast<int>(OpKind::write_handle_at) + 1;
+inline constexpr int kNumOps = static_cast<int>(OpKind::kWriteHandleAt) + 1;
 // max_inputs / max_outputs of a variadic op.
 inline constexpr int kVariadic = std::numeric_limits<int>::max();
 

@@ -49,7 +49,7 @@ class Shape {
 Result<int64_t> byte_size(DType dtype, const Shape& shape);
 
 struct TensorType {
-  DType dtype = DType::f32;
+  DType dtype = DType::kF32;
   Shape shape;
 
   // Valid dtype, shape.validate(), and byte size fits in int64.

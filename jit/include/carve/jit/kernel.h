@@ -24,10 +24,10 @@ namespace carve::jit {
 
 using KernelFn = void (*)(void* const* operands, int64_t tile_begin, int64_t tile_end);
 
-enum class OperandRole : uint8_t { input, output, scratch };
+enum class OperandRole : uint8_t { kInput, kOutput, kScratch };
 
 struct KernelOperand {
-  OperandRole role = OperandRole::input;
+  OperandRole role = OperandRole::kInput;
   ir::ValueId value = ir::kNoValue;  // kNoValue for scratch
 };
 

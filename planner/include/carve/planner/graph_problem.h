@@ -41,23 +41,23 @@ struct GraphPlanOptions {
   bool plan_outputs = false;
   int64_t alignment = 64;  // every arena buffer's offset alignment
   // Values that are never stored (kept in registers inside a fused kernel), by ValueId;
-  // empty = none. They get Placement::none and no memory.
+  // empty = none. They get Placement::kNone and no memory.
   std::vector<bool> unstored{};
   // Nodes that run as one kernel (fusion groups); a node in no group runs alone.
   std::vector<std::vector<ir::NodeId>> fused_groups{};
 };
 
 enum class Placement : uint8_t {
-  arena,     // in problem.buffers[buffer] at byte_offset
-  input,     // caller-provided input memory (root value = the input)
-  output,    // caller-provided output memory
-  constant,  // weights region
-  handle,    // handle region (read_handle output)
-  none,      // never stored (GraphPlanOptions::unstored)
+  kArena,     // in problem.buffers[buffer] at byte_offset
+  kInput,     // caller-provided input memory (root value = the input)
+  kOutput,    // caller-provided output memory
+  kConstant,  // weights region
+  kHandle,    // handle region (read_handle output)
+  kNone,      // never stored (GraphPlanOptions::unstored)
 };
 
 struct ValuePlacement {
-  Placement placement = Placement::arena;
+  Placement placement = Placement::kArena;
   ir::ValueId root = ir::kNoValue;  // the value that owns the memory this one aliases (itself if none)
   int32_t buffer = -1;              // index into problem.buffers when placement == arena
   int64_t byte_offset = 0;          // offset inside the root's memory (slice views)

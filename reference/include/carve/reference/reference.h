@@ -80,14 +80,14 @@ inline constexpr bool kIsReferenceHostType =
 template <typename T>
 constexpr ir::DType host_dtype() {
   static_assert(kIsReferenceHostType<T>, "no carve dtype for this C++ type");
-  if constexpr (std::is_same_v<T, float>) return ir::DType::f32;
-  if constexpr (std::is_same_v<T, double>) return ir::DType::f64;
-  if constexpr (std::is_same_v<T, int8_t>) return ir::DType::i8;
-  if constexpr (std::is_same_v<T, int32_t>) return ir::DType::i32;
-  if constexpr (std::is_same_v<T, int64_t>) return ir::DType::i64;
-  if constexpr (std::is_same_v<T, uint8_t>) return ir::DType::u8;
-  if constexpr (std::is_same_v<T, bool>) return ir::DType::boolean;
-  return ir::DType::f32;
+  if constexpr (std::is_same_v<T, float>) return ir::DType::kF32;
+  if constexpr (std::is_same_v<T, double>) return ir::DType::kF64;
+  if constexpr (std::is_same_v<T, int8_t>) return ir::DType::kI8;
+  if constexpr (std::is_same_v<T, int32_t>) return ir::DType::kI32;
+  if constexpr (std::is_same_v<T, int64_t>) return ir::DType::kI64;
+  if constexpr (std::is_same_v<T, uint8_t>) return ir::DType::kU8;
+  if constexpr (std::is_same_v<T, bool>) return ir::DType::kBool;
+  return ir::DType::kF32;
 }
 
 // A dense row-major tensor in host memory: type.byte_size() bytes, little-endian.

@@ -160,7 +160,7 @@ class Buffer {
   BufferId id_;
   size_t offset_ = 0;
   size_t size_ = 0;
-  ir::DType dtype_ = ir::DType::u8;
+  ir::DType dtype_ = ir::DType::kU8;
   ir::Shape shape_;
   int64_t num_elements_ = 0;
   bool is_view_ = false;

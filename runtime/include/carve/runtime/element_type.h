@@ -27,15 +27,15 @@ static_assert(sizeof(F16Bits) == 2 && sizeof(BF16Bits) == 2);
 
 template <typename T>
 struct DTypeOf;  // no mapping: not a host element type
-template <> struct DTypeOf<float> { static constexpr ir::DType value = ir::DType::f32; };
-template <> struct DTypeOf<double> { static constexpr ir::DType value = ir::DType::f64; };
-template <> struct DTypeOf<int8_t> { static constexpr ir::DType value = ir::DType::i8; };
-template <> struct DTypeOf<int32_t> { static constexpr ir::DType value = ir::DType::i32; };
-template <> struct DTypeOf<int64_t> { static constexpr ir::DType value = ir::DType::i64; };
-template <> struct DTypeOf<uint8_t> { static constexpr ir::DType value = ir::DType::u8; };
-template <> struct DTypeOf<bool> { static constexpr ir::DType value = ir::DType::boolean; };
-template <> struct DTypeOf<F16Bits> { static constexpr ir::DType value = ir::DType::f16; };
-template <> struct DTypeOf<BF16Bits> { static constexpr ir::DType value = ir::DType::bf16; };
+template <> struct DTypeOf<float> { static constexpr ir::DType value = ir::DType::kF32; };
+template <> struct DTypeOf<double> { static constexpr ir::DType value = ir::DType::kF64; };
+template <> struct DTypeOf<int8_t> { static constexpr ir::DType value = ir::DType::kI8; };
+template <> struct DTypeOf<int32_t> { static constexpr ir::DType value = ir::DType::kI32; };
+template <> struct DTypeOf<int64_t> { static constexpr ir::DType value = ir::DType::kI64; };
+template <> struct DTypeOf<uint8_t> { static constexpr ir::DType value = ir::DType::kU8; };
+template <> struct DTypeOf<bool> { static constexpr ir::DType value = ir::DType::kBool; };
+template <> struct DTypeOf<F16Bits> { static constexpr ir::DType value = ir::DType::kF16; };
+template <> struct DTypeOf<BF16Bits> { static constexpr ir::DType value = ir::DType::kBf16; };
 
 template <typename T>
 concept HostElement = requires { DTypeOf<T>::value; };

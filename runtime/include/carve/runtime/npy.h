@@ -41,7 +41,7 @@ namespace carve::runtime {
 struct NpyHeader {
   int major_version = 1;
   int minor_version = 0;
-  ir::DType dtype = ir::DType::f32;
+  ir::DType dtype = ir::DType::kF32;
   ir::Shape shape;
   size_t data_offset = 0;  // bytes before the first element
   size_t data_bytes = 0;   // byte_size(dtype, shape)

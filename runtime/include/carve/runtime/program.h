@@ -30,12 +30,12 @@ namespace carve::runtime {
 // host_constant exist only in mixed programs (Launch::on_host): the host copy of the arena
 // (same offsets) and the host constants.
 enum class Region : uint8_t {
-  arena, input, output, constant, handle, host_input, host_output, host_handle, host_arena, host_constant
+  kArena, kInput, kOutput, kConstant, kHandle, kHostInput, kHostOutput, kHostHandle, kHostArena, kHostConstant
 };
 std::string_view region_name(Region region);
 
 struct MemoryRef {
-  Region region = Region::arena;
+  Region region = Region::kArena;
   int32_t slot = 0;     // input/output index, constant index, handle index; 0 for the arena
   int64_t offset = 0;   // bytes from the start of the region's storage
   int64_t bytes = 0;
@@ -51,12 +51,12 @@ struct MemoryRef {
 };
 
 // copy: within one memory space; upload: host -> device; download: device -> host.
-enum class LaunchKind : uint8_t { kernel, copy, upload, download };
+enum class LaunchKind : uint8_t { kKernel, kCopy, kUpload, kDownload };
 std::string_view launch_kind_name(LaunchKind kind);
 
 struct Launch {
   std::string name;
-  LaunchKind kind = LaunchKind::kernel;
+  LaunchKind kind = LaunchKind::kKernel;
   int32_t kernel = -1;            // index into Program::kernels (kind == kernel)
   int64_t tile_begin = 0, tile_end = 1;
   std::vector<MemoryRef> operands;  // Kernel ABI order; for a copy/upload/download: {source, destination}

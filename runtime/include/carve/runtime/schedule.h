@@ -51,13 +51,13 @@ namespace carve::runtime {
 // ---------------------------------------------------------------------------------------
 // Conflicts between two launches' byte ranges.
 
-enum class HazardKind : uint8_t { raw = 1, war = 2, waw = 4 };
+enum class HazardKind : uint8_t { kRaw = 1, kWar = 2, kWaw = 4 };
 using HazardKinds = uint8_t;  // bit set of HazardKind
 // "RAW", "WAR+WAW", ... ("none" for 0).
 std::string hazard_kinds_name(HazardKinds kinds);
 
 struct RangeConflict {
-  HazardKind kind = HazardKind::raw;
+  HazardKind kind = HazardKind::kRaw;
   MemoryRef earlier, later;  // the two ranges; `earlier` belongs to the launch first in program order
 };
 

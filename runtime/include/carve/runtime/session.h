@@ -67,7 +67,7 @@ class DeviceExecutor;
 struct SessionOptions {
   jit::JitOptions jit{};
   int threads = 0;  // worker threads for parallel runs; 0 = hardware concurrency
-  Device device{};  // cpu, or {DeviceType::cuda, ordinal}
+  Device device{};  // cpu, or {DeviceType::kCuda, ordinal}
   int streams = 4;  // device: streams the hazard DAG is spread over (1 = in order)
   bool cuda_graphs = true;  // device: capture a run once as a CUDA graph and replay it
 };

@@ -39,10 +39,10 @@
 
 namespace carve::jit::cuda {
 
-enum class BinaryKind : uint8_t { cubin, ptx };
+enum class BinaryKind : uint8_t { kCubin, kPtx };
 
 struct CudaBinary {
-  BinaryKind kind = BinaryKind::cubin;
+  BinaryKind kind = BinaryKind::kCubin;
   std::string target;           // "sm_90" (cubin) or "compute_90" (ptx)
   std::vector<uint8_t> bytes;   // the cubin, or the PTX text with its trailing NUL
   std::string log;              // NVRTC's log (warnings); empty when none

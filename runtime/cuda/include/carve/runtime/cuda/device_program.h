@@ -35,10 +35,10 @@
 
 namespace carve::runtime {
 
-enum class DeviceType : uint8_t { cpu, cuda };
+enum class DeviceType : uint8_t { kCpu, kCuda };
 
 struct Device {
-  DeviceType type = DeviceType::cpu;
+  DeviceType type = DeviceType::kCpu;
   int index = 0;
   std::string to_string() const;  // "cpu", "cuda:0"
 };
@@ -59,7 +59,7 @@ Launch make_transfer(std::string name, LaunchKind kind, MemoryRef source, Memory
 
 // Whether a launch moves bytes between host and device (upload/download).
 inline bool is_transfer(const Launch& launch) {
-  return launch.kind == LaunchKind::upload || launch.kind == LaunchKind::download;
+  return launch.kind == LaunchKind::kUpload || launch.kind == LaunchKind::kDownload;
 }
 
 // The device address of every operand of `launch` for `bases` (the kernel's parameters).
