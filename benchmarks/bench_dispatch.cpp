@@ -11,11 +11,17 @@
 //  - Build/<graph>: build_schedule for the 1000-launch graphs.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "carve/runtime/arena.h"
 #include "carve/runtime/executor.h"
 #include "carve/runtime/program.h"
 #include "carve/runtime/schedule.h"
@@ -38,17 +44,33 @@ void scale_kernel(void* const* operands, int64_t, int64_t) {
   }
 }
 
+// Like a compiled Program: one arena, launches reach its bytes through views.
 struct BenchProgram {
   rt::Program program;
-  std::vector<float> arena;
+  std::map<std::pair<int64_t, int64_t>, int32_t> views;  // (offset, bytes) -> view
 
-  explicit BenchProgram(int64_t arena_floats, carve::jit::KernelFn fn) : arena(static_cast<size_t>(arena_floats), 1.0f) {
+  explicit BenchProgram(int64_t arena_floats, carve::jit::KernelFn fn) {
     rt::ProgramKernel k;
     k.fn = fn;
     program.kernels.push_back(std::move(k));
+    auto arena = rt::Arena::create(rt::cpu_allocator(), static_cast<size_t>(arena_floats) * sizeof(float));
+    if (!arena.ok()) std::abort();
+    program.arena = std::make_unique<rt::Arena>(std::move(arena).value());
+    auto* floats = reinterpret_cast<float*>(program.arena->arena().unsafe_data());
+    std::fill(floats, floats + arena_floats, 1.0f);
+  }
+  int32_t view(int64_t offset, int64_t bytes) {
+    auto [it, added] = views.try_emplace({offset, bytes}, -1);
+    if (added) {
+      auto v = program.arena->add_view(std::to_string(views.size()), offset, carve::ir::DType::kU8,
+                                       carve::ir::Shape{bytes});
+      if (!v.ok()) std::abort();
+      it->second = *v;
+    }
+    return it->second;
   }
   void rmw(int64_t offset, int64_t bytes) {
-    const rt::MemoryRef r{rt::Region::kArena, 0, offset, bytes, -1};
+    const rt::MemoryRef r{rt::Region::kArena, 0, offset, bytes, -1, view(offset, bytes)};
     rt::Launch l;
     l.name = std::to_string(program.launches.size());
     l.kernel = 0;
@@ -57,11 +79,7 @@ struct BenchProgram {
     l.writes = {r};
     program.launches.push_back(std::move(l));
   }
-  rt::RegionBases bases() {
-    rt::RegionBases b;
-    b.arena = reinterpret_cast<std::byte*>(arena.data());
-    return b;
-  }
+  rt::LaunchOperands operands() const { return rt::LaunchOperands(program, {}); }
 };
 
 BenchProgram dispatch_program(bool wide) {
@@ -97,9 +115,8 @@ void set_per_launch(benchmark::State& state, int64_t launches) {
 
 void BM_Direct(benchmark::State& state, bool wide) {
   BenchProgram p = dispatch_program(wide);
-  const rt::RegionBases b = p.bases();
   std::vector<void*> operands;
-  for (const auto& l : p.program.launches) operands.push_back(b.address(l.operands[0]));
+  for (const auto& l : p.program.launches) operands.push_back(rt::operand_address(p.program, {}, l.operands[0]));
   const carve::jit::KernelFn fn = p.program.kernels[0].fn;
   for (auto _ : state) {
     for (void*& op : operands) fn(&op, 0, 1);
@@ -110,9 +127,10 @@ void BM_Direct(benchmark::State& state, bool wide) {
 
 void BM_Sequential(benchmark::State& state, bool wide) {
   BenchProgram p = dispatch_program(wide);
-  const rt::RegionBases b = p.bases();
+  rt::LaunchOperands ops = p.operands();
   for (auto _ : state) {
-    rt::execute_sequential(p.program, b);
+    ops.bind(p.program, {});  // per run, as CompiledProgram::run does
+    rt::execute_sequential(p.program, ops);
     benchmark::ClobberMemory();
   }
   set_per_launch(state, kLaunches);
@@ -121,11 +139,12 @@ void BM_Sequential(benchmark::State& state, bool wide) {
 void BM_Parallel(benchmark::State& state, bool wide) {
   const int threads = static_cast<int>(state.range(0));
   BenchProgram p = dispatch_program(wide);
-  const rt::RegionBases b = p.bases();
+  rt::LaunchOperands ops = p.operands();
   const rt::Schedule s = must_schedule(p.program, threads);
   rt::ParallelExecutor ex(threads);
   for (auto _ : state) {
-    if (!ex.run(p.program, s, b).ok()) state.SkipWithError("run failed");
+    ops.bind(p.program, {});
+    if (!ex.run(p.program, s, ops).ok()) state.SkipWithError("run failed");
   }
   set_per_launch(state, kLaunches);
   state.counters["edges"] = static_cast<double>(s.stats().edges);
@@ -134,10 +153,10 @@ void BM_Parallel(benchmark::State& state, bool wide) {
 // One-shot execute_parallel (creates a task_arena per run).
 void BM_ParallelOneShot(benchmark::State& state, bool wide) {
   BenchProgram p = dispatch_program(wide);
-  const rt::RegionBases b = p.bases();
+  const rt::LaunchOperands ops = p.operands();
   const rt::Schedule s = must_schedule(p.program, 2);
   for (auto _ : state) {
-    if (!rt::execute_parallel(p.program, s, b).ok()) state.SkipWithError("run failed");
+    if (!rt::execute_parallel(p.program, s, ops).ok()) state.SkipWithError("run failed");
   }
   set_per_launch(state, kLaunches);
 }
@@ -150,9 +169,9 @@ void BM_Build(benchmark::State& state, bool wide) {
 
 void BM_BranchesSequential(benchmark::State& state) {
   BenchProgram p = branches_program();
-  const rt::RegionBases b = p.bases();
+  const rt::LaunchOperands ops = p.operands();
   for (auto _ : state) {
-    rt::execute_sequential(p.program, b);
+    rt::execute_sequential(p.program, ops);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * 8 * kWorkFloats * 4);
@@ -161,11 +180,11 @@ void BM_BranchesSequential(benchmark::State& state) {
 void BM_BranchesParallel(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   BenchProgram p = branches_program();
-  const rt::RegionBases b = p.bases();
+  const rt::LaunchOperands ops = p.operands();
   const rt::Schedule s = must_schedule(p.program, threads);
   rt::ParallelExecutor ex(threads);
   for (auto _ : state) {
-    if (!ex.run(p.program, s, b).ok()) state.SkipWithError("run failed");
+    if (!ex.run(p.program, s, ops).ok()) state.SkipWithError("run failed");
   }
   state.SetBytesProcessed(state.iterations() * 8 * kWorkFloats * 4);
   state.counters["max_width"] = static_cast<double>(s.stats().max_width);

@@ -120,21 +120,21 @@ Status DeviceExecutor::launch_one(const Program& p, int32_t l, const RegionBases
   const Launch& launch = p.launches[static_cast<size_t>(l)];
   switch (launch.kind) {
     case LaunchKind::kKernel: {
-      const std::vector<uint64_t> params = launch_addresses(launch, bases);
+      const std::vector<uint64_t> params = launch_addresses(p, launch, bases);
       const auto k = static_cast<size_t>(launch.kernel);
       return named(p, l, modules_[k]->launch(configs_[k], params, stream));
     }
     case LaunchKind::kCopy:
-      return named(p, l, stream->copy_device_async(dptr(bases.address(launch.operands[1])),
-                                                   dptr(bases.address(launch.operands[0])),
+      return named(p, l, stream->copy_device_async(dptr(operand_address(p, bases, launch.operands[1])),
+                                                   dptr(operand_address(p, bases, launch.operands[0])),
                                                    static_cast<size_t>(launch.operands[0].bytes)));
     case LaunchKind::kUpload:
-      return named(p, l, stream->copy_to_device_async(dptr(bases.address(launch.operands[1])),
-                                                      bases.address(launch.operands[0]),
+      return named(p, l, stream->copy_to_device_async(dptr(operand_address(p, bases, launch.operands[1])),
+                                                      operand_address(p, bases, launch.operands[0]),
                                                       static_cast<size_t>(launch.operands[0].bytes)));
     case LaunchKind::kDownload:
-      return named(p, l, stream->copy_from_device_async(bases.address(launch.operands[1]),
-                                                        dptr(bases.address(launch.operands[0])),
+      return named(p, l, stream->copy_from_device_async(operand_address(p, bases, launch.operands[1]),
+                                                        dptr(operand_address(p, bases, launch.operands[0])),
                                                         static_cast<size_t>(launch.operands[0].bytes)));
   }
   return Status(ErrorCode::kInternal, "unknown launch kind");
@@ -150,7 +150,9 @@ Status DeviceExecutor::enqueue(const Program& p, const RegionBases& bases, const
     if (capture && is_transfer(launch)) continue;
     if (launch.on_host) {  // mixed placement: the host waits for the device, then runs the kernel
       for (auto& s : streams_) CARVE_RETURN_IF_ERROR(named(p, l, s->synchronize()));
-      execute_launch(p, launch, bases, launch.tile_begin, launch.tile_end);
+      std::vector<void*> operands;
+      for (const MemoryRef& r : launch.operands) operands.push_back(operand_address(p, bases, r));
+      p.kernels[static_cast<size_t>(launch.kernel)].fn(operands.data(), launch.tile_begin, launch.tile_end);
       continue;
     }
     cuda::CudaStream* stream = streams_[static_cast<size_t>(plan_.stream_of[static_cast<size_t>(t)])].get();
@@ -210,7 +212,6 @@ Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std
         return Status(ErrorCode::kUnsupported, "a program with CPU-placed nodes takes host inputs and outputs");
   }
   RegionBases bases;
-  bases.arena = p.arena->arena().unsafe_data();
   if (host_arena_) bases.host_arena = host_arena_->unsafe_data();
   for (const auto& c : p.constant_buffers) bases.host_constants.push_back(c ? c->unsafe_data() : nullptr);
   std::vector<uint8_t> skip(p.launches.size(), 0);
@@ -261,7 +262,7 @@ Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std
     CARVE_RETURN_IF_ERROR(capture(p, bases));
   } else {
     for (int32_t l : changed) {  // kernel parameters updated in place
-      const std::vector<uint64_t> params = launch_addresses(p.launches[static_cast<size_t>(l)], bases);
+      const std::vector<uint64_t> params = launch_addresses(p, p.launches[static_cast<size_t>(l)], bases);
       CARVE_RETURN_IF_ERROR(named(p, l, graph_->set_kernel_params(nodes_[static_cast<size_t>(l)], params)));
       ++param_updates_;
     }

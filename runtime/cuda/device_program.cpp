@@ -61,10 +61,10 @@ Status add_device_transfers(Program& p, const std::vector<bool>& host_handle) {
   return Status();
 }
 
-std::vector<uint64_t> launch_addresses(const Launch& launch, const RegionBases& bases) {
+std::vector<uint64_t> launch_addresses(const Program& program, const Launch& launch, const RegionBases& bases) {
   std::vector<uint64_t> out;
   out.reserve(launch.operands.size());
-  for (const MemoryRef& r : launch.operands) out.push_back(reinterpret_cast<uintptr_t>(bases.address(r)));
+  for (const MemoryRef& r : launch.operands) out.push_back(reinterpret_cast<uintptr_t>(operand_address(program, bases, r)));
   return out;
 }
 
@@ -73,7 +73,7 @@ std::vector<int32_t> changed_launches(const Program& program, const RegionBases&
   for (size_t l = 0; l < program.launches.size(); ++l) {
     const Launch& launch = program.launches[l];
     if (is_transfer(launch)) continue;
-    if (launch_addresses(launch, before) != launch_addresses(launch, after)) changed.push_back(static_cast<int32_t>(l));
+    if (launch_addresses(program, launch, before) != launch_addresses(program, launch, after)) changed.push_back(static_cast<int32_t>(l));
   }
   return changed;
 }

@@ -8,18 +8,6 @@ namespace carve::runtime {
 
 namespace {
 
-// The arena base gets the largest power-of-two part of any requested alignment (capped
-// at a page), so an offset the planner aligned stays aligned in real memory too.
-size_t base_alignment(const planner::Problem& problem, size_t floor) {
-  size_t align = floor;
-  for (const auto& b : problem.buffers) {
-    const auto a = static_cast<size_t>(std::max<int64_t>(b.alignment, 1));
-    const size_t pow2 = a & (~a + 1);  // lowest set bit: the power-of-two part
-    align = std::max(align, std::min<size_t>(pow2, 4096));
-  }
-  return align;
-}
-
 Status check_entry(const planner::BufferRequest& b, int64_t offset, int64_t arena_bytes) {
   if (b.size < 0 || offset < 0) {
     return Status(ErrorCode::kInvalidArgument,
@@ -35,6 +23,44 @@ Status check_entry(const planner::BufferRequest& b, int64_t offset, int64_t aren
 
 }  // namespace
 
+size_t arena_base_alignment(const planner::Problem& problem, size_t floor) {
+  size_t align = floor;
+  for (const auto& b : problem.buffers) {
+    const auto a = static_cast<size_t>(std::max<int64_t>(b.alignment, 1));
+    const size_t pow2 = a & (~a + 1);  // lowest set bit: the power-of-two part
+    align = std::max(align, std::min<size_t>(pow2, 4096));
+  }
+  return align;
+}
+
+Result<Arena> Arena::create(std::shared_ptr<Allocator> allocator, size_t bytes, size_t alignment) {
+  if (allocator == nullptr) return Status(ErrorCode::kInvalidArgument, "arena: null allocator");
+  if (alignment == 0) alignment = allocator->default_alignment();
+  CARVE_ASSIGN_OR_RETURN(auto storage, Storage::allocate(std::move(allocator), bytes, alignment));
+  CARVE_ASSIGN_OR_RETURN(Buffer whole,
+                         Buffer::over(std::move(storage), ir::DType::kU8, ir::Shape{static_cast<int64_t>(bytes)}));
+  return Arena(std::move(whole));
+}
+
+Result<int32_t> Arena::add_view(std::string name, int64_t offset, ir::DType dtype, ir::Shape shape) {
+  if (offset < 0)
+    return Status(ErrorCode::kInvalidArgument, fmt::format("arena view '{}': negative offset {}", name, offset));
+  if (index_.contains(name))
+    return Status(ErrorCode::kInvalidArgument, fmt::format("arena view '{}' appears twice", name));
+  Result<Buffer> view = arena_.view(static_cast<size_t>(offset), dtype, std::move(shape));
+  if (!view.ok()) return view.status().with_context(fmt::format("arena view '{}'", name));
+  index_.emplace(name, views_.size());
+  views_.push_back({std::move(name), std::move(view).value()});
+  return static_cast<int32_t>(views_.size() - 1);
+}
+
+std::vector<std::string> Arena::ids() const {
+  std::vector<std::string> names;
+  names.reserve(views_.size());
+  for (const ArenaView& v : views_) names.push_back(v.name);
+  return names;
+}
+
 Result<Arena> materialize(const planner::Problem& problem, const planner::MemoryPlan& plan,
                           std::shared_ptr<Allocator> allocator) {
   if (allocator == nullptr) return Status(ErrorCode::kInvalidArgument, "materialize: null allocator");
@@ -46,30 +72,21 @@ Result<Arena> materialize(const planner::Problem& problem, const planner::Memory
     return Status(ErrorCode::kInvalidArgument, fmt::format("materialize: negative arena size {}", plan.arena_bytes));
   }
   // Check the whole plan before allocating, so a bad plan costs no memory.
-  std::unordered_map<std::string, size_t> index;
+  std::unordered_map<std::string_view, size_t> seen;
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const auto& b = problem.buffers[i];
     CARVE_RETURN_IF_ERROR(check_entry(b, plan.offsets[i], plan.arena_bytes));
-    if (!index.emplace(b.id, i).second) {
+    if (!seen.emplace(b.id, i).second) {
       return Status(ErrorCode::kInvalidArgument, fmt::format("materialize: buffer id '{}' appears twice", b.id));
     }
   }
-
-  const size_t arena_bytes = static_cast<size_t>(plan.arena_bytes);
-  const size_t alignment = base_alignment(problem, allocator->default_alignment());
-  CARVE_ASSIGN_OR_RETURN(auto storage, Storage::allocate(std::move(allocator), arena_bytes, alignment));
-  CARVE_ASSIGN_OR_RETURN(Buffer whole, Buffer::over(std::move(storage), ir::DType::kU8,
-                                                    ir::Shape{static_cast<int64_t>(arena_bytes)}));
-  Arena arena(std::move(whole));
-  arena.views_.reserve(problem.buffers.size());
+  const size_t alignment = arena_base_alignment(problem, allocator->default_alignment());
+  CARVE_ASSIGN_OR_RETURN(Arena arena,
+                         Arena::create(std::move(allocator), static_cast<size_t>(plan.arena_bytes), alignment));
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const auto& b = problem.buffers[i];
-    Result<Buffer> view = arena.arena_.view(static_cast<size_t>(plan.offsets[i]), static_cast<size_t>(b.size));
-    if (!view.ok()) return view.status().with_context(fmt::format("buffer '{}'", b.id));
-    arena.ids_.push_back(b.id);
-    arena.views_.push_back(std::move(view).value());
+    CARVE_RETURN_IF_ERROR(arena.add_view(b.id, plan.offsets[i], ir::DType::kU8, ir::Shape{b.size}).status());
   }
-  arena.index_ = std::move(index);
   return arena;
 }
 
@@ -78,27 +95,27 @@ Result<Arena> materialize(const planner::Problem& problem, const planner::Memory
   return materialize(problem, plan, std::shared_ptr<Allocator>(std::shared_ptr<Allocator>(), &allocator));
 }
 
-Result<Buffer> Arena::buffer(std::string_view id) const {
-  const Buffer* b = find(id);
-  if (b == nullptr) return Status(ErrorCode::kNotFound, fmt::format("arena has no buffer '{}'", id));
+Result<Buffer> Arena::buffer(std::string_view name) const {
+  const Buffer* b = find(name);
+  if (b == nullptr) return Status(ErrorCode::kNotFound, fmt::format("arena has no buffer '{}'", name));
   return *b;
 }
 
-Buffer* Arena::find(std::string_view id) {
-  auto it = index_.find(std::string(id));
-  return it == index_.end() ? nullptr : &views_[it->second];
+Buffer* Arena::find(std::string_view name) {
+  auto it = index_.find(std::string(name));
+  return it == index_.end() ? nullptr : &views_[it->second].buffer;
 }
 
-const Buffer* Arena::find(std::string_view id) const {
-  auto it = index_.find(std::string(id));
-  return it == index_.end() ? nullptr : &views_[it->second];
+const Buffer* Arena::find(std::string_view name) const {
+  auto it = index_.find(std::string(name));
+  return it == index_.end() ? nullptr : &views_[it->second].buffer;
 }
 
-Result<Buffer> Arena::typed_view(std::string_view id, ir::DType dtype, ir::Shape shape) const {
-  const Buffer* b = find(id);
-  if (b == nullptr) return Status(ErrorCode::kNotFound, fmt::format("arena has no buffer '{}'", id));
+Result<Buffer> Arena::typed_view(std::string_view name, ir::DType dtype, ir::Shape shape) const {
+  const Buffer* b = find(name);
+  if (b == nullptr) return Status(ErrorCode::kNotFound, fmt::format("arena has no buffer '{}'", name));
   Result<Buffer> view = b->view(0, dtype, std::move(shape));
-  if (!view.ok()) return view.status().with_context(fmt::format("typed view of arena buffer '{}'", id));
+  if (!view.ok()) return view.status().with_context(fmt::format("typed view of arena buffer '{}'", name));
   return view;
 }
 

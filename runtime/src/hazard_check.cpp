@@ -13,12 +13,13 @@ namespace carve::runtime {
 
 namespace {
 
-std::string conflicts_text(std::span<const RangeConflict> conflicts) {
+// The conflicts with their ranges named by view, handle or value.
+std::string conflicts_text(const Program& program, std::span<const RangeConflict> conflicts) {
   std::string s;
   for (const RangeConflict& c : conflicts) {
     if (!s.empty()) s += ", ";
-    s += fmt::format("{} {} vs {}", hazard_kinds_name(static_cast<HazardKinds>(c.kind)), describe_range(c.earlier),
-                     describe_range(c.later));
+    s += fmt::format("{} {} vs {}", hazard_kinds_name(static_cast<HazardKinds>(c.kind)),
+                     describe_range(program, c.earlier), describe_range(program, c.later));
   }
   return s;
 }
@@ -53,13 +54,12 @@ std::string Hazard::to_string() const {
       "{} race between '{}' (task {}, worker {}, [{}, {}) ns) and '{}' (task {}, worker {}, [{}, {}) ns): {}",
       hazard_kinds_name(kinds), first_name, first_task, first_timing.worker, first_timing.start_ns,
       first_timing.end_ns, second_name, second_task, second_timing.worker, second_timing.start_ns,
-      second_timing.end_ns, conflicts_text(conflicts));
+      second_timing.end_ns, ranges);
 }
 
 std::string OrderViolation::to_string() const {
   return fmt::format("{} conflict between '{}' (task {}) and '{}' (task {}) is not ordered by the schedule: {}",
-                     hazard_kinds_name(kinds), first_name, first_task, second_name, second_task,
-                     conflicts_text(conflicts));
+                     hazard_kinds_name(kinds), first_name, first_task, second_name, second_task, ranges);
 }
 
 Result<std::vector<Hazard>> find_hazards(const Program& program, const Schedule& schedule,
@@ -97,6 +97,7 @@ Result<std::vector<Hazard>> find_hazards(const Program& program, const Schedule&
       h.first_name = program.launches[static_cast<size_t>(la)].name;
       h.second_name = program.launches[static_cast<size_t>(lb)].name;
       h.conflicts = conflicts;
+      h.ranges = conflicts_text(program, conflicts);
       h.kinds = kinds_of(conflicts);
       h.first_timing = timings[static_cast<size_t>(first)];
       h.second_timing = timings[static_cast<size_t>(second)];
@@ -159,6 +160,7 @@ Result<std::vector<OrderViolation>> verify_schedule(const Program& program, cons
           v.first_name = program.launches[i].name;
           v.second_name = program.launches[j].name;
           v.conflicts = conflicts;
+          v.ranges = conflicts_text(program, conflicts);
           v.kinds = kinds_of(conflicts);
           out.push_back(std::move(v));
         }

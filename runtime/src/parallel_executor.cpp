@@ -33,7 +33,7 @@ int64_t now_ns() {
 struct RunContext {
   const Program& program;
   const Schedule& schedule;
-  const RegionBases& bases;
+  const LaunchOperands& operands;
   std::atomic<int32_t>* pending = nullptr;
   TaskTiming* timings = nullptr;  // null: no recording
   int64_t stretch_us = 0;
@@ -42,9 +42,8 @@ struct RunContext {
 
 void run_task(const RunContext& c, int32_t t) {
   const ScheduleTask& task = c.schedule.tasks()[static_cast<size_t>(t)];
-  const Launch& launch = c.program.launches[static_cast<size_t>(task.launch)];
   if (c.timings == nullptr) {
-    execute_launch(c.program, launch, c.bases, task.tile_begin, task.tile_end);
+    execute_launch(c.program, c.operands, task.launch, task.tile_begin, task.tile_end);
     return;
   }
   TaskTiming& timing = c.timings[static_cast<size_t>(t)];
@@ -52,7 +51,7 @@ void run_task(const RunContext& c, int32_t t) {
   timing.worker = slot == tbb::task_arena::not_initialized ? 0 : slot;
   timing.start_ns = now_ns();
   if (c.stretch_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(c.stretch_us));
-  execute_launch(c.program, launch, c.bases, task.tile_begin, task.tile_end);
+  execute_launch(c.program, c.operands, task.launch, task.tile_begin, task.tile_end);
   timing.end_ns = now_ns();
 }
 
@@ -113,7 +112,7 @@ ParallelExecutor& ParallelExecutor::operator=(ParallelExecutor&&) noexcept = def
 
 int ParallelExecutor::threads() const { return impl_->threads; }
 
-Status ParallelExecutor::run(const Program& program, const Schedule& schedule, const RegionBases& bases,
+Status ParallelExecutor::run(const Program& program, const Schedule& schedule, const LaunchOperands& operands,
                              const ParallelRunOptions& options, RunRecord* record) {
   if (schedule.launch_count() != static_cast<int64_t>(program.launches.size()))
     return Status(ErrorCode::kInvalidArgument,
@@ -138,12 +137,11 @@ Status ParallelExecutor::run(const Program& program, const Schedule& schedule, c
         const ScheduleTask& task = schedule.tasks()[t];
         rec.timings[t].worker = 0;
         rec.timings[t].start_ns = now_ns();
-        execute_launch(program, program.launches[static_cast<size_t>(task.launch)], bases, task.tile_begin,
-                       task.tile_end);
+        execute_launch(program, operands, task.launch, task.tile_begin, task.tile_end);
         rec.timings[t].end_ns = now_ns();
       }
     } else {
-      execute_sequential(program, bases);
+      execute_sequential(program, operands);
     }
     rec.end_ns = now_ns();
     return Status();
@@ -156,7 +154,7 @@ Status ParallelExecutor::run(const Program& program, const Schedule& schedule, c
       std::unique_ptr<std::atomic<int32_t>[]> pending(new std::atomic<int32_t>[n]);
       for (size_t t = 0; t < n; ++t)
         pending[t].store(schedule.predecessor_count(static_cast<int32_t>(t)), std::memory_order_relaxed);
-      RunContext ctx{program, schedule, bases, pending.get(), timed ? rec.timings.data() : nullptr, options.stretch_us,
+      RunContext ctx{program, schedule, operands, pending.get(), timed ? rec.timings.data() : nullptr, options.stretch_us,
                      nullptr};
       impl_->arena.execute([&] {
         tbb::task_group group;
@@ -189,11 +187,11 @@ Status ParallelExecutor::run(const Program& program, const Schedule& schedule, c
   return Status();
 }
 
-Status execute_parallel(const Program& program, const Schedule& schedule, const RegionBases& bases,
+Status execute_parallel(const Program& program, const Schedule& schedule, const LaunchOperands& operands,
                         const ParallelRunOptions& options, RunRecord* record) {
   if (options.threads < 0) return Status(ErrorCode::kInvalidArgument, "ParallelRunOptions::threads < 0");
   ParallelExecutor executor(options.threads > 0 ? options.threads : schedule.threads());
-  return executor.run(program, schedule, bases, options, record);
+  return executor.run(program, schedule, operands, options, record);
 }
 
 }  // namespace carve::runtime

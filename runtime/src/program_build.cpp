@@ -46,6 +46,7 @@ Result<MemoryRef> value_ref(const Program& p, ir::ValueId v) {
     case Placement::kArena:
       ref.offset += p.plan.offsets[static_cast<size_t>(place.buffer)];
       ref.buffer = place.buffer;
+      ref.view = p.value_views[static_cast<size_t>(v)];
       return ref;
     case Placement::kInput:
       ref.region = Region::kInput;
@@ -200,15 +201,45 @@ Status plan_memory(Program& p, const CompileOptions& options, const std::vector<
   return Status();
 }
 
+// The arena and its views: one per value placed in the arena (of the value's dtype and
+// shape, at its planned offset), one per kernel scratch. `scratch_view[g]` receives
+// group g's scratch view (-1: none).
+Status make_arena(Program& p, std::shared_ptr<Allocator> allocator, const std::vector<jit::KernelGroup>& groups,
+                  const std::vector<int32_t>& scratch_buffer, std::vector<int32_t>& scratch_view) {
+  if (allocator == nullptr) return Status(ErrorCode::kInvalidArgument, "compile: null arena allocator");
+  const size_t alignment = arena_base_alignment(p.problem.problem, allocator->default_alignment());
+  CARVE_ASSIGN_OR_RETURN(Arena arena,
+                         Arena::create(std::move(allocator), static_cast<size_t>(p.plan.arena_bytes), alignment));
+  p.value_views.assign(static_cast<size_t>(p.graph.num_values()), -1);
+  for (const ir::Value& v : p.graph.values) {
+    const planner::ValuePlacement& place = p.problem.values[static_cast<size_t>(v.id)];
+    if (place.placement != Placement::kArena || place.buffer < 0) continue;
+    const int64_t offset = p.plan.offsets[static_cast<size_t>(place.buffer)] + place.byte_offset;
+    CARVE_ASSIGN_OR_RETURN(p.value_views[static_cast<size_t>(v.id)],
+                           arena.add_view(v.name, offset, v.type.dtype, v.type.shape));
+  }
+  scratch_view.assign(groups.size(), -1);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (scratch_buffer[g] < 0) continue;
+    const auto b = static_cast<size_t>(scratch_buffer[g]);
+    CARVE_ASSIGN_OR_RETURN(scratch_view[g], arena.add_view(groups[g].name + "#scratch", p.plan.offsets[b],
+                                                           ir::DType::kU8,
+                                                           ir::Shape{p.problem.problem.buffers[b].size}));
+  }
+  p.arena = std::make_unique<Arena>(std::move(arena));
+  return Status();
+}
+
 // Operand references, aliasing pairs and the hazard sets of one kernel group.
-Result<Launch> bind_group(const Program& p, jit::KernelGroup& group, int32_t scratch_buffer) {
+Result<Launch> bind_group(const Program& p, jit::KernelGroup& group, int32_t scratch_buffer, int32_t scratch_view) {
   Launch launch;
   launch.name = group.name;
   for (const jit::KernelOperand& operand : group.operands) {
     MemoryRef ref;
     if (operand.role == jit::OperandRole::kScratch) {
       const auto index = static_cast<size_t>(scratch_buffer);
-      ref = MemoryRef{Region::kArena, 0, p.plan.offsets[index], p.problem.problem.buffers[index].size, scratch_buffer};
+      ref = MemoryRef{Region::kArena, 0, p.plan.offsets[index], p.problem.problem.buffers[index].size, scratch_buffer,
+                      scratch_view};
     } else if (operand.value == ir::kNoValue) {  // a state op's handle
       const ir::Node& node = p.graph.node(group.nodes.front());
       CARVE_ASSIGN_OR_RETURN(int32_t h, handle_index(p.graph, node));
@@ -283,11 +314,11 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
   CARVE_ASSIGN_OR_RETURN(auto groups, reconcile_groups(*p, std::move(fused)));
   std::vector<int32_t> scratch_buffer;
   CARVE_RETURN_IF_ERROR(plan_memory(*p, options, groups, scratch_buffer));
-  CARVE_ASSIGN_OR_RETURN(Arena arena, materialize(p->problem.problem, p->plan, std::move(arena_allocator)));
-  p->arena = std::make_unique<Arena>(std::move(arena));
+  std::vector<int32_t> scratch_view;
+  CARVE_RETURN_IF_ERROR(make_arena(*p, std::move(arena_allocator), groups, scratch_buffer, scratch_view));
 
   for (size_t g = 0; g < groups.size(); ++g) {
-    CARVE_ASSIGN_OR_RETURN(Launch launch, bind_group(*p, groups[g], scratch_buffer[g]));
+    CARVE_ASSIGN_OR_RETURN(Launch launch, bind_group(*p, groups[g], scratch_buffer[g], scratch_view[g]));
     launch.kernel = static_cast<int32_t>(p->launches.size());
     p->launches.push_back(std::move(launch));
   }

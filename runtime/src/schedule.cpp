@@ -31,6 +31,32 @@ std::string describe_range(const MemoryRef& ref) {
   return fmt::format("{}:{}[{},{})", region_name(ref.region), ref.slot, ref.offset, ref.offset + ref.bytes);
 }
 
+std::string describe_range(const Program& program, const MemoryRef& ref) {
+  const std::string range = fmt::format("[{}, {})", ref.offset, ref.offset + ref.bytes);
+  const auto slot = static_cast<size_t>(ref.slot);
+  auto value_name = [&](const std::vector<ir::ValueId>& values) {
+    return slot < values.size() ? program.graph.value(values[slot]).name : fmt::format("#{}", ref.slot);
+  };
+  switch (ref.region) {
+    case Region::kArena: {
+      if (!program.arena || ref.view < 0 || static_cast<size_t>(ref.view) >= program.arena->views().size())
+        return fmt::format("arena {}", range);
+      const ArenaView& v = program.arena->views()[static_cast<size_t>(ref.view)];
+      return fmt::format("buffer #{} '{}' = storage #{} {}", v.buffer.id().value, v.name, v.buffer.storage_id().value,
+                         range);
+    }
+    case Region::kHandle:
+      if (slot < program.handles.size() && program.handles[slot])
+        return fmt::format("handle '{}' = storage #{} {}", program.handles[slot]->name(),
+                           program.handles[slot]->memory().storage_id().value, range);
+      return fmt::format("handle #{} {}", ref.slot, range);
+    case Region::kInput: return fmt::format("input '{}' {}", value_name(program.inputs), range);
+    case Region::kOutput: return fmt::format("output '{}' {}", value_name(program.outputs), range);
+    case Region::kConstant: return fmt::format("constant '{}' {}", value_name(program.constants), range);
+    default: return describe_range(ref);
+  }
+}
+
 std::vector<RangeConflict> range_conflicts(const Launch& earlier, const Launch& later) {
   std::vector<RangeConflict> out;
   for (const MemoryRef& w : earlier.writes) {
@@ -141,6 +167,20 @@ void Schedule::compute_edge_stats() {
 
 namespace {
 
+// Arena bytes are reached through views (executor.h): an arena range must lie inside the
+// view it names. Empty when it does.
+std::string arena_view_error(const Program& program, const MemoryRef& r) {
+  if (r.region != Region::kArena) return {};
+  const size_t views = program.arena ? program.arena->views().size() : 0;
+  if (r.view < 0 || static_cast<size_t>(r.view) >= views)
+    return fmt::format("arena range {} names no view (view {} of {})", describe_range(r), r.view, views);
+  const Buffer& v = program.arena->views()[static_cast<size_t>(r.view)].buffer;
+  const auto begin = static_cast<int64_t>(v.offset());
+  if (r.offset < begin || r.offset + r.bytes > begin + static_cast<int64_t>(v.size()))
+    return fmt::format("arena range {} is outside its view {}", describe_range(r), v.describe());
+  return {};
+}
+
 Status validate_launch(const Program& program, const Launch& launch, size_t index) {
   auto bad = [&](std::string_view why) {
     return Status(ErrorCode::kInvalidArgument, fmt::format("launch {} '{}': {}", index, launch.name, why));
@@ -157,7 +197,10 @@ Status validate_launch(const Program& program, const Launch& launch, size_t inde
   }
   for (const auto* list : {&launch.reads, &launch.writes, &launch.operands})
     for (const MemoryRef& r : *list)
+    for (const MemoryRef& r : *list) {
       if (r.offset < 0 || r.bytes < 0 || r.slot < 0) return bad(fmt::format("bad range {}", describe_range(r)));
+      if (std::string why = arena_view_error(program, r); !why.empty()) return bad(why);
+    }
   // Tiles of a launch run in any order and at once (and a kernel reads and writes element
   // by element), so a write may share bytes with a read only as the very same range (in
   // place). Anything else is a planning bug that would race inside the launch.

@@ -271,24 +271,31 @@ Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> ou
   for (BufferHandle* h : handles) handle_locks.emplace_back(h->run_mutex());
 
   if (device_) return device_->run(p, inputs, outputs, record);
-  RegionBases bases;
-  bases.arena = p.arena->arena().unsafe_data();
-  for (const Buffer& b : inputs) bases.inputs.push_back(b.unsafe_data());
-  for (const Buffer& b : outputs) bases.outputs.push_back(b.unsafe_data());
-  for (const auto& b : p.constant_buffers) bases.constants.push_back(b ? b->unsafe_data() : nullptr);
-  for (const auto& h : p.handles) bases.handles.push_back(h->memory().unsafe_data());
+  // Only the caller-bound operands are re-resolved; arena operands come from their views.
+  for (size_t i = 0; i < inputs.size(); ++i) bases_.inputs[i] = inputs[i].unsafe_data();
+  for (size_t i = 0; i < outputs.size(); ++i) bases_.outputs[i] = outputs[i].unsafe_data();
+  for (size_t i = 0; i < p.handles.size(); ++i) bases_.handles[i] = p.handles[i]->memory().unsafe_data();
+  operands_.bind(p, bases_);
   ParallelRunOptions run_options;
   run_options.check_hazards = options.check_hazards;
   run_options.fail_on_hazard = options.fail_on_hazard;
   run_options.record_trace = options.record_trace;
   run_options.stretch_us = options.stretch_us;
-  return executor_.run(p, schedule_, bases, run_options, record);
+  return executor_.run(p, schedule_, operands_, run_options, record);
 }
 
 CompiledProgram::CompiledProgram(std::shared_ptr<jit::JitCompiler> jit, std::unique_ptr<Program> program,
                                  Schedule schedule)
     : jit_(std::move(jit)), program_(std::move(program)), schedule_(std::move(schedule)),
-      executor_(schedule_.threads()) {}
+      executor_(schedule_.threads()) {
+  const Program& p = *program_;
+  if (p.on_device) return;  // the device executor binds its own addresses
+  bases_.inputs.assign(p.inputs.size(), nullptr);
+  bases_.outputs.assign(p.outputs.size(), nullptr);
+  for (const auto& b : p.constant_buffers) bases_.constants.push_back(b ? b->unsafe_data() : nullptr);
+  for (const auto& h : p.handles) bases_.handles.push_back(h->memory().unsafe_data());
+  operands_ = LaunchOperands(p, bases_);
+}
 
 CompiledProgram::~CompiledProgram() = default;
 
@@ -357,6 +364,48 @@ Status CompiledProgram::write_handle(std::string_view name, const Buffer& value)
   return h->set(value);
 }
 
+namespace {
+
+std::string_view where_not_in_arena(planner::Placement placement) {
+  switch (placement) {
+    case planner::Placement::kInput: return "it lives in the caller's input";
+    case planner::Placement::kOutput: return "it lives in the caller's output";
+    case planner::Placement::kConstant: return "it is a constant";
+    case planner::Placement::kHandle: return "it lives in a handle";
+    case planner::Placement::kNone: return "a fused kernel keeps it in registers";
+    case planner::Placement::kArena: break;
+  }
+  return "no view";
+}
+
+// Every arena view: "x: buffer #17 = storage #3 [0, 256) f32[1,64]".
+std::string explain_views(const Program& p) {
+  if (!p.arena) return {};
+  std::string text = fmt::format("arena: storage #{}, {} bytes, {} views (value: buffer = storage [begin, end) type)\n",
+                                 p.arena->storage_id().value, p.arena->arena_bytes(), p.arena->views().size());
+  for (const ArenaView& v : p.arena->views()) {
+    const Buffer& b = v.buffer;
+    text += fmt::format("  {}: buffer #{} = storage #{} [{}, {}) {}{}\n", v.name, b.id().value, b.storage_id().value,
+                        b.offset(), b.offset() + b.size(), ir::dtype_name(b.dtype()), b.shape().to_string());
+  }
+  return text;
+}
+
+}  // namespace
+
+Result<Buffer> CompiledProgram::value_view(std::string_view value_name) const {
+  const Program& p = *program_;
+  const ir::Value* v = p.graph.find_value(value_name);
+  if (v == nullptr)
+    return Status(ErrorCode::kNotFound, fmt::format("graph '{}' has no value '{}'", p.graph.name, value_name));
+  const int32_t view = p.value_views.empty() ? -1 : p.value_views[static_cast<size_t>(v->id)];
+  if (view < 0)
+    return Status(ErrorCode::kNotFound,
+                  fmt::format("{} has no arena view: {}", ir::describe_value(p.graph, v->id),
+                              where_not_in_arena(p.problem.values[static_cast<size_t>(v->id)].placement)));
+  return p.arena->views()[static_cast<size_t>(view)].buffer;
+}
+
 std::string CompiledProgram::explain() const {
   const Program& p = *program_;
   const PlanSummary& s = p.plan_summary;
@@ -372,6 +421,7 @@ std::string CompiledProgram::explain() const {
       s.buffers, s.views, s.inplace, s.plan_seconds * 1e3);
   text += fmt::format("jit: {} kernels in {:.1f} ms, {} from cache\n", p.kernels.size(), p.jit_seconds * 1e3,
                       p.kernels_from_cache);
+  text += explain_views(p);
   text += fmt::format("schedule: {}\n", schedule_.stats().to_string());
   return text;
 }

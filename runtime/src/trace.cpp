@@ -15,7 +15,8 @@ namespace {
 
 std::string storage_id(const MemoryRef& r) { return fmt::format("{}:{}", region_name(r.region), r.slot); }
 
-nlohmann::json ranges_json(const std::vector<MemoryRef>& refs, std::set<std::string>& storages) {
+nlohmann::json ranges_json(const Program& program, const std::vector<MemoryRef>& refs,
+                           std::set<std::string>& storages) {
   nlohmann::json list = nlohmann::json::array();
   for (const MemoryRef& r : refs) {
     storages.insert(storage_id(r));
@@ -24,7 +25,8 @@ nlohmann::json ranges_json(const std::vector<MemoryRef>& refs, std::set<std::str
                     {"slot", r.slot},
                     {"begin", r.offset},
                     {"end", r.offset + r.bytes},
-                    {"buffer", r.buffer}});
+                    {"buffer", r.buffer},
+                    {"view", describe_range(program, r)}});
   }
   return list;
 }
@@ -68,8 +70,8 @@ Result<std::string> trace_json(const Program& program, const Schedule& schedule,
                            {"tiles", {task.tile_begin, task.tile_end}},
                            {"predecessors", schedule.predecessor_count(static_cast<int32_t>(i))},
                            {"successors", schedule.successors(static_cast<int32_t>(i)).size()}};
-    args["reads"] = ranges_json(launch.reads, storages);
-    args["writes"] = ranges_json(launch.writes, storages);
+    args["reads"] = ranges_json(program, launch.reads, storages);
+    args["writes"] = ranges_json(program, launch.writes, storages);
     args["storages"] = storages;
     events.push_back({{"name", launch.name.empty() ? fmt::format("launch {}", task.launch) : launch.name},
                       {"cat", std::string(launch_kind_name(launch.kind))},

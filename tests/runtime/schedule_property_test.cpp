@@ -35,14 +35,14 @@ TEST_CASE("scheduler/property/parallel_equals_sequential") {
 
     const auto seed = *rc::gen::arbitrary<uint32_t>();
     tp.fill(seed);
-    rt::execute_sequential(tp.program, tp.bases());
+    rt::execute_sequential(tp.program, tp.operands());
     const auto expected = tp.snapshot();
 
     tp.fill(seed);
     rt::ParallelRunOptions po;
     po.check_hazards = true;
     rt::RunRecord rec;
-    RC_ASSERT(rt::execute_parallel(tp.program, *schedule, tp.bases(), po, &rec).ok());
+    RC_ASSERT(rt::execute_parallel(tp.program, *schedule, tp.operands(), po, &rec).ok());
     RC_ASSERT(rec.parallel);
     RC_ASSERT(rec.hazards.empty());
     RC_ASSERT(tp.snapshot() == expected);

@@ -79,7 +79,7 @@ TestProgram wide_chains(int chains = 50) {
 
 std::vector<uint8_t> run_sequential(TestProgram& tp, uint32_t seed) {
   tp.fill(seed);
-  rt::execute_sequential(tp.program, tp.bases());
+  rt::execute_sequential(tp.program, tp.operands());
   return tp.snapshot();
 }
 
@@ -286,13 +286,13 @@ TEST_CASE("scheduler/fallback/decision_and_reason") {
     CHECK(s.stats().fallback_reason.find("< min_total_bytes 256 KiB") != std::string::npos);
     // The executor honours it and reports the reason ...
     rt::RunRecord rec;
-    REQUIRE(rt::execute_parallel(tiny.program, s, tiny.bases(), {}, &rec).ok());
+    REQUIRE(rt::execute_parallel(tiny.program, s, tiny.operands(), {}, &rec).ok());
     CHECK_FALSE(rec.parallel);
     CHECK(rec.fallback_reason == s.stats().fallback_reason);
     // ... except under the hazard checker.
     rt::ParallelRunOptions check;
     check.check_hazards = true;
-    REQUIRE(rt::execute_parallel(tiny.program, s, tiny.bases(), check, &rec).ok());
+    REQUIRE(rt::execute_parallel(tiny.program, s, tiny.operands(), check, &rec).ok());
     CHECK(rec.parallel);
     CHECK(rec.hazards_checked);
     CHECK(rec.hazards.empty());
@@ -325,7 +325,7 @@ TEST_CASE("scheduler/parallel/bit_identical_to_sequential") {
         rt::RunRecord rec;
         rt::ParallelRunOptions po;
         po.check_hazards = rep == 0;
-        REQUIRE(rt::execute_parallel(tp.program, s, tp.bases(), po, &rec).ok());
+        REQUIRE(rt::execute_parallel(tp.program, s, tp.operands(), po, &rec).ok());
         CHECK(rec.parallel);
         CHECK(rec.threads == threads);
         CHECK(tp.snapshot() == expected);
@@ -335,7 +335,7 @@ TEST_CASE("scheduler/parallel/bit_identical_to_sequential") {
       rt::ParallelExecutor ex(threads);
       for (int rep = 0; rep < 3; ++rep) {
         tp.fill(42);
-        REQUIRE(ex.run(tp.program, s, tp.bases()).ok());
+        REQUIRE(ex.run(tp.program, s, tp.operands()).ok());
         CHECK(tp.snapshot() == expected);
       }
     }
@@ -352,7 +352,7 @@ TEST_CASE("scheduler/hazards/none_on_a_correct_dag") {
   po.fail_on_hazard = true;
   tp.fill(7);
   rt::RunRecord rec;
-  const auto st = rt::execute_parallel(tp.program, s, tp.bases(), po, &rec);
+  const auto st = rt::execute_parallel(tp.program, s, tp.operands(), po, &rec);
   REQUIRE_MESSAGE(st.ok(), st.to_string());
   CHECK(rec.hazards_checked);
   CHECK(rec.hazards.empty());
@@ -386,7 +386,7 @@ TEST_CASE("scheduler/hazards/removed_edge_is_reported") {
     po.check_hazards = true;
     po.stretch_us = stretch;
     rt::RunRecord rec;
-    REQUIRE(rt::execute_parallel(tp.program, s, tp.bases(), po, &rec).ok());
+    REQUIRE(rt::execute_parallel(tp.program, s, tp.operands(), po, &rec).ok());
     for (const auto& h : rec.hazards) {
       if (h.first_task != 0 || h.second_task != 1) continue;
       found = true;
@@ -408,7 +408,7 @@ TEST_CASE("scheduler/hazards/removed_edge_is_reported") {
   po.check_hazards = true;
   po.fail_on_hazard = true;
   po.stretch_us = 100'000;
-  const auto st = rt::execute_parallel(tp.program, s, tp.bases(), po);
+  const auto st = rt::execute_parallel(tp.program, s, tp.operands(), po);
   if (!st.ok()) {
     CHECK(st.code() == ErrorCode::kInternal);
     CHECK(st.message().find("producer") != std::string::npos);
@@ -487,7 +487,7 @@ TEST_CASE("scheduler/errors/malformed_programs") {
   auto good = rt::build_schedule(tp.program, {});
   REQUIRE(good.ok());
   tp.program.launches.pop_back();
-  CHECK(rt::execute_parallel(tp.program, *good, tp.bases()).code() == ErrorCode::kInvalidArgument);
+  CHECK(rt::execute_parallel(tp.program, *good, tp.operands()).code() == ErrorCode::kInvalidArgument);
   CHECK(rt::verify_schedule(tp.program, *good).status().code() == ErrorCode::kInvalidArgument);
 }
 
@@ -501,9 +501,27 @@ TEST_CASE("scheduler/errors/write_over_part_of_a_read_is_rejected") {
   CHECK(s.status().code() == ErrorCode::kInvalidArgument);
   CHECK(s.status().message().find("'shifted'") != std::string::npos);
   CHECK(s.status().message().find("not in place") != std::string::npos);
-  tp.program.launches[0].reads[0] = arena_ref(64, 128);
-  tp.program.launches[0].operands[0] = arena_ref(64, 128);
+  tp.program.launches[0].reads[0] = tp.program.launches[0].writes[0];  // in place: the same view
+  tp.program.launches[0].operands[0] = tp.program.launches[0].writes[0];
   CHECK(rt::build_schedule(tp.program, {}).ok());
+}
+
+TEST_CASE("scheduler/errors/arena_range_without_its_view_is_rejected") {
+  // Kernel pointers come from views (executor.h): an arena range must name the view it
+  // lies in.
+  TestProgram tp(256, {}, {});
+  tp.kernel("a", rt::testing::kSet, 1, {arena_ref(0, 64)});
+  REQUIRE(rt::build_schedule(tp.program, {}).ok());
+  auto& launch = tp.program.launches[0];
+  launch.writes[0].view = -1;
+  auto no_view = rt::build_schedule(tp.program, {});
+  CHECK(no_view.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(no_view.status().message().find("names no view") != std::string::npos);
+  launch.writes[0] = launch.operands[0];
+  launch.writes[0].bytes = 128;  // past the end of its 64-byte view
+  auto outside = rt::build_schedule(tp.program, {});
+  CHECK(outside.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(outside.status().message().find("outside its view") != std::string::npos);
 }
 
 TEST_CASE("scheduler/trace/json_has_one_slice_per_task") {
@@ -512,7 +530,7 @@ TEST_CASE("scheduler/trace/json_has_one_slice_per_task") {
   rt::ParallelRunOptions po;
   po.record_trace = true;
   rt::RunRecord rec;
-  REQUIRE(rt::execute_parallel(tp.program, s, tp.bases(), po, &rec).ok());
+  REQUIRE(rt::execute_parallel(tp.program, s, tp.operands(), po, &rec).ok());
   const auto path = std::filesystem::temp_directory_path() / "carve_scheduler_trace_test.json";
   REQUIRE(rt::write_trace_json(path.string(), tp.program, s, rec).ok());
   std::ifstream in(path);

@@ -12,9 +12,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "carve/runtime/arena.h"
 #include "carve/runtime/executor.h"
 #include "carve/runtime/program.h"
 
@@ -57,10 +65,10 @@ inline MemoryRef ref(Region region, int32_t slot, int64_t offset, int64_t bytes)
   return MemoryRef{region, slot, offset, bytes, -1};
 }
 
-// A Program plus the memory it runs on.
+// A Program plus the memory it runs on. Like a compiled Program, every arena range a
+// launch touches is reached through a view of program.arena (one per distinct range).
 struct TestProgram {
   Program program;
-  std::vector<uint8_t> arena;
   std::vector<std::vector<uint8_t>> inputs, outputs;
 
   TestProgram(int64_t arena_bytes, std::vector<int64_t> input_bytes, std::vector<int64_t> output_bytes) {
@@ -69,14 +77,32 @@ struct TestProgram {
       k.fn = fn;
       program.kernels.push_back(std::move(k));
     }
-    arena.assign(static_cast<size_t>(arena_bytes), 0);
+    program.arena = std::make_unique<Arena>(*Arena::create(cpu_allocator(), static_cast<size_t>(arena_bytes)));
+    std::ranges::fill(arena(), uint8_t{0});
     for (int64_t b : input_bytes) inputs.emplace_back(static_cast<size_t>(b), 0);
     for (int64_t b : output_bytes) outputs.emplace_back(static_cast<size_t>(b), 0);
+  }
+
+  std::span<uint8_t> arena() const {
+    return {reinterpret_cast<uint8_t*>(program.arena->arena().unsafe_data()), program.arena->arena_bytes()};
+  }
+
+  // Names the view of every arena ref (added on first use of a range).
+  void name_views(std::vector<MemoryRef>& refs) {
+    for (MemoryRef& r : refs) {
+      if (r.region != Region::kArena) continue;
+      auto [it, added] = views_.try_emplace({r.offset, r.bytes}, -1);
+      if (added)
+        it->second = *program.arena->add_view(fmt::format("arena[{},{})", r.offset, r.offset + r.bytes), r.offset,
+                                              ir::DType::kU8, ir::Shape{r.bytes});
+      r.view = it->second;
+    }
   }
 
   // A kernel launch; reads/writes follow the kernel's semantics above. `operands` in ABI
   // order (inputs, then the output).
   int32_t kernel(std::string name, TestKernel kernel, int64_t tiles, std::vector<MemoryRef> operands) {
+    name_views(operands);
     Launch l;
     l.name = std::move(name);
     l.kind = LaunchKind::kKernel;
@@ -92,6 +118,10 @@ struct TestProgram {
     return static_cast<int32_t>(program.launches.size() - 1);
   }
   int32_t copy(std::string name, MemoryRef src, MemoryRef dst) {
+    std::vector<MemoryRef> refs{src, dst};
+    name_views(refs);
+    src = refs[0];
+    dst = refs[1];
     Launch l;
     l.name = std::move(name);
     l.kind = LaunchKind::kCopy;
@@ -104,11 +134,11 @@ struct TestProgram {
 
   RegionBases bases() {
     RegionBases b;
-    b.arena = reinterpret_cast<std::byte*>(arena.data());
     for (auto& v : inputs) b.inputs.push_back(reinterpret_cast<std::byte*>(v.data()));
     for (auto& v : outputs) b.outputs.push_back(reinterpret_cast<std::byte*>(v.data()));
     return b;
   }
+  LaunchOperands operands() { return LaunchOperands(program, bases()); }
 
   // Deterministic initial contents of every storage.
   void fill(uint32_t seed) {
@@ -119,7 +149,7 @@ struct TestProgram {
       x ^= x << 5;
       return static_cast<uint8_t>(x);
     };
-    for (auto& b : arena) b = next();
+    for (auto& b : arena()) b = next();
     for (auto& v : inputs)
       for (auto& b : v) b = next();
     for (auto& v : outputs)
@@ -128,11 +158,14 @@ struct TestProgram {
 
   // Everything, for bit-for-bit comparison.
   std::vector<uint8_t> snapshot() const {
-    std::vector<uint8_t> s(arena);
+    std::vector<uint8_t> s(arena().begin(), arena().end());
     for (const auto& v : inputs) s.insert(s.end(), v.begin(), v.end());
     for (const auto& v : outputs) s.insert(s.end(), v.begin(), v.end());
     return s;
   }
+
+ private:
+  std::map<std::pair<int64_t, int64_t>, int32_t> views_;  // (offset, bytes) -> view
 };
 
 }  // namespace carve::runtime::testing

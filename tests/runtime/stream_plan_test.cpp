@@ -96,11 +96,11 @@ TEST_CASE("scheduler/streams/property emulated streams equal sequential") {
 
     const auto seed = *rc::gen::arbitrary<uint32_t>();
     tp.fill(seed);
-    rt::execute_sequential(tp.program, tp.bases());
+    rt::execute_sequential(tp.program, tp.operands());
     const auto expected = tp.snapshot();
 
     tp.fill(seed);
-    const auto bases = tp.bases();
+    const auto operands = tp.operands();
     std::vector<std::deque<int32_t>> queues(static_cast<size_t>(plan->streams));
     for (int32_t t = 0; t < schedule->task_count(); ++t)
       queues[static_cast<size_t>(plan->stream_of[static_cast<size_t>(t)])].push_back(t);
@@ -118,8 +118,7 @@ TEST_CASE("scheduler/streams/property emulated streams equal sequential") {
       const int32_t t = queues[s].front();
       queues[s].pop_front();
       const auto& task = schedule->tasks()[static_cast<size_t>(t)];
-      rt::execute_launch(tp.program, tp.program.launches[static_cast<size_t>(task.launch)], bases, task.tile_begin,
-                         task.tile_end);
+      rt::execute_launch(tp.program, operands, task.launch, task.tile_begin, task.tile_end);
       done[static_cast<size_t>(t)] = 1;
     }
     RC_ASSERT(tp.snapshot() == expected);

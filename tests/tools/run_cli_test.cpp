@@ -115,6 +115,7 @@ TEST_CASE("tools/run/threads sequential check-hazards and trace") {
   CHECK(out.find("in parallel on 2 threads") != std::string::npos);
   CHECK(out.find("hazard check: 0 race(s)") != std::string::npos);
   CHECK(out.find("schedule: ") != std::string::npos);  // DAG statistics in --explain
+  CHECK(out.find("arena: storage #") != std::string::npos);  // and the arena's views
   std::ifstream trace(dir / "trace.json");
   std::stringstream text;
   text << trace.rdbuf();
@@ -161,4 +162,11 @@ TEST_CASE("tools/run/check-hazards fails on a removed edge") {
   CHECK(code == 1);
   CHECK(out.find("hazard: RAW") != std::string::npos);
   CHECK(err.find("race") != std::string::npos);
+  // The race names the views: "RAW buffer #17 'a' = storage #3 [0, 16384) vs buffer #17 'a' ...".
+  const auto raw = out.find("RAW buffer #");
+  REQUIRE(raw != std::string::npos);
+  const std::string line = out.substr(raw, out.find('\n', raw) - raw);
+  CHECK(line.find("'a' = storage #") != std::string::npos);
+  CHECK(line.find(" vs buffer #") != std::string::npos);
+  CHECK(line.find("[0, 16384)") != std::string::npos);
 }

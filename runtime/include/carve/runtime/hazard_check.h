@@ -32,6 +32,7 @@ struct OrderViolation {
   std::string first_name, second_name;
   HazardKinds kinds = 0;
   std::vector<RangeConflict> conflicts;
+  std::string ranges;  // the conflicting ranges named by view, handle or value
 
   std::string to_string() const;
 };

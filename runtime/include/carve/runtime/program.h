@@ -2,11 +2,17 @@
 // the byte ranges each reads and writes. Built by Session::compile (session.h); exposed
 // for tests, tools and the scheduler. No LLVM or CUDA types here.
 //
-// Memory is addressed by region + slot, not by pointer, so a Program is independent of
-// the caller's buffers: inputs and outputs bind at run time, the arena, constants and
-// handles at compile time. Two MemoryRefs conflict iff same region and slot and their
-// byte ranges intersect; the regions/slots are distinct storages (one arena Storage per
-// program, one per constant, one per handle, one per caller input/output).
+// How a value travels: ValueId -> its planned offset (planner) -> a view (an ArenaView:
+// own BufferId over the arena Storage, at that offset, of the value's dtype and shape) ->
+// the kernel pointer. Launches name the views they read and write (MemoryRef::view); the
+// pointers are resolved from the views once, when a run binds its buffers (executor.h).
+//
+// Memory is addressed by region + slot + byte range, so a Program is independent of the
+// caller's buffers: inputs and outputs bind at run time, the arena, constants and handles
+// at compile time. Two MemoryRefs conflict iff same region and slot and their byte ranges
+// intersect; the regions/slots are distinct storages (one arena Storage per program, one
+// per constant, one per handle, one per caller input/output). Hazards come from storage
+// byte ranges, never from view ids: two views over the same bytes conflict.
 // Thread-safety: immutable after compile.
 #pragma once
 
@@ -43,6 +49,9 @@ struct MemoryRef {
   // unknown. Lets statistics tell hazards that come from arena reuse (two different
   // buffers sharing bytes over time) from true data dependences.
   int32_t buffer = -1;
+  // Arena only: the view (index into Program::arena->views()) these bytes belong to.
+  // Every arena operand of a compiled Program names one; kernel pointers come from it.
+  int32_t view = -1;
 
   bool overlaps(const MemoryRef& o) const {
     return region == o.region && slot == o.slot && bytes > 0 && o.bytes > 0 && offset < o.offset + o.bytes &&
@@ -93,7 +102,10 @@ struct Program {
   planner::GraphProblem problem;
   planner::MemoryPlan plan;
   PlanSummary plan_summary;
+  // The arena: one Storage, one view per planned value (named by the value) and per
+  // kernel scratch ("<group>#scratch").
   std::unique_ptr<Arena> arena;
+  std::vector<int32_t> value_views;      // per ValueId: its arena view, -1 when not in the arena
   std::vector<ProgramKernel> kernels;
   std::vector<Launch> launches;          // in program (execution) order
   double jit_seconds = 0;

@@ -3,7 +3,9 @@
 //
 //   auto schedule = build_schedule(program, {.threads = 8});      // once, after compile
 //   ParallelExecutor executor(schedule->threads());               // once, keeps a task_arena
-//   Status s = executor.run(program, *schedule, bases);           // each run
+//   LaunchOperands operands(program, bases);                      // kernel pointers (executor.h)
+//   Status s = executor.run(program, *schedule, operands);        // each run (operands.bind() when
+//                                                                 // the caller's buffers change)
 //
 // DAG. Every kernel launch whose tile range has more than one tile is split into up to
 // `chunks_per_launch` (default 2 x threads) tasks over contiguous, disjoint tile ranges;
@@ -69,8 +71,12 @@ std::vector<RangeConflict> range_conflicts(const Launch& earlier, const Launch& 
 // the dependence exists only because the plan reuses bytes. False for an empty list.
 bool conflicts_from_arena_reuse_only(std::span<const RangeConflict> conflicts);
 
-// "arena:0[64,128)" (storage, byte range).
+// "arena:0[64,128)" (region, slot, byte range).
 std::string describe_range(const MemoryRef& ref);
+// The same range named in `program`: "buffer #17 'x' = storage #3 [4096, 8192)" for an
+// arena range (its view's BufferId and name, the arena's storage_id), "handle 'kv' =
+// storage #5 [0, 64)", "input 'x' [0, 64)", "output 'y' ...", "constant 'w' ...".
+std::string describe_range(const Program& program, const MemoryRef& ref);
 
 // ---------------------------------------------------------------------------------------
 // The DAG.
@@ -211,7 +217,10 @@ struct Hazard {
   std::vector<RangeConflict> conflicts;
   TaskTiming first_timing, second_timing;
 
-  // "RAW between 'a' (task 3, arena:0[0,64)) and 'b' (task 7, arena:0[32,96)) ..."
+  // The conflicting ranges named by view/handle/value (describe_range(program, ...)).
+  std::string ranges;
+
+  // "RAW race between 'a' (task 3, ...) and 'b' (task 7, ...): RAW buffer #17 'x' = ..."
   std::string to_string() const;
 };
 
@@ -241,7 +250,7 @@ class ParallelExecutor {
   // Runs `program` by `schedule` (built for this program). Sequential fallback when the
   // schedule says so and the checker is off. `record` (optional) receives what ran,
   // timings and hazards. options.threads is ignored (the arena's size is fixed).
-  Status run(const Program& program, const Schedule& schedule, const RegionBases& bases,
+  Status run(const Program& program, const Schedule& schedule, const LaunchOperands& operands,
              const ParallelRunOptions& options = {}, RunRecord* record = nullptr);
 
  private:
@@ -250,7 +259,7 @@ class ParallelExecutor {
 };
 
 // One-shot: a temporary ParallelExecutor of options.threads (0 = schedule.threads()).
-Status execute_parallel(const Program& program, const Schedule& schedule, const RegionBases& bases,
+Status execute_parallel(const Program& program, const Schedule& schedule, const LaunchOperands& operands,
                         const ParallelRunOptions& options = {}, RunRecord* record = nullptr);
 
 }  // namespace carve::runtime

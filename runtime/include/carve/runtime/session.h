@@ -7,7 +7,8 @@
 // Contract
 //  - compile() verifies the graph, chooses the execution order, forms kernel groups,
 //    plans one arena (validated), materialises it as one Storage with a Buffer view per
-//    planned value, JIT-compiles the kernels and builds the launch list.
+//    planned value (value_view(); launches name these views and kernel pointers are
+//    resolved from them), JIT-compiles the kernels and builds the launch list.
 //    Errors name the node/value: kVerifyError, kInvalidArgument (a constant without data,
 //    a graph handle with no bound BufferHandle), kTypeMismatch/kShapeError (a bound handle
 //    of another type), kUnavailable (a build without the CPU JIT), planner/JIT errors.
@@ -124,6 +125,12 @@ class CompiledProgram {
   Status write_handle(std::string_view name, const Buffer& value);
 
   const Program& program() const { return *program_; }
+  // The arena view of value `value_name`: its own BufferId over the arena Storage
+  // (storage_id()), at offset() for size() bytes, of the value's dtype and shape. Two
+  // values alive at different times may share bytes (distinct BufferIds, one storage_id).
+  // Bytes are defined only during a run. kNotFound for an unknown value or one that is
+  // not in the arena (a caller input/output, constant, handle, or kept in registers).
+  Result<Buffer> value_view(std::string_view value_name) const;
   // Where the program runs; for a device program, its stream plan (null on the CPU).
   Device device() const;
   const StreamPlan* stream_plan() const;
@@ -144,6 +151,8 @@ class CompiledProgram {
   std::unique_ptr<Program> program_;
   Schedule schedule_;
   ParallelExecutor executor_;  // owns the task_arena of schedule_.threads() slots
+  RegionBases bases_;          // CPU: the caller-bound memory of the current run
+  LaunchOperands operands_;    // CPU: every launch's kernel pointers (executor.h)
   std::unique_ptr<detail::DeviceExecutor> device_;  // device programs only
   std::mutex run_mutex_;
 };

@@ -63,7 +63,7 @@ inline bool is_transfer(const Launch& launch) {
 }
 
 // The device address of every operand of `launch` for `bases` (the kernel's parameters).
-std::vector<uint64_t> launch_addresses(const Launch& launch, const RegionBases& bases);
+std::vector<uint64_t> launch_addresses(const Program& program, const Launch& launch, const RegionBases& bases);
 // Launches (indices) whose addresses differ between two bindings: the kernel nodes a
 // replayed CUDA graph must update in place. Transfers are not in the graph: skipped.
 std::vector<int32_t> changed_launches(const Program& program, const RegionBases& before, const RegionBases& after);
