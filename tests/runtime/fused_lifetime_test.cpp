@@ -61,6 +61,10 @@ TEST_CASE("runtime/fusion/group_operands_live_across_the_group") {
   auto expected = reference::run_reference(graph, {x});
   REQUIRE(expected.ok());
   auto session = runtime::Session::create();
+  if (!session.ok() && session.status().code() == ErrorCode::kUnavailable) {
+    carve::test::skip("no CPU JIT in this build: " + session.status().to_string());
+    return;
+  }
   REQUIRE(session.ok());
   auto program = (*session)->compile(graph, {});
   if (!program.ok() && program.status().code() == ErrorCode::kUnavailable) {

@@ -45,11 +45,11 @@ CudaEvent::~CudaEvent() = default;
 Status CudaEvent::record(CudaStream*) { return no_device(); }
 Status CudaEvent::synchronize() { return no_device(); }
 Result<float> CudaEvent::elapsed_ms(const CudaEvent&, const CudaEvent&) { return no_device(); }
-Result<std::unique_ptr<CudaModule>> CudaModule::load(std::shared_ptr<CudaContext>, const CudaBinary&, std::string_view) {
+Result<std::unique_ptr<CudaModule>> CudaModule::load(std::shared_ptr<CudaContext>, const jit::cuda::CudaBinary&, std::string_view) {
   return no_device();
 }
 CudaModule::~CudaModule() = default;
-Status CudaModule::launch(const LaunchConfig&, std::span<const DevicePtr>, CudaStream*) const { return no_device(); }
+Status CudaModule::launch(const jit::cuda::LaunchConfig&, std::span<const DevicePtr>, CudaStream*) const { return no_device(); }
 
 Result<std::vector<reference::HostTensor>> run_graph(const ir::Graph&, std::span<const reference::HostTensor>, reference::ReferenceHandles*, const RunnerOptions&) {
   return no_device();
