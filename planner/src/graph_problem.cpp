@@ -97,6 +97,38 @@ bool group_reads_elementwise(const ir::Graph& graph, const GraphPlanOptions& opt
   return true;
 }
 
+std::string_view handle_of(const ir::Node& node) {
+  auto it = node.attrs.find("handle");
+  return it != node.attrs.end() && it->second.is_string() ? std::string_view(it->second.as_string())
+                                                          : std::string_view();
+}
+
+// A read_handle value is a snapshot of the handle at the read. It may live in the
+// handle's own bytes only while nothing writes that handle: when a write to it runs after
+// the read and no later than the snapshot's (or a view of it) last reader, the snapshot
+// moves to the arena (its read_handle becomes a copy), so readers see the bytes as read.
+void snapshot_handle_reads(const ir::Graph& graph, std::span<const ir::NodeId> order, const NodeSpan& span,
+                           const std::vector<int64_t>& root_last, GraphProblem& out) {
+  for (size_t step = 0; step < order.size(); ++step) {
+    const ir::Node& read = graph.node(order[step]);
+    if (read.op != ir::OpKind::kReadHandle || read.outputs.empty()) continue;
+    const ValueId r = read.outputs[0];
+    if (out.values[static_cast<size_t>(r)].placement != Placement::kHandle) continue;
+    const int64_t read_step = span.first[static_cast<size_t>(read.id)];
+    bool overwritten = false;
+    for (ir::NodeId id : order) {
+      const ir::Node& w = graph.node(id);
+      if (w.op != ir::OpKind::kWriteHandle && w.op != ir::OpKind::kWriteHandleAt) continue;
+      const int64_t w_step = span.first[static_cast<size_t>(id)];
+      if (handle_of(w) == handle_of(read) && w_step >= read_step && w_step <= root_last[static_cast<size_t>(r)])
+        overwritten = true;
+    }
+    if (!overwritten) continue;
+    for (ValuePlacement& p : out.values)
+      if (p.root == r && p.placement == Placement::kHandle) p.placement = Placement::kArena;
+  }
+}
+
 }  // namespace
 
 std::optional<int64_t> contiguous_slice_offset(const ir::Graph& graph, const ir::Node& slice) {
@@ -206,6 +238,8 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
       if (!placed) make_root(v, &node);
     }
   }
+
+  snapshot_handle_reads(graph, order, span, root_last, out);
 
   // One planner buffer per arena root, over its members' combined lifetime.
   const int64_t end_step = static_cast<int64_t>(order.size());

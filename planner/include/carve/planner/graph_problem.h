@@ -52,7 +52,8 @@ enum class Placement : uint8_t {
   kInput,     // caller-provided input memory (root value = the input)
   kOutput,    // caller-provided output memory
   kConstant,  // weights region
-  kHandle,    // handle region (read_handle output)
+  kHandle,    // handle region: a read_handle output in the handle's own bytes (the arena holds a
+              // copy instead when the handle is written while the value is still read)
   kNone,      // never stored (GraphPlanOptions::unstored)
 };
 

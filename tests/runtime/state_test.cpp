@@ -1,0 +1,128 @@
+// State semantics: a value read from a handle is a snapshot of the handle at the read,
+// whatever the graph writes to that handle afterwards (session.h).
+#include <doctest/doctest.h>
+#include <rapidcheck.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "carve/ir/builder.h"
+#include "carve/jit/host_target.h"
+#include "carve/reference/reference.h"
+#include "carve/runtime/session.h"
+#include "test_support.h"
+
+using namespace carve;
+using ir::DType;
+
+namespace {
+
+runtime::Buffer borrow(const std::vector<float>& v, ir::Shape shape) {
+  std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(v.data()), v.size() * sizeof(float));
+  return *runtime::Buffer::borrow(bytes, DType::kF32, std::move(shape));
+}
+
+std::vector<float> floats_of(const runtime::Buffer& b) {
+  auto s = b.span<float>();
+  if (!s.ok()) return {};
+  return {s->begin(), s->end()};
+}
+
+bool have_jit() {
+  if (jit::cpu_jit_available()) return true;
+  test::skip("carve was built without the LLVM CPU JIT (CARVE_WITH_LLVM=OFF)");
+  return false;
+}
+
+// R = read_handle(h); write_handle(h, x); c = add(R, y)
+ir::Graph read_then_overwrite() {
+  ir::GraphBuilder b("snapshot");
+  b.handle("h", DType::kF32, {4});
+  auto x = b.input("x", DType::kF32, {4});
+  auto y = b.input("y", DType::kF32, {4});
+  auto r = b.read_handle("h");
+  b.write_handle("h", x);
+  b.output(b.rename(b.add(r, y), "c"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(*g);
+}
+
+}  // namespace
+
+TEST_CASE("runtime/state/a handle read is a snapshot even when the handle is written before its readers") {
+  if (!have_jit()) return;
+  const ir::Graph graph = read_then_overwrite();
+  for (bool sequential : {true, false})
+    for (bool fuse : {true, false}) {
+      CAPTURE(sequential);
+      CAPTURE(fuse);
+      auto session = runtime::Session::create({.threads = 2});
+      REQUIRE(session.ok());
+      auto h = runtime::BufferHandle::create("h", DType::kF32, {4});
+      REQUIRE(h.ok());
+      auto program = (*session)->compile(graph, {.fuse = fuse, .handles = {*h}, .sequential = sequential});
+      REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+      const std::vector<float> x(4, 1.0f), y(4, 0.0f);
+      std::vector<runtime::Buffer> inputs{borrow(x, {4}), borrow(y, {4})};
+      auto first = (*program)->run(inputs);
+      REQUIRE(first.ok());
+      CHECK(floats_of(first->at(0)) == std::vector<float>(4, 0.0f));  // h was 0 at the read
+      CHECK(floats_of(*(*h)->read()) == std::vector<float>(4, 1.0f));
+      auto second = (*program)->run(inputs);
+      REQUIRE(second.ok());
+      CHECK(floats_of(second->at(0)) == std::vector<float>(4, 1.0f));  // the previous run's write
+    }
+}
+
+TEST_CASE("runtime/state/random reads and writes of handles match the reference interpreter") {
+  if (!have_jit()) return;
+  auto session = runtime::Session::create({.threads = 2});
+  REQUIRE(session.ok());
+  CHECK(rc::check("state ops: carve (random fusion, sequential or parallel) == reference", [&] {
+    // Two handles and a chain of steps in graph order: read a handle, compute from pool
+    // values, write a pool value to a handle; outputs are a few pool values.
+    const ir::Shape shape{*rc::gen::element<int64_t>(4, 37, 1024)};
+    ir::GraphBuilder b("state");
+    const std::vector<std::string> names{"h0", "h1"};
+    for (const auto& n : names) b.handle(n, DType::kF32, shape);
+    std::vector<ir::ValueId> pool{b.input("x", DType::kF32, shape)};
+    for (int steps = *rc::gen::inRange(1, 10); steps > 0; --steps) {
+      const std::string& h = *rc::gen::elementOf(names);
+      const ir::ValueId a = *rc::gen::elementOf(pool);
+      switch (*rc::gen::inRange(0, 4)) {
+        case 0: pool.push_back(b.read_handle(h)); break;
+        case 1: b.write_handle(h, a); break;
+        case 2: pool.push_back(b.add(a, *rc::gen::elementOf(pool))); break;
+        default: pool.push_back(b.reshape(b.neg(b.reshape(a, {1, shape[0]})), shape.dims())); break;
+      }
+    }
+    for (size_t i = 1; i < pool.size(); ++i)
+      if (*rc::gen::inRange(0, 2) == 0 || i + 1 == pool.size()) b.output(pool[i]);
+    auto graph = b.build();
+    RC_PRE(graph.ok());  // e.g. no outputs: nothing to check
+
+    std::vector<float> x(static_cast<size_t>(shape[0]));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+    reference::HostTensor xt = reference::HostTensor::from<float>(shape, x);
+    reference::ReferenceHandles ref_handles;
+    for (const auto& n : names) ref_handles[n] = *reference::HostTensor::zeros({DType::kF32, shape});
+    auto expected = reference::run_reference(*graph, {xt}, &ref_handles);
+    RC_ASSERT(expected.ok());
+
+    const bool sequential = *rc::gen::arbitrary<bool>();
+    const bool fuse = *rc::gen::arbitrary<bool>();
+    std::vector<std::shared_ptr<runtime::BufferHandle>> handles;
+    for (const auto& n : names) handles.push_back(*runtime::BufferHandle::create(n, DType::kF32, shape));
+    auto program = session->get()->compile(*graph, {.fuse = fuse, .handles = handles, .sequential = sequential});
+    RC_ASSERT(program.ok());
+    std::vector<runtime::Buffer> inputs{borrow(x, shape)};
+    auto outputs = (*program)->run(inputs);
+    RC_ASSERT(outputs.ok());
+    RC_ASSERT(outputs->size() == expected->size());
+    for (size_t i = 0; i < outputs->size(); ++i) RC_ASSERT(floats_of(outputs->at(i)) == (*expected)[i].as<float>());
+    for (size_t i = 0; i < names.size(); ++i)
+      RC_ASSERT(floats_of(*handles[i]->read()) == ref_handles[names[i]].as<float>());
+  }));
+}
