@@ -50,9 +50,9 @@ enum class FitRule {
 // Places the buffers listed in `order` (indices into problem.buffers; 0-byte buffers may be
 // listed or not) one by one at a best-fitting offset among the already placed buffers whose
 // intervals intersect. Unlisted buffers get offset 0 — list every non-empty buffer.
-// The overlapping placed buffers are found with a segment tree over start times plus an
-// ordered set of start points: O(log n + k) per buffer for k overlapping placed buffers,
-// never a scan of all placed buffers.
+// The occupied space during a buffer's lifetime comes from an OccupancyTree (merged byte
+// ranges in a segment tree over time): O(log n) range lists per buffer, each costing its
+// holes, never a walk over the overlapping buffers themselves.
 std::vector<int64_t> place_best_fit(const Problem& problem, const std::vector<int32_t>& order,
                                     FitRule rule);
 
