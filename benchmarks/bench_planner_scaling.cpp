@@ -63,7 +63,7 @@ void run_plan(benchmark::State& state, const Problem& problem, const std::string
 struct Registrar {
   Registrar() {
     for (const char* name : kStrategies) {
-      for (size_t n : {size_t{1000}, size_t{10000}, size_t{100000}}) {
+      for (size_t n : {size_t{1000}, size_t{10000}, size_t{100000}, size_t{1000000}}) {
         benchmark::RegisterBenchmark(
             fmt::format("PlannerScaling/{}/{}", name, n).c_str(),
             [name, n](benchmark::State& state) { run_plan(state, model_problem(n), name); })

@@ -20,7 +20,60 @@ std::vector<int> items_by_start(const Prepared& p) {
   return items;
 }
 
-Prepared prepare(const Problem& problem) {
+void build_conflicts(Prepared& p, const detail::Deadline& deadline) {
+  // Conflict graph by a sweep over items sorted by start section.
+  const int n = p.n();
+  std::vector<int> by_start(n);
+  std::iota(by_start.begin(), by_start.end(), 0);
+  std::sort(by_start.begin(), by_start.end(), [&](int a, int b) {
+    return p.s0[a] != p.s0[b] ? p.s0[a] < p.s0[b] : a < b;
+  });
+  std::vector<std::vector<int>> nbrs(n);
+  size_t pairs = 0;
+  bool ok = true;
+  for (int x = 0; x < n && ok; ++x) {
+    // The graph costs the number of overlapping pairs: on big traces it may not be done
+    // in time, and the searches could not use it then anyway.
+    if (x % 64 == 0 && deadline.passed()) {
+      ok = false;
+      break;
+    }
+    const int a = by_start[x];
+    for (int y = x + 1; y < n; ++y) {
+      const int b = by_start[y];
+      if (p.s0[b] >= p.s1[a]) break;
+      nbrs[a].push_back(b);
+      nbrs[b].push_back(a);
+      if (++pairs > kMaxConflictPairs) {
+        ok = false;
+        break;
+      }
+    }
+  }
+  p.adj_ok = ok;
+  if (ok) {
+    p.adj_begin.assign(n + 1, 0);
+    for (int i = 0; i < n; ++i) p.adj_begin[i + 1] = p.adj_begin[i] + nbrs[i].size();
+    p.adj.reserve(p.adj_begin[n]);
+    // Neighbours by size ascending: the blocked-item bound scans them in that order
+    // and stops early.
+    for (int i = 0; i < n; ++i) {
+      if (i % 1024 == 0 && deadline.passed()) {
+        p.adj_ok = false;
+        p.adj.clear();
+        p.adj_begin.clear();
+        return;
+      }
+      std::sort(nbrs[i].begin(), nbrs[i].end(), [&](int a, int b) {
+        return p.size[a] != p.size[b] ? p.size[a] < p.size[b] : a < b;
+      });
+      p.adj.insert(p.adj.end(), nbrs[i].begin(), nbrs[i].end());
+    }
+  }
+
+}
+
+Prepared prepare(const Problem& problem, const detail::Deadline& deadline, bool conflicts) {
   Prepared p;
   const auto& bufs = problem.buffers;
   std::vector<int64_t> times;
@@ -65,43 +118,7 @@ Prepared prepare(const Problem& problem) {
     p.lower_bound = std::max(p.lower_bound, run);
   }
 
-  // Conflict graph by a sweep over items sorted by start section.
-  std::vector<int> by_start(n);
-  std::iota(by_start.begin(), by_start.end(), 0);
-  std::sort(by_start.begin(), by_start.end(), [&](int a, int b) {
-    return p.s0[a] != p.s0[b] ? p.s0[a] < p.s0[b] : a < b;
-  });
-  std::vector<std::vector<int>> nbrs(n);
-  size_t pairs = 0;
-  bool ok = true;
-  for (int x = 0; x < n && ok; ++x) {
-    const int a = by_start[x];
-    for (int y = x + 1; y < n; ++y) {
-      const int b = by_start[y];
-      if (p.s0[b] >= p.s1[a]) break;
-      nbrs[a].push_back(b);
-      nbrs[b].push_back(a);
-      if (++pairs > kMaxConflictPairs) {
-        ok = false;
-        break;
-      }
-    }
-  }
-  p.adj_ok = ok;
-  if (ok) {
-    p.adj_begin.assign(n + 1, 0);
-    for (int i = 0; i < n; ++i) p.adj_begin[i + 1] = p.adj_begin[i] + nbrs[i].size();
-    p.adj.reserve(p.adj_begin[n]);
-    // Neighbours by size ascending: the blocked-item bound scans them in that order
-    // and stops early.
-    for (int i = 0; i < n; ++i) {
-      std::sort(nbrs[i].begin(), nbrs[i].end(), [&](int a, int b) {
-        return p.size[a] != p.size[b] ? p.size[a] < p.size[b] : a < b;
-      });
-      p.adj.insert(p.adj.end(), nbrs[i].begin(), nbrs[i].end());
-    }
-  }
-
+  if (conflicts) build_conflicts(p, deadline);
   p.peak.assign(n, 0);
   for (int i = 0; i < n; ++i) {
     for (int s = p.s0[i]; s < p.s1[i]; ++s) p.peak[i] = std::max(p.peak[i], p.section_total[s]);
@@ -109,11 +126,25 @@ Prepared prepare(const Problem& problem) {
   return p;
 }
 
-std::vector<Part> split_parts(const Problem& problem, const Prepared& whole) {
+std::vector<Part> split_parts(const Problem& problem, const Prepared& whole,
+                              const detail::Deadline& deadline) {
   std::vector<int> by_start(whole.n());
   std::iota(by_start.begin(), by_start.end(), 0);
   std::stable_sort(by_start.begin(), by_start.end(),
                    [&](int a, int b) { return whole.s0[a] < whole.s0[b]; });
+  // Nothing splits: the whole is the one part. Preparing it again would rebuild the
+  // conflict graph, which on big traces takes seconds.
+  bool splits = false;
+  for (int x = 1, reach = whole.n() > 0 ? whole.s1[by_start[0]] : 0; x < whole.n() && !splits; ++x) {
+    splits = whole.s0[by_start[x]] >= reach;
+    reach = std::max(reach, whole.s1[by_start[x]]);
+  }
+  if (!splits) {
+    std::vector<Part> one;
+    if (whole.n() > 0) one.push_back(Part{whole, by_start});
+    if (!one.empty()) std::sort(one[0].items.begin(), one[0].items.end());
+    return one;
+  }
   std::vector<Part> parts;
   std::vector<int64_t> fullest;
   int max_end = -1;
@@ -124,7 +155,7 @@ std::vector<Part> split_parts(const Problem& problem, const Prepared& whole) {
       std::sort(parts.back().items.begin(), parts.back().items.end());
       Problem sub;
       for (int i : parts.back().items) sub.buffers.push_back(problem.buffers[whole.orig[i]]);
-      parts.back().p = prepare(sub);  // every item has size > 0: part item k = buffer k
+      parts.back().p = prepare(sub, deadline);  // every item has size > 0: part item k = buffer k
       fullest.push_back(parts.back().p.lower_bound);
     }
     if (x == by_start.size()) break;
@@ -199,68 +230,36 @@ void apply_ordering(Prepared& p, int which, uint64_t seed) {
   }
 }
 
-namespace {
-// ---------------------------------------------------------------------------------
-// Greedy upper bound: best-fit over a few orders (smallest gap that fits, else on top).
-
-std::vector<int64_t> greedy_best_fit(const Prepared& p, const std::vector<int>& order,
-                                     int64_t* arena) {
+// Greedy upper bound: the heuristics' best-fit engine (O(n log n), deadline-aware) over
+// three orders -- size, area (size x sections) and the search's preference order.
+std::vector<int64_t> best_greedy(const Prepared& p, const Problem& problem,
+                                 const detail::Deadline& deadline, int64_t* arena) {
   const int n = p.n();
-  std::vector<int64_t> off(n, -1);
-  std::vector<std::pair<int64_t, int64_t>> busy;  // (offset, top) of placed conflicts
-  int64_t top_all = 0;
-  for (int b : order) {
-    busy.clear();
-    if (p.adj_ok) {
-      for (size_t k = p.adj_begin[b]; k < p.adj_begin[b + 1]; ++k) {
-        const int c = p.adj[k];
-        if (off[c] >= 0) busy.emplace_back(off[c], off[c] + p.size[c]);
-      }
-    } else {
-      for (int c = 0; c < n; ++c) {
-        if (c != b && off[c] >= 0 && p.s0[c] < p.s1[b] && p.s0[b] < p.s1[c]) {
-          busy.emplace_back(off[c], off[c] + p.size[c]);
-        }
-      }
-    }
-    std::sort(busy.begin(), busy.end());
-    int64_t cur = 0, best = -1, best_gap = kInf;
-    for (const auto& [o, t] : busy) {
-      const int64_t at = align_up(cur, p.align[b]);
-      if (at + p.size[b] <= o && o - cur < best_gap) {
-        best_gap = o - cur;
-        best = at;
-      }
-      cur = std::max(cur, t);
-    }
-    if (best < 0) best = align_up(cur, p.align[b]);
-    off[b] = best;
-    top_all = std::max(top_all, best + p.size[b]);
-  }
-  *arena = top_all;
-  return off;
-}
-
-}  // namespace
-
-std::vector<int64_t> best_greedy(const Prepared& p, int64_t* arena) {
-  const int n = p.n();
-  std::vector<std::vector<int>> orders;
   std::vector<int> o(n);
   std::iota(o.begin(), o.end(), 0);
+  std::vector<std::vector<int>> orders;
   std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return p.size[a] > p.size[b]; });
   orders.push_back(o);
-  std::stable_sort(o.begin(), o.end(), [&](int a, int b) {
-    const int64_t aa = p.size[a] * (p.s1[a] - p.s0[a]), ab = p.size[b] * (p.s1[b] - p.s0[b]);
-    return aa > ab;
-  });
+  // 128-bit: size x sections can exceed int64.
+  auto area = [&](int i) { return static_cast<__int128>(p.size[i]) * (p.s1[i] - p.s0[i]); };
+  std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return area(a) > area(b); });
   orders.push_back(o);
   orders.push_back(p.by_rank);
   std::vector<int64_t> best;
   int64_t best_arena = kInf;
-  for (const auto& order : orders) {
+  std::vector<int32_t> buffers(n);
+  for (size_t k = 0; k < orders.size(); ++k) {
+    // Each order gets a share of the time left, so the first cannot starve the others.
+    const detail::Deadline share = deadline.share(1.0 / static_cast<double>(orders.size() - k));
+    for (int j = 0; j < n; ++j) buffers[j] = p.orig[orders[k][j]];
+    const std::vector<int64_t> by_buffer =
+        detail::place_best_fit(problem, buffers, detail::FitRule::kTflite, share);
+    std::vector<int64_t> off(n);
     int64_t a = 0;
-    auto off = greedy_best_fit(p, order, &a);
+    for (int i = 0; i < n; ++i) {
+      off[i] = by_buffer[p.orig[i]];
+      a = std::max(a, off[i] + p.size[i]);
+    }
     if (a < best_arena) {
       best_arena = a;
       best = std::move(off);

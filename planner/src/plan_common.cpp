@@ -68,6 +68,40 @@ Result<PlanResult> finish_heuristic(std::string_view name, const Problem& proble
   return result;
 }
 
+Deadline Deadline::from(const PlanOptions& options) {
+  Deadline d;
+  d.clock_ = options.clock;
+  const Clock::time_point start = d.now();
+  // Limits beyond ~30 years (or NaN/inf) mean "no limit"; keeps the arithmetic finite.
+  const double limit = options.time_limit_seconds;
+  if (limit >= 0 && limit < 1e9) {
+    d.at_ = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
+  } else if (!(limit >= 1e9)) {
+    d.at_ = start;  // negative or NaN: no time at all
+  }
+  if (options.deadline) d.at_ = std::min(d.at_, *options.deadline);
+  return d;
+}
+
+Deadline Deadline::share(double fraction) const {
+  Deadline d = *this;
+  if (at_ == Clock::time_point::max()) return d;
+  const Clock::time_point t = now();
+  if (t >= at_) return d;
+  d.at_ = t + std::chrono::duration_cast<Clock::duration>((at_ - t) * fraction);
+  return d;
+}
+
+void stack_above(const Problem& problem, const std::vector<int32_t>& order, size_t first,
+                 int64_t top, std::vector<int64_t>& offsets) {
+  for (size_t k = first; k < order.size(); ++k) {
+    const BufferRequest& b = problem.buffers[order[k]];
+    if (b.size == 0) continue;
+    offsets[order[k]] = align_up(top, b.alignment);  // check_plannable: no overflow
+    top = offsets[order[k]] + b.size;
+  }
+}
+
 std::vector<int32_t> nonempty_indices(const Problem& problem) {
   std::vector<int32_t> out;
   out.reserve(problem.buffers.size());
@@ -78,14 +112,19 @@ std::vector<int32_t> nonempty_indices(const Problem& problem) {
 }
 
 std::vector<int64_t> place_best_fit(const Problem& problem, const std::vector<int32_t>& order,
-                                    FitRule rule) {
+                                    FitRule rule, const Deadline& deadline) {
   const auto& bufs = problem.buffers;
   std::vector<int64_t> offsets(bufs.size(), 0);
   OccupancyTree tree(problem);
   int64_t heap_top = 0;  // max offset + size so far (kXla)
   constexpr int64_t kNone = -1;
 
-  for (int32_t i : order) {
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k % kPlacementsPerClockRead == 0 && deadline.passed()) {
+      stack_above(problem, order, k, heap_top, offsets);
+      break;
+    }
+    const int32_t i = order[k];
     const BufferRequest& b = bufs[i];
     if (b.size == 0) continue;
     // Merged and sorted, so the holes between consecutive ranges are exactly the gaps
@@ -133,8 +172,9 @@ class OffsetsStrategy final : public Strategy {
   std::string_view name() const override { return name_; }
   Result<PlanResult> plan(const Problem& problem, const PlanOptions& options) const override {
     const Clock::time_point t0 = Clock::now();
+    const Deadline deadline = Deadline::from(options);
     CARVE_RETURN_IF_ERROR(check_plannable(problem).with_context(name_));
-    return finish_heuristic(name_, problem, fn_(problem), options, t0);
+    return finish_heuristic(name_, problem, fn_(problem, deadline), options, t0);
   }
 
  private:
