@@ -1,11 +1,16 @@
 // Planner heuristics: scaling on model-like traces and quality on MiniMalloc's
 // challenging suite. Counters: arena_over_lb (arena / lower bound), arena and lb in bytes.
 //
-//   PlannerScaling/<strategy>/<buffers>   — make_model_like_problem(buffers, seed 1)
+//   PlannerScaling/<strategy>/<buffers>   — make_model_like_problem(buffers, seed 1), to 1M
+//   TraceLike/<strategy>/<buffers>        — make_trace_like_problem(buffers, seed 1), to 1M:
+//                                           shaped like the real training traces
+//   RealTrace/<strategy>/<S_1|G_1>        — shared/data/traces/X.csv (alignment 1)
 //   MiniMalloc/<strategy>/<A..K>          — shared/data/minimalloc/challenging__X.1048576.csv
 //
-// The MiniMalloc files are looked up in $CARVE_SHARED_DIR/data/minimalloc, else in
-// ../shared beside the source tree; a missing file skips that benchmark with an error.
+// Shared files are looked up in $CARVE_SHARED_DIR/data, else in ../shared beside the
+// source tree; a missing file skips that benchmark with an error. The heuristics'
+// cost per placement is stated in planner/include/carve/planner/heuristics.h; the
+// 1k..1M rows show it (time per buffer stays within a small factor).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -35,6 +40,24 @@ const Problem& model_problem(size_t n) {
   auto it = cache.find(n);
   if (it == cache.end()) it = cache.emplace(n, carve::planner::make_model_like_problem(n, 1)).first;
   return it->second;
+}
+
+void run_plan(benchmark::State& state, const Problem& problem, const std::string& name);
+
+const Problem& trace_like_problem(size_t n) {
+  static std::map<size_t, Problem> cache;
+  auto it = cache.find(n);
+  if (it == cache.end()) it = cache.emplace(n, carve::planner::make_trace_like_problem(n, 1)).first;
+  return it->second;
+}
+
+void run_file(benchmark::State& state, const std::string& path, const std::string& name) {
+  auto problem = carve::planner::read_minimalloc_csv(path);
+  if (!problem.ok()) {
+    state.SkipWithError(problem.status().to_string().c_str());
+    return;
+  }
+  run_plan(state, *problem, name);
 }
 
 void run_plan(benchmark::State& state, const Problem& problem, const std::string& name) {
@@ -67,6 +90,24 @@ struct Registrar {
         benchmark::RegisterBenchmark(
             fmt::format("PlannerScaling/{}/{}", name, n).c_str(),
             [name, n](benchmark::State& state) { run_plan(state, model_problem(n), name); })
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+    for (const char* name : {"greedy-size", "greedy-breadth"}) {
+      for (size_t n : {size_t{1000}, size_t{10000}, size_t{60000}, size_t{100000}, size_t{1000000}}) {
+        benchmark::RegisterBenchmark(
+            fmt::format("TraceLike/{}/{}", name, n).c_str(),
+            [name, n](benchmark::State& state) { run_plan(state, trace_like_problem(n), name); })
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+    for (const char* name : kStrategies) {
+      for (const char* trace : {"S_1", "G_1"}) {
+        benchmark::RegisterBenchmark(
+            fmt::format("RealTrace/{}/{}", name, trace).c_str(),
+            [name, trace](benchmark::State& state) {
+              run_file(state, fmt::format("{}/data/traces/{}.csv", shared_dir(), trace), name);
+            })
             ->Unit(benchmark::kMillisecond);
       }
     }
