@@ -60,11 +60,16 @@ class BestStrategy final : public Strategy {
     const bool fits = !options.capacity || best->plan.arena_bytes <= *options.capacity;
     const double remaining = deadline.seconds_left();
     const size_t nonempty = detail::nonempty_indices(problem).size();
-    const bool try_exact = best->plan.arena_bytes > lb && nonempty <= kBestExactMaxBuffers &&
-                           remaining > 0 && !(options.capacity && fits);
+    const bool try_exact = best->plan.arena_bytes > lb && remaining > 0 && !(options.capacity && fits);
     if (try_exact) {
       PlanOptions exact_options = options;
       exact_options.deadline = deadline.at();
+      if (nonempty > kBestExactMaxBuffers) {
+        // Big problems: a bounded improvement step, not a search to the end.
+        const detail::Deadline share = deadline.share(kBestLargeExactShare);
+        exact_options.time_limit_seconds = kBestLargeExactMaxSeconds;
+        exact_options.deadline = share.at();
+      }
       Result<PlanResult> r = make_exact_strategy()->plan(problem, exact_options);
       if (r.ok()) {
         consider(std::move(r).value());
