@@ -60,12 +60,15 @@ nlohmann::json to_json(const PlannedInput& input, int64_t lower_bound, const std
 using PlanClock = planner::PlanOptions::Clock;
 
 // --time-limit bounds the whole command, reading to written output: planning must stop
-// early enough to validate and write. That tail grows with the buffers (validation, JSON,
-// CSV, SVG: about a microsecond per buffer on the benchmark machine); reserve twice that,
-// never more than half the limit.
+// early enough to validate and write, and a strategy notices its deadline only at its
+// next clock read (a search node on a big problem takes milliseconds, more on a loaded
+// machine). The tail grows with the buffers (validation, JSON, CSV, SVG: about a
+// microsecond per buffer on the benchmark machine): reserve twice that plus 3% of the
+// limit, never more than half the limit.
 PlanClock::time_point planning_ends(PlanClock::time_point start, double limit_seconds, size_t buffers) {
   if (!(limit_seconds >= 0) || limit_seconds >= 1e9) return PlanClock::time_point::max();
-  const double reserve = std::min(limit_seconds / 2, 2e-6 * static_cast<double>(buffers));
+  const double reserve =
+      std::min(limit_seconds / 2, 2e-6 * static_cast<double>(buffers) + 0.03 * limit_seconds);
   return start + std::chrono::duration_cast<PlanClock::duration>(
                      std::chrono::duration<double>(limit_seconds - reserve));
 }
