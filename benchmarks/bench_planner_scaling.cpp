@@ -16,6 +16,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -68,8 +69,12 @@ void run_plan(benchmark::State& state, const Problem& problem, const std::string
   }
   const int64_t lb = carve::planner::lower_bound_bytes(problem);
   int64_t arena = 0;
+  // No time limit: the rows measure the whole placement (with the default 10 s a loaded
+  // machine would cut the 1M rows short and time the fallback instead).
+  carve::planner::PlanOptions options;
+  options.time_limit_seconds = std::numeric_limits<double>::infinity();
   for (auto _ : state) {
-    auto r = (*strategy)->plan(problem, {});
+    auto r = (*strategy)->plan(problem, options);
     if (!r.ok()) {
       state.SkipWithError(r.status().to_string().c_str());
       return;
