@@ -63,12 +63,14 @@ using PlanClock = planner::PlanOptions::Clock;
 // early enough to validate and write, and a strategy notices its deadline only at its
 // next clock read (a search node on a big problem takes milliseconds, more on a loaded
 // machine). The tail grows with the buffers (validation, JSON, CSV, SVG: about a
-// microsecond per buffer on the benchmark machine): reserve twice that plus 3% of the
-// limit, never more than half the limit.
+// microsecond per buffer on a quiet machine) and with the machine's load, which reading
+// the input has just measured (the tail is also linear in the input): reserve the larger
+// of 2 us per buffer and the reading time, plus 3% of the limit, at most half the limit.
 PlanClock::time_point planning_ends(PlanClock::time_point start, double limit_seconds, size_t buffers) {
   if (!(limit_seconds >= 0) || limit_seconds >= 1e9) return PlanClock::time_point::max();
-  const double reserve =
-      std::min(limit_seconds / 2, 2e-6 * static_cast<double>(buffers) + 0.03 * limit_seconds);
+  const double reading = std::chrono::duration<double>(PlanClock::now() - start).count();
+  const double reserve = std::min(
+      limit_seconds / 2, std::max(2e-6 * static_cast<double>(buffers), reading) + 0.03 * limit_seconds);
   return start + std::chrono::duration_cast<PlanClock::duration>(
                      std::chrono::duration<double>(limit_seconds - reserve));
 }
