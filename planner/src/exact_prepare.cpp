@@ -208,7 +208,10 @@ void apply_ordering(Prepared& p, int which, uint64_t seed) {
       case 'W': return p.s1[a] - p.s0[a];
       case 'L': return -p.s0[a];
       case 'R': return p.s1[a];
-      default: return p.size[a] * (p.s1[a] - p.s0[a]);
+      default: {  // area, saturated: size x sections can exceed int64
+        const __int128 area = static_cast<__int128>(p.size[a]) * (p.s1[a] - p.s0[a]);
+        return area > INT64_MAX ? INT64_MAX : static_cast<int64_t>(area);
+      }
     }
   };
   std::vector<uint64_t> tie(n);
@@ -279,7 +282,7 @@ std::vector<int64_t> best_greedy(const Prepared& p, const Problem& problem,
       off[i] = by_buffer[p.orig[i]];
       a = std::max(a, off[i] + p.size[i]);
     }
-    if (a < best_arena) {
+    if (best.empty() || a < best_arena) {  // not kInf alone: arenas may exceed it
       best_arena = a;
       best = std::move(off);
     }
