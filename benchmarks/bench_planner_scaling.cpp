@@ -1,16 +1,22 @@
 // Planner heuristics: scaling on model-like traces and quality on MiniMalloc's
 // challenging suite. Counters: arena_over_lb (arena / lower bound), arena and lb in bytes.
 //
-//   PlannerScaling/<strategy>/<buffers>   — make_model_like_problem(buffers, seed 1)
+//   PlannerScaling/<strategy>/<buffers>   — make_model_like_problem(buffers, seed 1), to 1M
+//   TraceLike/<strategy>/<buffers>        — make_trace_like_problem(buffers, seed 1), to 1M:
+//                                           shaped like the real training traces
+//   RealTrace/<strategy>/<S_1|G_1>        — shared/data/traces/X.csv (alignment 1)
 //   MiniMalloc/<strategy>/<A..K>          — shared/data/minimalloc/challenging__X.1048576.csv
 //
-// The MiniMalloc files are looked up in $CARVE_SHARED_DIR/data/minimalloc, else in
-// ../shared beside the source tree; a missing file skips that benchmark with an error.
+// Shared files are looked up in $CARVE_SHARED_DIR/data, else in ../shared beside the
+// source tree; a missing file skips that benchmark with an error. The heuristics'
+// cost per placement is stated in planner/include/carve/planner/heuristics.h; the
+// 1k..1M rows show it (time per buffer stays within a small factor).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -37,6 +43,24 @@ const Problem& model_problem(size_t n) {
   return it->second;
 }
 
+void run_plan(benchmark::State& state, const Problem& problem, const std::string& name);
+
+const Problem& trace_like_problem(size_t n) {
+  static std::map<size_t, Problem> cache;
+  auto it = cache.find(n);
+  if (it == cache.end()) it = cache.emplace(n, carve::planner::make_trace_like_problem(n, 1)).first;
+  return it->second;
+}
+
+void run_file(benchmark::State& state, const std::string& path, const std::string& name) {
+  auto problem = carve::planner::read_minimalloc_csv(path);
+  if (!problem.ok()) {
+    state.SkipWithError(problem.status().to_string().c_str());
+    return;
+  }
+  run_plan(state, *problem, name);
+}
+
 void run_plan(benchmark::State& state, const Problem& problem, const std::string& name) {
   auto strategy = carve::planner::make_strategy(name);
   if (!strategy.ok()) {
@@ -45,8 +69,12 @@ void run_plan(benchmark::State& state, const Problem& problem, const std::string
   }
   const int64_t lb = carve::planner::lower_bound_bytes(problem);
   int64_t arena = 0;
+  // No time limit: the rows measure the whole placement (with the default 10 s a loaded
+  // machine would cut the 1M rows short and time the fallback instead).
+  carve::planner::PlanOptions options;
+  options.time_limit_seconds = std::numeric_limits<double>::infinity();
   for (auto _ : state) {
-    auto r = (*strategy)->plan(problem, {});
+    auto r = (*strategy)->plan(problem, options);
     if (!r.ok()) {
       state.SkipWithError(r.status().to_string().c_str());
       return;
@@ -63,10 +91,28 @@ void run_plan(benchmark::State& state, const Problem& problem, const std::string
 struct Registrar {
   Registrar() {
     for (const char* name : kStrategies) {
-      for (size_t n : {size_t{1000}, size_t{10000}, size_t{100000}}) {
+      for (size_t n : {size_t{1000}, size_t{10000}, size_t{100000}, size_t{1000000}}) {
         benchmark::RegisterBenchmark(
             fmt::format("PlannerScaling/{}/{}", name, n).c_str(),
             [name, n](benchmark::State& state) { run_plan(state, model_problem(n), name); })
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+    for (const char* name : {"greedy-size", "greedy-breadth"}) {
+      for (size_t n : {size_t{1000}, size_t{10000}, size_t{60000}, size_t{100000}, size_t{1000000}}) {
+        benchmark::RegisterBenchmark(
+            fmt::format("TraceLike/{}/{}", name, n).c_str(),
+            [name, n](benchmark::State& state) { run_plan(state, trace_like_problem(n), name); })
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+    for (const char* name : kStrategies) {
+      for (const char* trace : {"S_1", "G_1"}) {
+        benchmark::RegisterBenchmark(
+            fmt::format("RealTrace/{}/{}", name, trace).c_str(),
+            [name, trace](benchmark::State& state) {
+              run_file(state, fmt::format("{}/data/traces/{}.csv", shared_dir(), trace), name);
+            })
             ->Unit(benchmark::kMillisecond);
       }
     }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -27,6 +28,7 @@ class BestStrategy final : public Strategy {
 
   Result<PlanResult> plan(const Problem& problem, const PlanOptions& options) const override {
     const detail::Clock::time_point t0 = detail::Clock::now();
+    const detail::Deadline deadline = detail::Deadline::from(options);
     CARVE_RETURN_IF_ERROR(check_plannable_here(problem));
     const int64_t lb = lower_bound_bytes(problem);
     if (options.capacity && *options.capacity < lb) {
@@ -44,7 +46,11 @@ class BestStrategy final : public Strategy {
         best->optimal = true;  // an exact proof that the incumbent's size is optimal
       }
     };
-    const PlanOptions heuristic_options;  // no capacity: we want the plan either way
+    // No capacity: we want the plan either way. The whole run shares one deadline.
+    PlanOptions heuristic_options;
+    heuristic_options.time_limit_seconds = std::numeric_limits<double>::infinity();
+    heuristic_options.deadline = deadline.at();
+    heuristic_options.clock = options.clock;
     for (auto make : kPortfolio) {
       Result<PlanResult> r = make()->plan(problem, heuristic_options);
       if (r.ok()) consider(std::move(r).value());
@@ -52,13 +58,18 @@ class BestStrategy final : public Strategy {
     if (!best) return Status(ErrorCode::kInternal, "best: no heuristic produced a valid plan");
 
     const bool fits = !options.capacity || best->plan.arena_bytes <= *options.capacity;
-    const double remaining = options.time_limit_seconds - detail::seconds_since(t0);
+    const double remaining = deadline.seconds_left();
     const size_t nonempty = detail::nonempty_indices(problem).size();
-    const bool try_exact = best->plan.arena_bytes > lb && nonempty <= kBestExactMaxBuffers &&
-                           remaining > 0 && !(options.capacity && fits);
+    const bool try_exact = best->plan.arena_bytes > lb && remaining > 0 && !(options.capacity && fits);
     if (try_exact) {
       PlanOptions exact_options = options;
-      exact_options.time_limit_seconds = remaining;
+      exact_options.deadline = deadline.at();
+      if (nonempty > kBestExactMaxBuffers) {
+        // Big problems: a bounded improvement step, not a search to the end.
+        const detail::Deadline share = deadline.share(kBestLargeExactShare);
+        exact_options.time_limit_seconds = kBestLargeExactMaxSeconds;
+        exact_options.deadline = share.at();
+      }
       Result<PlanResult> r = make_exact_strategy()->plan(problem, exact_options);
       if (r.ok()) {
         consider(std::move(r).value());

@@ -79,7 +79,7 @@ void run_with_stack(size_t stack_bytes, const std::function<void()>& fn) {
 // keeping its own failure cache. A run that ends within its limit is a proof either
 // way, so the loop is complete.
 Outcome search_part(Prepared& p, const ExactOptions& opt, int64_t capacity,
-                    Clock::time_point deadline, std::vector<int64_t>* offsets,
+                    const detail::Deadline& deadline, std::vector<int64_t>* offsets,
                     int64_t* nodes) {
   if (!p.adj_ok) return Outcome::kTimeout;  // too many conflicts to search
   Outcome out = Outcome::kTimeout;
@@ -100,7 +100,7 @@ Outcome search_part(Prepared& p, const ExactOptions& opt, int64_t capacity,
         // otherwise.
         const uint64_t seed = round > 0 && round % 2 == 0 ? mix64(round * 131 + o) : 0;
         apply_ordering(p, o, seed);
-        SearchLimits lim{capacity, deadline, limit};
+        SearchLimits lim{capacity, &deadline, limit, p.n() > 4096 ? 1 : 64};
         FailCache scratch_cache;
         // A portfolio: the floor search with three section rules, then the offset search.
         // Each solves some instances fast that the others do not.
@@ -129,7 +129,7 @@ Outcome search_part(Prepared& p, const ExactOptions& opt, int64_t capacity,
 // (different parts are often solved fast by different searches and orders); fullest
 // part first, so an infeasible one tends to be found early.
 Outcome search_capacity(std::vector<Part>& parts, int n, const ExactOptions& opt,
-                        int64_t capacity, Clock::time_point deadline,
+                        int64_t capacity, const detail::Deadline& deadline,
                         std::vector<int64_t>* offsets, int64_t* nodes) {
   offsets->assign(n, 0);
   std::vector<int64_t> part_offsets;
@@ -142,8 +142,9 @@ Outcome search_capacity(std::vector<Part>& parts, int n, const ExactOptions& opt
 }
 
 // The parts searched separately: split_parts with decomposition, else the whole.
-std::vector<Part> make_parts(const Problem& problem, const Prepared& p, bool decompose) {
-  if (decompose) return split_parts(problem, p);
+std::vector<Part> make_parts(const Problem& problem, const Prepared& p, bool decompose,
+                             const detail::Deadline& deadline) {
+  if (decompose) return split_parts(problem, p, deadline);
   std::vector<Part> parts;
   if (p.n() > 0) {
     parts.push_back(Part{p, std::vector<int>(p.n())});
@@ -176,33 +177,35 @@ class ExactStrategy final : public Strategy {
 Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options,
                               const ExactOptions& exact_options, ExactStats* stats) {
   const Clock::time_point t0 = Clock::now();
-  CARVE_RETURN_IF_ERROR(check_problem(problem));
+  // check_plannable: the greedy upper bound needs offsets that cannot overflow.
+  CARVE_RETURN_IF_ERROR(detail::check_plannable(problem).with_context("exact"));
   if (options.capacity && *options.capacity < 0) {
     return Status(ErrorCode::kInvalidArgument,
                   "exact: capacity " + std::to_string(*options.capacity) + " < 0");
   }
   const double limit = std::max(0.0, options.time_limit_seconds);
-  const Clock::time_point deadline =
-      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-               std::min(limit, 1e9)));
+  const detail::Deadline deadline = detail::Deadline::from(options);
   ExactStats local;
   ExactStats& st = stats ? *stats : local;
   st = ExactStats{};
 
-  Prepared p = prepare(problem);
+  // The greedy plan comes before the conflict graph: on big traces the graph (quadratic in
+  // the worst case) may not finish in time, and a plan must exist whatever happens.
+  Prepared p = prepare(problem, deadline, /*conflicts=*/false);
   apply_ordering(p, 0, 0);
   // Split on first use: the greedy often settles the question without a search.
   std::vector<Part> parts;
   bool split = false;
   auto get_parts = [&]() -> std::vector<Part>& {
-    if (!split) parts = make_parts(problem, p, exact_options.decompose);
+    if (!split) parts = make_parts(problem, p, exact_options.decompose, deadline);
     split = true;
     return parts;
   };
   st.lower_bound = p.lower_bound;
   int64_t greedy_arena = 0;
-  std::vector<int64_t> best = best_greedy(p, &greedy_arena);
+  std::vector<int64_t> best = best_greedy(p, problem, deadline, &greedy_arena);
   st.greedy_arena = greedy_arena;
+  build_conflicts(p, deadline);
   int64_t best_arena = greedy_arena;
 
   PlanResult result;
@@ -246,18 +249,14 @@ Result<PlanResult> plan_exact(const Problem& problem, const PlanOptions& options
   bool proven = true;
   bool first = true;
   while (lo < best_arena) {
-    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-    if (left <= 0) {
+    if (deadline.passed()) {
       proven = false;
       break;
     }
     const int64_t probe = first ? lo : lo + (best_arena - 1 - lo) / 2;
     first = false;
     // Leave time for later probes unless this is the last one.
-    const double slice = probe == best_arena - 1 ? left : left / 2;
-    const Clock::time_point probe_deadline =
-        std::min(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                              std::chrono::duration<double>(slice)));
+    const detail::Deadline probe_deadline = deadline.share(probe == best_arena - 1 ? 1.0 : 0.5);
     std::vector<int64_t> offs;
     ++st.probes;
     const Outcome out = search_capacity(get_parts(), p.n(), exact_options, probe, probe_deadline,

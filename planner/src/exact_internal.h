@@ -15,6 +15,7 @@
 
 #include "carve/planner/exact.h"
 #include "carve/planner/problem.h"
+#include "plan_common.h"
 
 namespace carve::planner::exact_detail {
 
@@ -57,7 +58,12 @@ struct Prepared {
   int n() const { return static_cast<int>(orig.size()); }
 };
 
-Prepared prepare(const Problem& problem);
+// Stops building the conflict graph once `deadline` passes (adj_ok = false then: the
+// searches give up at once, the greedy upper bound does not need it).
+Prepared prepare(const Problem& problem, const detail::Deadline& deadline,
+                 bool conflicts = true);
+// The conflict graph alone (prepare does it unless told not to).
+void build_conflicts(Prepared& p, const detail::Deadline& deadline);
 
 // An independent part of a prepared problem: items that share no time section with the
 // rest (the items split where none spans a section boundary), prepared on their own.
@@ -67,7 +73,8 @@ struct Part {
 };
 // The parts of `whole` (prepared from `problem`), fullest section first; one part when
 // nothing splits.
-std::vector<Part> split_parts(const Problem& problem, const Prepared& whole);
+std::vector<Part> split_parts(const Problem& problem, const Prepared& whole,
+                              const detail::Deadline& deadline);
 
 // Number of static preference orders; apply_ordering(p, which, seed) sets rank /
 // by_rank / sym_prev for order `which` (a nonzero seed jitters it).
@@ -75,7 +82,8 @@ constexpr int kNumOrderings = 8;
 void apply_ordering(Prepared& p, int which, uint64_t seed);
 
 // Best greedy best-fit plan over a few orders; *arena receives its arena.
-std::vector<int64_t> best_greedy(const Prepared& p, int64_t* arena);
+std::vector<int64_t> best_greedy(const Prepared& p, const Problem& problem,
+                                 const detail::Deadline& deadline, int64_t* arena);
 
 // Failed search states (128-bit hashes), open addressing, grows to a fixed cap and then
 // stops recording. Only sound failures (not cut off by a limit) are recorded.
@@ -127,18 +135,21 @@ enum class Outcome { kFound, kInfeasible, kTimeout, kNodeLimit };
 
 struct SearchLimits {
   int64_t capacity = 0;
-  Clock::time_point deadline;
+  const detail::Deadline* deadline = nullptr;  // outlives the search
   int64_t node_limit = 0;  // nodes before kNodeLimit
+  // Nodes between clock reads (a power of two): nodes on big problems take milliseconds.
+  int64_t clock_every = 64;
 };
 
 // Node and deadline accounting shared by both searches. stopped() means "stopped early"
 // (deadline or node limit): failures seen after it are not proofs.
 class SearchBudget {
  public:
-  explicit SearchBudget(const SearchLimits& lim) : deadline_(lim.deadline), node_limit_(lim.node_limit) {}
-  // Counts one node; true once stopped (the clock is read every 64 nodes).
+  explicit SearchBudget(const SearchLimits& lim)
+      : deadline_(lim.deadline), node_limit_(lim.node_limit), clock_mask_(lim.clock_every - 1) {}
+  // Counts one node; true once stopped (the clock is read every clock_every nodes).
   bool spend() {
-    if ((++nodes_ & 63) == 0 && Clock::now() >= deadline_) stopped_ = true;
+    if ((++nodes_ & clock_mask_) == 0 && deadline_->passed()) stopped_ = true;
     if (nodes_ > node_limit_) stopped_ = hit_node_limit_ = true;
     return stopped_;
   }
@@ -151,8 +162,9 @@ class SearchBudget {
   }
 
  private:
-  const Clock::time_point deadline_;
+  const detail::Deadline* deadline_;
   const int64_t node_limit_;
+  const int64_t clock_mask_;
   int64_t nodes_ = 0;
   bool hit_node_limit_ = false;
   bool stopped_ = false;

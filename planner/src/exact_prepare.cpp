@@ -8,7 +8,10 @@
 
 namespace carve::planner::exact_detail {
 namespace {
-constexpr size_t kMaxConflictPairs = size_t{64} << 20;
+// Beyond this many overlapping pairs the search is not attempted: building the graph
+// alone took seconds on a 28.5k-buffer training trace (and ~1 GB) and the search could
+// not use the time left; the greedy plan is returned then.
+constexpr size_t kMaxConflictPairs = size_t{8} << 20;
 
 }  // namespace
 
@@ -20,7 +23,60 @@ std::vector<int> items_by_start(const Prepared& p) {
   return items;
 }
 
-Prepared prepare(const Problem& problem) {
+void build_conflicts(Prepared& p, const detail::Deadline& deadline) {
+  // Conflict graph by a sweep over items sorted by start section.
+  const int n = p.n();
+  std::vector<int> by_start(n);
+  std::iota(by_start.begin(), by_start.end(), 0);
+  std::sort(by_start.begin(), by_start.end(), [&](int a, int b) {
+    return p.s0[a] != p.s0[b] ? p.s0[a] < p.s0[b] : a < b;
+  });
+  std::vector<std::vector<int>> nbrs(n);
+  size_t pairs = 0;
+  bool ok = true;
+  for (int x = 0; x < n && ok; ++x) {
+    // The graph costs the number of overlapping pairs: on big traces it may not be done
+    // in time, and the searches could not use it then anyway.
+    if (x % 64 == 0 && deadline.passed()) {
+      ok = false;
+      break;
+    }
+    const int a = by_start[x];
+    for (int y = x + 1; y < n; ++y) {
+      const int b = by_start[y];
+      if (p.s0[b] >= p.s1[a]) break;
+      nbrs[a].push_back(b);
+      nbrs[b].push_back(a);
+      if (++pairs > kMaxConflictPairs) {
+        ok = false;
+        break;
+      }
+    }
+  }
+  p.adj_ok = ok;
+  if (ok) {
+    p.adj_begin.assign(n + 1, 0);
+    for (int i = 0; i < n; ++i) p.adj_begin[i + 1] = p.adj_begin[i] + nbrs[i].size();
+    p.adj.reserve(p.adj_begin[n]);
+    // Neighbours by size ascending: the blocked-item bound scans them in that order
+    // and stops early.
+    for (int i = 0; i < n; ++i) {
+      if (i % 1024 == 0 && deadline.passed()) {
+        p.adj_ok = false;
+        p.adj.clear();
+        p.adj_begin.clear();
+        return;
+      }
+      std::sort(nbrs[i].begin(), nbrs[i].end(), [&](int a, int b) {
+        return p.size[a] != p.size[b] ? p.size[a] < p.size[b] : a < b;
+      });
+      p.adj.insert(p.adj.end(), nbrs[i].begin(), nbrs[i].end());
+    }
+  }
+
+}
+
+Prepared prepare(const Problem& problem, const detail::Deadline& deadline, bool conflicts) {
   Prepared p;
   const auto& bufs = problem.buffers;
   std::vector<int64_t> times;
@@ -65,55 +121,44 @@ Prepared prepare(const Problem& problem) {
     p.lower_bound = std::max(p.lower_bound, run);
   }
 
-  // Conflict graph by a sweep over items sorted by start section.
-  std::vector<int> by_start(n);
-  std::iota(by_start.begin(), by_start.end(), 0);
-  std::sort(by_start.begin(), by_start.end(), [&](int a, int b) {
-    return p.s0[a] != p.s0[b] ? p.s0[a] < p.s0[b] : a < b;
-  });
-  std::vector<std::vector<int>> nbrs(n);
-  size_t pairs = 0;
-  bool ok = true;
-  for (int x = 0; x < n && ok; ++x) {
-    const int a = by_start[x];
-    for (int y = x + 1; y < n; ++y) {
-      const int b = by_start[y];
-      if (p.s0[b] >= p.s1[a]) break;
-      nbrs[a].push_back(b);
-      nbrs[b].push_back(a);
-      if (++pairs > kMaxConflictPairs) {
-        ok = false;
-        break;
-      }
-    }
-  }
-  p.adj_ok = ok;
-  if (ok) {
-    p.adj_begin.assign(n + 1, 0);
-    for (int i = 0; i < n; ++i) p.adj_begin[i + 1] = p.adj_begin[i] + nbrs[i].size();
-    p.adj.reserve(p.adj_begin[n]);
-    // Neighbours by size ascending: the blocked-item bound scans them in that order
-    // and stops early.
-    for (int i = 0; i < n; ++i) {
-      std::sort(nbrs[i].begin(), nbrs[i].end(), [&](int a, int b) {
-        return p.size[a] != p.size[b] ? p.size[a] < p.size[b] : a < b;
-      });
-      p.adj.insert(p.adj.end(), nbrs[i].begin(), nbrs[i].end());
-    }
-  }
-
+  if (conflicts) build_conflicts(p, deadline);
+  // peak[i] = max section total over [s0, s1): a range-max segment tree, so that long
+  // lifetimes on big traces cost O(log S) each instead of their length.
+  const size_t sections = static_cast<size_t>(p.num_sections);
+  std::vector<int64_t> tree(2 * sections, 0);
+  for (size_t s = 0; s < sections; ++s) tree[sections + s] = p.section_total[s];
+  for (size_t k = sections; k-- > 1;) tree[k] = std::max(tree[2 * k], tree[2 * k + 1]);
   p.peak.assign(n, 0);
   for (int i = 0; i < n; ++i) {
-    for (int s = p.s0[i]; s < p.s1[i]; ++s) p.peak[i] = std::max(p.peak[i], p.section_total[s]);
+    int64_t best = 0;
+    for (size_t l = p.s0[i] + sections, r = p.s1[i] + sections; l < r; l >>= 1, r >>= 1) {
+      if (l & 1) best = std::max(best, tree[l++]);
+      if (r & 1) best = std::max(best, tree[--r]);
+    }
+    p.peak[i] = best;
   }
   return p;
 }
 
-std::vector<Part> split_parts(const Problem& problem, const Prepared& whole) {
+std::vector<Part> split_parts(const Problem& problem, const Prepared& whole,
+                              const detail::Deadline& deadline) {
   std::vector<int> by_start(whole.n());
   std::iota(by_start.begin(), by_start.end(), 0);
   std::stable_sort(by_start.begin(), by_start.end(),
                    [&](int a, int b) { return whole.s0[a] < whole.s0[b]; });
+  // Nothing splits: the whole is the one part. Preparing it again would rebuild the
+  // conflict graph, which on big traces takes seconds.
+  bool splits = false;
+  for (int x = 1, reach = whole.n() > 0 ? whole.s1[by_start[0]] : 0; x < whole.n() && !splits; ++x) {
+    splits = whole.s0[by_start[x]] >= reach;
+    reach = std::max(reach, whole.s1[by_start[x]]);
+  }
+  if (!splits) {
+    std::vector<Part> one;
+    if (whole.n() > 0) one.push_back(Part{whole, by_start});
+    if (!one.empty()) std::sort(one[0].items.begin(), one[0].items.end());
+    return one;
+  }
   std::vector<Part> parts;
   std::vector<int64_t> fullest;
   int max_end = -1;
@@ -124,7 +169,7 @@ std::vector<Part> split_parts(const Problem& problem, const Prepared& whole) {
       std::sort(parts.back().items.begin(), parts.back().items.end());
       Problem sub;
       for (int i : parts.back().items) sub.buffers.push_back(problem.buffers[whole.orig[i]]);
-      parts.back().p = prepare(sub);  // every item has size > 0: part item k = buffer k
+      parts.back().p = prepare(sub, deadline);  // every item has size > 0: part item k = buffer k
       fullest.push_back(parts.back().p.lower_bound);
     }
     if (x == by_start.size()) break;
@@ -163,7 +208,10 @@ void apply_ordering(Prepared& p, int which, uint64_t seed) {
       case 'W': return p.s1[a] - p.s0[a];
       case 'L': return -p.s0[a];
       case 'R': return p.s1[a];
-      default: return p.size[a] * (p.s1[a] - p.s0[a]);
+      default: {  // area, saturated: size x sections can exceed int64
+        const __int128 area = static_cast<__int128>(p.size[a]) * (p.s1[a] - p.s0[a]);
+        return area > INT64_MAX ? INT64_MAX : static_cast<int64_t>(area);
+      }
     }
   };
   std::vector<uint64_t> tie(n);
@@ -199,69 +247,42 @@ void apply_ordering(Prepared& p, int which, uint64_t seed) {
   }
 }
 
-namespace {
-// ---------------------------------------------------------------------------------
-// Greedy upper bound: best-fit over a few orders (smallest gap that fits, else on top).
-
-std::vector<int64_t> greedy_best_fit(const Prepared& p, const std::vector<int>& order,
-                                     int64_t* arena) {
+// Greedy upper bound: the heuristics' best-fit engine (O(n log n), deadline-aware) over
+// three orders -- area (size x sections; first, as it wins on the real training traces
+// and a short limit may leave time for one order only), size, and the search's
+// preference order.
+std::vector<int64_t> best_greedy(const Prepared& p, const Problem& problem,
+                                 const detail::Deadline& deadline, int64_t* arena) {
   const int n = p.n();
-  std::vector<int64_t> off(n, -1);
-  std::vector<std::pair<int64_t, int64_t>> busy;  // (offset, top) of placed conflicts
-  int64_t top_all = 0;
-  for (int b : order) {
-    busy.clear();
-    if (p.adj_ok) {
-      for (size_t k = p.adj_begin[b]; k < p.adj_begin[b + 1]; ++k) {
-        const int c = p.adj[k];
-        if (off[c] >= 0) busy.emplace_back(off[c], off[c] + p.size[c]);
-      }
-    } else {
-      for (int c = 0; c < n; ++c) {
-        if (c != b && off[c] >= 0 && p.s0[c] < p.s1[b] && p.s0[b] < p.s1[c]) {
-          busy.emplace_back(off[c], off[c] + p.size[c]);
-        }
-      }
-    }
-    std::sort(busy.begin(), busy.end());
-    int64_t cur = 0, best = -1, best_gap = kInf;
-    for (const auto& [o, t] : busy) {
-      const int64_t at = align_up(cur, p.align[b]);
-      if (at + p.size[b] <= o && o - cur < best_gap) {
-        best_gap = o - cur;
-        best = at;
-      }
-      cur = std::max(cur, t);
-    }
-    if (best < 0) best = align_up(cur, p.align[b]);
-    off[b] = best;
-    top_all = std::max(top_all, best + p.size[b]);
-  }
-  *arena = top_all;
-  return off;
-}
-
-}  // namespace
-
-std::vector<int64_t> best_greedy(const Prepared& p, int64_t* arena) {
-  const int n = p.n();
-  std::vector<std::vector<int>> orders;
   std::vector<int> o(n);
   std::iota(o.begin(), o.end(), 0);
+  std::vector<std::vector<int>> orders;
   std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return p.size[a] > p.size[b]; });
+  std::vector<int> by_size = o;
+  // 128-bit: size x sections can exceed int64. Ties keep the size order.
+  auto area = [&](int i) { return static_cast<__int128>(p.size[i]) * (p.s1[i] - p.s0[i]); };
+  std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return area(a) > area(b); });
   orders.push_back(o);
-  std::stable_sort(o.begin(), o.end(), [&](int a, int b) {
-    const int64_t aa = p.size[a] * (p.s1[a] - p.s0[a]), ab = p.size[b] * (p.s1[b] - p.s0[b]);
-    return aa > ab;
-  });
-  orders.push_back(o);
+  orders.push_back(std::move(by_size));
   orders.push_back(p.by_rank);
   std::vector<int64_t> best;
   int64_t best_arena = kInf;
-  for (const auto& order : orders) {
+  std::vector<int32_t> buffers(n);
+  for (size_t k = 0; k < orders.size(); ++k) {
+    // The area order may use most of the time (it is the one that wins on real traces);
+    // the others split what is left, so a short limit still yields a plan from each.
+    const detail::Deadline share =
+        deadline.share(k == 0 ? 0.8 : 1.0 / static_cast<double>(orders.size() - k));
+    for (int j = 0; j < n; ++j) buffers[j] = p.orig[orders[k][j]];
+    const std::vector<int64_t> by_buffer =
+        detail::place_best_fit(problem, buffers, detail::FitRule::kTflite, share);
+    std::vector<int64_t> off(n);
     int64_t a = 0;
-    auto off = greedy_best_fit(p, order, &a);
-    if (a < best_arena) {
+    for (int i = 0; i < n; ++i) {
+      off[i] = by_buffer[p.orig[i]];
+      a = std::max(a, off[i] + p.size[i]);
+    }
+    if (best.empty() || a < best_arena) {  // not kInf alone: arenas may exceed it
       best_arena = a;
       best = std::move(off);
     }

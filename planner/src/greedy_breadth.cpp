@@ -26,7 +26,7 @@ namespace carve::planner {
 
 namespace {
 
-std::vector<int64_t> greedy_breadth_offsets(const Problem& problem) {
+std::vector<int64_t> greedy_breadth_offsets(const Problem& problem, const detail::Deadline& deadline) {
   const auto& bufs = problem.buffers;
   std::vector<int32_t> items = detail::nonempty_indices(problem);
   if (items.empty()) return std::vector<int64_t>(bufs.size(), 0);
@@ -76,7 +76,7 @@ std::vector<int64_t> greedy_breadth_offsets(const Problem& problem) {
     if (bufs[a].start != bufs[b].start) return bufs[a].start < bufs[b].start;
     return a < b;
   });
-  return detail::place_best_fit(problem, items, detail::FitRule::kTflite);
+  return detail::place_best_fit(problem, items, detail::FitRule::kTflite, deadline);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ namespace carve::planner {
 
 namespace {
 
-std::vector<int64_t> greedy_size_offsets(const Problem& problem) {
+std::vector<int64_t> greedy_size_offsets(const Problem& problem, const detail::Deadline& deadline) {
   const auto& bufs = problem.buffers;
   std::vector<int32_t> order = detail::nonempty_indices(problem);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
@@ -20,7 +20,7 @@ std::vector<int64_t> greedy_size_offsets(const Problem& problem) {
     if (bufs[a].start != bufs[b].start) return bufs[a].start < bufs[b].start;
     return a < b;
   });
-  return detail::place_best_fit(problem, order, detail::FitRule::kTflite);
+  return detail::place_best_fit(problem, order, detail::FitRule::kTflite, deadline);
 }
 
 }  // namespace

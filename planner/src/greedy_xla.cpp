@@ -16,7 +16,7 @@ namespace carve::planner {
 
 namespace {
 
-std::vector<int64_t> greedy_xla_offsets(const Problem& problem) {
+std::vector<int64_t> greedy_xla_offsets(const Problem& problem, const detail::Deadline& deadline) {
   const auto& bufs = problem.buffers;
   auto duration = [&](int32_t i) { return bufs[i].end - bufs[i].start; };
   std::vector<int32_t> spatial = detail::nonempty_indices(problem);
@@ -31,8 +31,11 @@ std::vector<int64_t> greedy_xla_offsets(const Problem& problem) {
     if (bufs[a].size != bufs[b].size) return bufs[a].size > bufs[b].size;
     return a < b;
   });
-  std::vector<int64_t> by_size = detail::place_best_fit(problem, spatial, detail::FitRule::kXla);
-  std::vector<int64_t> by_time = detail::place_best_fit(problem, temporal, detail::FitRule::kXla);
+  // Half the time each, so that a deadline cannot leave the second order unplaced.
+  std::vector<int64_t> by_size =
+      detail::place_best_fit(problem, spatial, detail::FitRule::kXla, deadline.share(0.5));
+  std::vector<int64_t> by_time =
+      detail::place_best_fit(problem, temporal, detail::FitRule::kXla, deadline);
   return detail::arena_of(problem, by_time) < detail::arena_of(problem, by_size) ? by_time : by_size;
 }
 

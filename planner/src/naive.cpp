@@ -6,7 +6,8 @@ namespace carve::planner {
 
 namespace {
 
-std::vector<int64_t> naive_offsets(const Problem& problem) {
+// O(n) and already the fallback every other heuristic uses, so it never checks the clock.
+std::vector<int64_t> naive_offsets(const Problem& problem, const detail::Deadline& /*deadline*/) {
   std::vector<int64_t> offsets(problem.buffers.size(), 0);
   int64_t top = 0;
   for (size_t i = 0; i < problem.buffers.size(); ++i) {

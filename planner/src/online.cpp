@@ -75,7 +75,7 @@ class FreeList {
   int64_t top_ = 0;                                // [top_, inf) is free
 };
 
-std::vector<int64_t> online_offsets(const Problem& problem) {
+std::vector<int64_t> online_offsets(const Problem& problem, const detail::Deadline& deadline) {
   const auto& bufs = problem.buffers;
   std::vector<int64_t> offsets(bufs.size(), 0);
   std::vector<int32_t> allocs = detail::nonempty_indices(problem);
@@ -86,12 +86,19 @@ std::vector<int64_t> online_offsets(const Problem& problem) {
                    [&](int32_t a, int32_t b) { return bufs[a].end < bufs[b].end; });
   FreeList free_list;
   size_t next_free = 0;
-  for (int32_t i : allocs) {
+  int64_t top = 0;  // max offset + size so far: the fallback stacks above it
+  for (size_t k = 0; k < allocs.size(); ++k) {
+    if (k % detail::kPlacementsPerClockRead == 0 && deadline.passed()) {
+      detail::stack_above(problem, allocs, k, top, offsets);
+      break;
+    }
+    const int32_t i = allocs[k];
     while (next_free < frees.size() && bufs[frees[next_free]].end <= bufs[i].start) {
       const int32_t f = frees[next_free++];
       free_list.release(offsets[f], bufs[f].size);
     }
     offsets[i] = free_list.allocate(bufs[i].size, bufs[i].alignment);
+    top = std::max(top, offsets[i] + bufs[i].size);
   }
   return offsets;
 }

@@ -2,11 +2,12 @@
 // best-fit placement engine used by greedy-size, greedy-breadth and greedy-xla.
 #include "plan_common.h"
 
+#include "occupancy_tree.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -67,6 +68,40 @@ Result<PlanResult> finish_heuristic(std::string_view name, const Problem& proble
   return result;
 }
 
+Deadline Deadline::from(const PlanOptions& options) {
+  Deadline d;
+  d.clock_ = options.clock;
+  const Clock::time_point start = d.now();
+  // Limits beyond ~30 years (or NaN/inf) mean "no limit"; keeps the arithmetic finite.
+  const double limit = options.time_limit_seconds;
+  if (limit >= 0 && limit < 1e9) {
+    d.at_ = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
+  } else if (!(limit >= 1e9)) {
+    d.at_ = start;  // negative or NaN: no time at all
+  }
+  if (options.deadline) d.at_ = std::min(d.at_, *options.deadline);
+  return d;
+}
+
+Deadline Deadline::share(double fraction) const {
+  Deadline d = *this;
+  if (at_ == Clock::time_point::max()) return d;
+  const Clock::time_point t = now();
+  if (t >= at_) return d;
+  d.at_ = t + std::chrono::duration_cast<Clock::duration>((at_ - t) * fraction);
+  return d;
+}
+
+void stack_above(const Problem& problem, const std::vector<int32_t>& order, size_t first,
+                 int64_t top, std::vector<int64_t>& offsets) {
+  for (size_t k = first; k < order.size(); ++k) {
+    const BufferRequest& b = problem.buffers[order[k]];
+    if (b.size == 0) continue;
+    offsets[order[k]] = align_up(top, b.alignment);  // check_plannable: no overflow
+    top = offsets[order[k]] + b.size;
+  }
+}
+
 std::vector<int32_t> nonempty_indices(const Problem& problem) {
   std::vector<int32_t> out;
   out.reserve(problem.buffers.size());
@@ -76,118 +111,39 @@ std::vector<int32_t> nonempty_indices(const Problem& problem) {
   return out;
 }
 
-namespace {
-
-// Finds, for a buffer, the already inserted buffers whose intervals intersect its own.
-//
-// Time is compressed to the sorted distinct start times ("points") of the non-empty
-// buffers. Buffer j covers the points [lo_j, hi_j): those >= start_j and < end_j.
-// Inserted buffer j intersects query buffer i iff either
-//   (a) start_j <= start_i < end_j  — j covers point lo_i: a stabbing query, answered by
-//       an iterative segment tree (range insert into O(log P) node lists, point query
-//       walks one leaf-to-root path), or
-//   (b) start_i < start_j < end_i   — j starts at a point in (lo_i, hi_i): answered by an
-//       ordered set of points where some inserted buffer starts.
-// (a) and (b) are disjoint, so every overlapping buffer is reported exactly once.
-// The lists store each inserted buffer's byte range (offset, end) by value — offsets never
-// change once placed — so a query reads contiguous memory instead of chasing indices.
-struct Span {
-  int64_t begin;
-  int64_t end;
-  friend bool operator<(const Span& a, const Span& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  }
-};
-
-class OverlapIndex {
- public:
-  explicit OverlapIndex(const Problem& problem) {
-    const auto& bufs = problem.buffers;
-    for (const BufferRequest& b : bufs) {
-      if (b.size > 0) points_.push_back(b.start);
-    }
-    std::sort(points_.begin(), points_.end());
-    points_.erase(std::unique(points_.begin(), points_.end()), points_.end());
-    p_ = points_.size();
-    lo_.assign(bufs.size(), 0);
-    hi_.assign(bufs.size(), 0);
-    for (size_t i = 0; i < bufs.size(); ++i) {
-      if (bufs[i].size == 0) continue;
-      lo_[i] = static_cast<int32_t>(std::lower_bound(points_.begin(), points_.end(), bufs[i].start) -
-                                    points_.begin());
-      hi_[i] = static_cast<int32_t>(std::lower_bound(points_.begin(), points_.end(), bufs[i].end) -
-                                    points_.begin());
-    }
-    nodes_.resize(2 * p_);
-    starting_at_.resize(p_);
-  }
-
-  void insert(int32_t i, Span span) {
-    for (size_t l = lo_[i] + p_, r = hi_[i] + p_; l < r; l >>= 1, r >>= 1) {
-      if (l & 1) nodes_[l++].push_back(span);
-      if (r & 1) nodes_[--r].push_back(span);
-    }
-    starting_at_[lo_[i]].push_back(span);
-    nonempty_points_.insert(lo_[i]);
-  }
-
-  template <typename F>
-  void for_each_overlapping(int32_t i, F&& f) const {
-    for (size_t node = lo_[i] + p_; node >= 1; node >>= 1) {
-      for (const Span& s : nodes_[node]) f(s);
-    }
-    for (auto it = nonempty_points_.upper_bound(lo_[i]); it != nonempty_points_.end() && *it < hi_[i];
-         ++it) {
-      for (const Span& s : starting_at_[*it]) f(s);
-    }
-  }
-
- private:
-  std::vector<int64_t> points_;
-  size_t p_ = 0;
-  std::vector<int32_t> lo_, hi_;
-  std::vector<std::vector<Span>> nodes_;
-  std::vector<std::vector<Span>> starting_at_;
-  std::set<int32_t> nonempty_points_;
-};
-
-}  // namespace
-
 std::vector<int64_t> place_best_fit(const Problem& problem, const std::vector<int32_t>& order,
-                                    FitRule rule) {
+                                    FitRule rule, const Deadline& deadline) {
   const auto& bufs = problem.buffers;
   std::vector<int64_t> offsets(bufs.size(), 0);
-  OverlapIndex index(problem);
-  std::vector<Span> occupied;  // byte ranges of the overlapping placed buffers
-  int64_t heap_top = 0;                                // max offset + size so far (kXla)
+  OccupancyTree tree(problem);
+  int64_t heap_top = 0;  // max offset + size so far (kXla)
   constexpr int64_t kNone = -1;
 
-  for (int32_t i : order) {
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k % kPlacementsPerClockRead == 0 && deadline.passed()) {
+      stack_above(problem, order, k, heap_top, offsets);
+      break;
+    }
+    const int32_t i = order[k];
     const BufferRequest& b = bufs[i];
     if (b.size == 0) continue;
-    occupied.clear();
-    index.for_each_overlapping(i, [&](const Span& s) { occupied.push_back(s); });
-    std::sort(occupied.begin(), occupied.end());
-
+    // Merged and sorted, so the holes between consecutive ranges are exactly the gaps
+    // between the overlapping placed buffers that the TFLite/XLA rules choose among.
+    const std::vector<ByteRange>& occupied = tree.occupied_during(i);
     int64_t best = kNone;
     int64_t best_gap = std::numeric_limits<int64_t>::max();
-    int64_t prev_end = 0;  // highest end among the occupied ranges seen so far
-    for (const auto& [off, end] : occupied) {
+    int64_t prev_end = 0;
+    for (const ByteRange& r : occupied) {
       const int64_t cand = align_up(prev_end, b.alignment);
-      if (cand + b.size <= off) {
-        const int64_t gap = off - cand;
-        if (gap < best_gap) {
-          best_gap = gap;
-          best = cand;
-          if (gap == b.size) break;  // exact fit cannot be beaten
-        }
+      if (cand + b.size <= r.begin && r.begin - cand < best_gap) {
+        best_gap = r.begin - cand;
+        best = cand;
+        if (best_gap == b.size) break;  // exact fit cannot be beaten
       }
-      prev_end = std::max(prev_end, end);
+      prev_end = r.end;
     }
     if (best == kNone || best_gap != b.size) {
-      // prev_end may be stale after an early exit, but then best_gap == size; recompute top.
-      int64_t top = 0;
-      for (const Span& occ : occupied) top = std::max(top, occ.end);
+      const int64_t top = occupied.empty() ? 0 : occupied.back().end;
       if (rule == FitRule::kXla && top < heap_top) {
         const int64_t cand = align_up(top, b.alignment);
         if (cand + b.size <= heap_top && heap_top - cand < best_gap) {
@@ -199,7 +155,7 @@ std::vector<int64_t> place_best_fit(const Problem& problem, const std::vector<in
     }
     offsets[i] = best;
     heap_top = std::max(heap_top, best + b.size);
-    index.insert(i, Span{best, best + b.size});
+    tree.insert(i, ByteRange{best, best + b.size});
   }
   return offsets;
 }
@@ -216,8 +172,9 @@ class OffsetsStrategy final : public Strategy {
   std::string_view name() const override { return name_; }
   Result<PlanResult> plan(const Problem& problem, const PlanOptions& options) const override {
     const Clock::time_point t0 = Clock::now();
+    const Deadline deadline = Deadline::from(options);
     CARVE_RETURN_IF_ERROR(check_plannable(problem).with_context(name_));
-    return finish_heuristic(name_, problem, fn_(problem), options, t0);
+    return finish_heuristic(name_, problem, fn_(problem, deadline), options, t0);
   }
 
  private:

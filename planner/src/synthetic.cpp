@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace carve::planner {
 
@@ -45,6 +47,34 @@ Problem make_model_like_problem(size_t buffers, uint64_t seed, int64_t alignment
     const double bytes = 64.0 * std::exp2(rng.unit() * 14.0);  // 64 B .. 1 MiB
     b.size = (static_cast<int64_t>(bytes) + 63) / 64 * 64;
     b.alignment = alignment < 1 ? 1 : alignment;
+    p.buffers.push_back(std::move(b));
+  }
+  return p;
+}
+
+Problem make_trace_like_problem(size_t buffers, uint64_t seed) {
+  SplitMix64 rng{seed * 0x9e3779b97f4a7c15ULL + 7};
+  constexpr int kPalette = 96;
+  std::vector<int64_t> palette(kPalette);
+  for (int64_t& s : palette) s = static_cast<int64_t>(16.0 * std::exp2(rng.unit() * 20.0));  // 16 B..16 MiB
+  const int64_t horizon = static_cast<int64_t>(buffers) * 10 / 11 + 1;
+  Problem p;
+  p.buffers.reserve(buffers);
+  for (size_t i = 0; i < buffers; ++i) {
+    BufferRequest b;
+    b.id = fmt::format("t{}", i);
+    b.start = static_cast<int64_t>(i) * 10 / 11;
+    const int64_t kind = rng.uniform(0, 99);
+    int64_t len;
+    if (kind < 75) len = rng.uniform(1, 8);
+    else if (kind < 90) len = rng.uniform(9, 128);
+    else if (kind < 99) len = rng.uniform(129, 4096);
+    else len = rng.uniform(1, std::max<int64_t>(1, horizon / 4));
+    b.end = b.start + len;
+    // unit()^3 favours the first palette entries: a few sizes cover most buffers.
+    const double u = rng.unit();
+    b.size = palette[static_cast<size_t>(u * u * u * kPalette) % kPalette];
+    b.alignment = 1;
     p.buffers.push_back(std::move(b));
   }
   return p;

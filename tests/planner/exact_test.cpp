@@ -316,5 +316,17 @@ TEST_CASE("planner/exact/challenging_instance_at_capacity") {
   }
 }
 
+TEST_CASE("planner/exact/huge_sizes_over_many_sections_do_not_overflow") {
+  // size x sections = 7 x 2^61 exceeds int64: the area orders must saturate, not wrap
+  // (UBSan in the sanitizer build); the plan stays valid and optimal (A beside 1-byte ones).
+  const int64_t big = int64_t{1} << 61;
+  const Problem p{{buf("A", 0, 10, big), buf("B", 1, 2, 1), buf("C", 3, 4, 1),
+                   buf("D", 5, 6, 1)}};
+  auto r = plan_exact(p, {});
+  REQUIRE(r.ok());
+  CHECK(validate_plan(p, r->plan).ok());
+  CHECK(r->plan.arena_bytes == big + 1);
+}
+
 }  // namespace
 }  // namespace carve::planner

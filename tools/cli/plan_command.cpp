@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -56,9 +57,36 @@ nlohmann::json to_json(const PlannedInput& input, int64_t lower_bound, const std
   return j;
 }
 
+using PlanClock = planner::PlanOptions::Clock;
+
+// --time-limit bounds the whole command, reading to written output: planning must stop
+// early enough to validate and write, and a strategy notices its deadline only at its
+// next clock read (a search node on a big problem takes milliseconds, more on a loaded
+// machine). The tail grows with the buffers (validation, JSON, CSV, SVG: about a
+// microsecond per buffer on a quiet machine) and with the machine's load, which reading
+// the input has just measured (the tail is also linear in the input): reserve the larger
+// of 2 us per buffer and the reading time, plus 3% of the limit, at most half the limit.
+PlanClock::time_point planning_ends(PlanClock::time_point start, double limit_seconds, size_t buffers) {
+  if (!(limit_seconds >= 0) || limit_seconds >= 1e9) return PlanClock::time_point::max();
+  const double reading = std::chrono::duration<double>(PlanClock::now() - start).count();
+  const double reserve = std::min(
+      limit_seconds / 2, std::max(2e-6 * static_cast<double>(buffers), reading) + 0.03 * limit_seconds);
+  return start + std::chrono::duration_cast<PlanClock::duration>(
+                     std::chrono::duration<double>(limit_seconds - reserve));
+}
+
+// With `all` the strategies share the limit: each may use the time left divided by the
+// strategies still to run (the heuristics take milliseconds and pass theirs on).
+PlanClock::time_point share_of(PlanClock::time_point end, size_t strategies_left) {
+  const PlanClock::time_point now = PlanClock::now();
+  if (end == PlanClock::time_point::max() || now >= end) return end;
+  return now + (end - now) / static_cast<PlanClock::rep>(strategies_left);
+}
+
 }  // namespace
 
 int run_plan_command(const PlanCommandOptions& options, std::ostream& out, std::ostream& err) {
+  const PlanClock::time_point start = PlanClock::now();
   auto input = load_plan_input(options);
   if (!input.ok()) {
     fmt::print(err, "carve plan: {}\n", input.status().to_string());
@@ -72,12 +100,16 @@ int run_plan_command(const PlanCommandOptions& options, std::ostream& out, std::
   planner::PlanOptions plan_options;
   plan_options.capacity = options.capacity;
   plan_options.time_limit_seconds = options.time_limit_seconds;
+  const PlanClock::time_point end = planning_ends(start, options.time_limit_seconds, problem.buffers.size());
 
   std::vector<Row> rows;
   bool failed = false;
   fmt::print(out, "{:<22} {:>14} {:>9} {:>8} {:>6} {:>11}\n", "strategy", "arena_bytes", "ratio_lb", "optimal",
              "valid", "plan_s");
-  for (const auto& name : chosen_strategies(options.strategy)) {
+  const std::vector<std::string> names = chosen_strategies(options.strategy);
+  for (size_t k = 0; k < names.size(); ++k) {
+    const std::string& name = names[k];
+    plan_options.deadline = share_of(end, names.size() - k);
     auto strategy = planner::make_strategy(name);
     if (!strategy.ok()) {
       fmt::print(err, "carve plan: {}\n", strategy.status().to_string());

@@ -16,6 +16,13 @@
 // points, symmetry breaking for identical buffers, dominance (no gap that an unplaced
 // buffer could drop into; a buffer nothing else can use the space of goes first) and
 // failure caches. Stateless between calls; thread-compatible.
+//
+// Time limit (PlanOptions): a plan always exists first -- the greedy upper bound (three
+// orders on the heuristics' best-fit engine, each with a share of the time) -- then the
+// conflict graph (O(n + overlapping pairs); abandoned when time runs out, and then no
+// search runs), then the probes. The search reads the clock every 64 nodes, every node
+// above 4096 buffers (nodes there take milliseconds). The result is the best plan held
+// when the deadline passes.
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,16 @@
 //  - 0-byte buffers get offset 0 and take no space;
 //  - offsets honour each buffer's alignment (any value >= 1, not only powers of two);
 //  - arena_bytes = max(offset + size); optimal = (arena_bytes == lower_bound_bytes);
-//  - PlanOptions::time_limit_seconds is ignored (they run in O(n log n + overlaps));
+//  - PlanOptions time limit / deadline: read every 256 placements; once it has passed, the
+//    buffers not placed yet are stacked above all placed ones (valid, not good), so a plan
+//    comes back in time whenever the O(n log n) sorting and indexing fit in the limit;
+//  - cost (n buffers, P <= n distinct start times), stated per strategy below. The
+//    best-fit engine (greedy-size, greedy-breadth, greedy-xla) keeps the placed buffers'
+//    byte ranges, merged, in a segment tree over time (planner/src/occupancy_tree.h):
+//    a placement inserts into O(log P) merged lists and reads O(log P) lists, paying for
+//    the fragments those lists hold (the holes of the occupied space nearby, +1 each),
+//    not for the buffers that overlap it. Dense plans have few holes, so placements cost
+//    O(log^2 P)-ish; the worst case (a plan riddled with holes) is O(n) per placement.
 //  - PlanOptions::capacity: a heuristic cannot prove infeasibility, but a plan above the
 //    capacity is not an answer either, so they return kInfeasible with a message saying
 //    whether it is proven (capacity < lower bound) or only "the heuristic did not fit".
@@ -18,28 +27,40 @@
 
 namespace carve::planner {
 
-// Bump allocation in input order, no reuse. The baseline.
+// Bump allocation in input order, no reuse. The baseline. O(n); never reads the clock.
 std::unique_ptr<Strategy> make_naive_strategy();
 // TFLite arena rule: size descending (ties: earlier start, input order); best-fitting gap
 // among the placed buffers that overlap in time, else on top of the highest of them.
+// O(n log n) sort + n placements of the best-fit engine (above). Measured: 1M model-like
+// buffers in ~7 s, a 28.5k-buffer real trace in ~0.2 s (docs/benchmarks.md).
 std::unique_ptr<Strategy> make_greedy_size_strategy();
 // TFLite GPU "greedy by breadth", offset variant (rule documented in greedy_breadth.cpp).
+// O(n log n) for the breadth order (range-min segment tree) + the best-fit engine.
 std::unique_ptr<Strategy> make_greedy_breadth_strategy();
 // XLA heap simulator (GlobalDecreasingSizeBestFitHeap): best fit where the free space
 // between the highest overlapping buffer and the current heap top also counts as a chunk;
-// runs a size-major and a duration-major order and keeps the smaller arena.
+// runs a size-major and a duration-major order and keeps the smaller arena. Twice the
+// best-fit engine; under a time limit the first order gets half of it.
 std::unique_ptr<Strategy> make_greedy_xla_strategy();
 // ggml-alloc style online simulation in execution order: free list with best fit,
-// adjacent free blocks merged, the arena grows when no free block fits.
+// adjacent free blocks merged, the arena grows when no free block fits. O(n log n)
+// (ordered free lists by offset and by size).
 std::unique_ptr<Strategy> make_online_strategy();
-// Runs naive, greedy-size, greedy-breadth, greedy-xla, online and (when the problem has at
-// most kBestExactMaxBuffers non-empty buffers and no heuristic reached the lower bound)
-// exact with the remaining time; keeps the smallest validated plan. PlanResult::strategy
-// is "best(<winner>)"; optimal is also set when exact proved the winner's size optimal.
-// time_limit_seconds bounds the whole run (exact gets what the heuristics left). With a
+// Runs naive, greedy-size, greedy-breadth, greedy-xla, online, then -- when no heuristic
+// reached the lower bound -- an improvement step with exact; keeps the smallest validated
+// plan. PlanResult::strategy is "best(<winner>)"; optimal is also set when exact proved
+// the winner's size optimal. Time shares (the whole run keeps time_limit_seconds): the
+// heuristics run first (O(n log n) each, milliseconds to a few seconds at 1M buffers);
+// exact gets all the time left on problems of at most kBestExactMaxBuffers non-empty
+// buffers (Session::compile's graphs: the search often proves the optimum), and on bigger
+// ones kBestLargeExactShare of it, at most kBestLargeExactMaxSeconds -- enough for its
+// greedy orders (size x lifetime often beats the heuristics on training traces: 1.0026
+// against 1.0158 of the lower bound on IOPDDL S_1) and what search fits. With a
 // capacity: the smallest heuristic plan is returned if it fits; otherwise exact decides
 // (its kInfeasible / kTimeout are passed on; without exact, kInfeasible "not a proof").
 std::unique_ptr<Strategy> make_best_strategy();
 inline constexpr size_t kBestExactMaxBuffers = 2000;
+inline constexpr double kBestLargeExactShare = 0.5;
+inline constexpr double kBestLargeExactMaxSeconds = 10.0;
 
 }  // namespace carve::planner

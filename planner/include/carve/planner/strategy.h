@@ -3,6 +3,8 @@
 // between calls; one instance may be used from one thread at a time.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,10 +16,20 @@
 namespace carve::planner {
 
 struct PlanOptions {
+  using Clock = std::chrono::steady_clock;
   // exact: find a plan with arena <= capacity (feasibility); unset = minimise.
   std::optional<int64_t> capacity;
-  // exact (and best): stop searching after this many seconds, returning the best plan found.
+  // Every strategy returns its best valid plan within this many seconds of plan()'s start
+  // (heuristics that run out of time stack the buffers they have not placed yet above
+  // the others: valid, not good). Work that must precede any plan -- checking the input,
+  // sorting, building the index, O(n log n) -- is not interruptible, so the promise
+  // holds for limits above that (well under a second for a million buffers).
   double time_limit_seconds = 10.0;
+  // An absolute stop time for callers whose clock started earlier (carve plan counts from
+  // process start); the earlier of this and start + time_limit_seconds applies.
+  std::optional<Clock::time_point> deadline;
+  // The clock every time check reads; tests inject one. Null: Clock::now.
+  std::function<Clock::time_point()> clock;
 };
 
 struct PlanResult {
