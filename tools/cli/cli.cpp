@@ -20,7 +20,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
       ->required();
   plan->add_option("--strategy", plan_options.strategy, "strategy name, or 'all'");
   plan->add_option("--capacity", plan_options.capacity, "exact: is there a plan with arena <= BYTES?");
-  plan->add_option("--time-limit", plan_options.time_limit_seconds, "seconds for search strategies");
+  plan->add_option("--time-limit", plan_options.time_limit_seconds,
+                   "seconds for the whole command, reading to written output (every strategy stops by then)");
   plan->add_option("--align", plan_options.align, "minimum alignment of every buffer (bytes)")
       ->check(CLI::PositiveNumber);
   plan->add_option("--order", plan_options.order, "execution order for graphs")
