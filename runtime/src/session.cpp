@@ -220,9 +220,30 @@ Status check_buffer(const Buffer& buffer, const ir::TensorType& type, std::strin
   return Status();
 }
 
+// Whether two buffers share any byte of memory, by address range (two Buffers borrowed
+// over the same pointer are different storages but the same bytes). Buffers in different
+// memory spaces (host vs a device, or two devices) never overlap.
 bool same_bytes(const Buffer& a, const Buffer& b) {
-  if (a.storage_id() != b.storage_id() || a.size() == 0 || b.size() == 0) return false;
-  return a.offset() < b.offset() + b.size() && b.offset() < a.offset() + a.size();
+  if (a.size() == 0 || b.size() == 0 || !a.is_allocated() || !b.is_allocated()) return false;
+  const bool a_host = a.is_cpu_accessible(), b_host = b.is_cpu_accessible();
+  if (a_host != b_host) return false;
+  if (!a_host && a.device_id() != b.device_id()) return false;
+  const auto* pa = a.unsafe_data();
+  const auto* pb = b.unsafe_data();
+  return pa < pb + b.size() && pb < pa + a.size();
+}
+
+// Memory the program owns or is bound to, which no caller buffer may overlap: the arena,
+// every constant and every handle, each with a name for messages.
+std::vector<std::pair<std::string, Buffer>> program_memory(const Program& p) {
+  std::vector<std::pair<std::string, Buffer>> memory;
+  if (p.arena) memory.emplace_back(fmt::format("the arena (storage #{})", p.arena->storage_id().value),
+                                   p.arena->arena());
+  for (size_t i = 0; i < p.constant_buffers.size(); ++i)
+    if (p.constant_buffers[i])
+      memory.emplace_back(fmt::format("constant '{}'", p.graph.value(p.constants[i]).name), *p.constant_buffers[i]);
+  for (const auto& h : p.handles) memory.emplace_back(fmt::format("handle '{}'", h->name()), h->memory());
+  return memory;
 }
 
 }  // namespace
@@ -245,15 +266,29 @@ Status CompiledProgram::check_run_args(std::span<const Buffer> inputs, std::span
     if (!outputs[i].is_mutable())
       return Status(ErrorCode::kReadOnly, fmt::format("output '{}': buffer #{} is read-only", v.name,
                                                       outputs[i].id().value));
-    for (size_t j = 0; j < inputs.size(); ++j)
-      if (same_bytes(outputs[i], inputs[j]))
-        return Status(ErrorCode::kInvalidArgument, fmt::format("output '{}' overlaps input '{}'", v.name,
-                                                               p.graph.value(p.inputs[j]).name));
-    for (size_t j = 0; j < i; ++j)
-      if (same_bytes(outputs[i], outputs[j]))
-        return Status(ErrorCode::kInvalidArgument, fmt::format("output '{}' overlaps output '{}'", v.name,
-                                                               p.graph.value(p.outputs[j]).name));
   }
+  return check_caller_overlaps(inputs, outputs);
+}
+
+Status CompiledProgram::check_caller_overlaps(std::span<const Buffer> inputs, std::span<Buffer> outputs) const {
+  const Program& p = *program_;
+  auto overlap_error = [](const std::string& a, const Buffer& ba, const std::string& b, const Buffer& bb) {
+    return Status(ErrorCode::kInvalidArgument, fmt::format("{} (buffer #{}) overlaps {} (buffer #{})", a,
+                                                           ba.id().value, b, bb.id().value));
+  };
+  std::vector<std::pair<std::string, const Buffer*>> caller;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    caller.emplace_back(fmt::format("input '{}'", p.graph.value(p.inputs[i]).name), &inputs[i]);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string name = fmt::format("output '{}'", p.graph.value(p.outputs[i]).name);
+    // An output may not share bytes with an input or another output (inputs may share).
+    for (const auto& [other, buffer] : caller)
+      if (same_bytes(outputs[i], *buffer)) return overlap_error(name, outputs[i], other, *buffer);
+    caller.emplace_back(name, &outputs[i]);
+  }
+  for (const auto& [name, memory] : program_memory(p))
+    for (const auto& [other, buffer] : caller)
+      if (same_bytes(*buffer, memory)) return overlap_error(other, *buffer, name, memory);
   return Status();
 }
 

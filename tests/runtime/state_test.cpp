@@ -4,6 +4,8 @@
 #include <rapidcheck.h>
 
 #include <cstring>
+
+#include <fmt/format.h>
 #include <string>
 #include <vector>
 
@@ -125,4 +127,52 @@ TEST_CASE("runtime/state/random reads and writes of handles match the reference 
     for (size_t i = 0; i < names.size(); ++i)
       RC_ASSERT(floats_of(*handles[i]->read()) == ref_handles[names[i]].as<float>());
   }));
+}
+
+TEST_CASE("runtime/state/caller buffers overlapping by address are rejected naming both") {
+  if (!have_jit()) return;
+  ir::GraphBuilder b("overlap");
+  b.handle("h", DType::kF32, {4});
+  auto x = b.input("x", DType::kF32, {4});
+  auto w = b.constant("w", DType::kF32, {4}, std::vector<uint8_t>(16, 0));
+  auto r = b.read_handle("h");
+  b.output(b.rename(b.add(b.add(x, r), w), "y"));
+  b.output(b.rename(b.neg(x), "z"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto session = runtime::Session::create({.threads = 2});
+  REQUIRE(session.ok());
+  auto h = runtime::BufferHandle::create("h", DType::kF32, {4});
+  REQUIRE(h.ok());
+  auto program = (*session)->compile(*g, {.handles = {*h}});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+
+  std::vector<float> memory(8, 1.0f);
+  auto over = [&](size_t first, bool writable) {
+    std::span<std::byte> bytes(reinterpret_cast<std::byte*>(memory.data() + first), 16);
+    return *runtime::Buffer::borrow(bytes, DType::kF32, {4}, writable);
+  };
+  // Two borrows of the same pointer: different storages, the same bytes.
+  std::vector<runtime::Buffer> inputs{over(0, false)};
+  std::vector<runtime::Buffer> outputs{over(2, true), over(4, true)};
+  Status s = (*program)->run(inputs, outputs);
+  CHECK(s.code() == ErrorCode::kInvalidArgument);
+  CHECK(s.message().find("output 'y'") != std::string::npos);
+  CHECK(s.message().find("input 'x'") != std::string::npos);
+  CHECK(s.message().find(fmt::format("buffer #{}", inputs[0].id().value)) != std::string::npos);
+  // Two outputs over each other.
+  outputs = {over(4, true), over(6, true)};
+  CHECK((*program)->run(inputs, outputs).code() == ErrorCode::kInvalidArgument);
+  // A caller buffer over a handle's memory.
+  runtime::Buffer handle_memory = (*h)->memory();
+  std::vector<runtime::Buffer> on_handle{handle_memory};
+  auto hs = (*program)->run(on_handle);
+  CHECK(hs.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(hs.status().message().find("handle 'h'") != std::string::npos);
+  // Disjoint buffers run.
+  std::vector<float> other(8, 0.0f);
+  std::span<std::byte> out_bytes(reinterpret_cast<std::byte*>(other.data()), 32);
+  outputs = {*runtime::Buffer::borrow(out_bytes.first(16), DType::kF32, {4}, true),
+             *runtime::Buffer::borrow(out_bytes.subspan(16), DType::kF32, {4}, true)};
+  CHECK((*program)->run(inputs, outputs).ok());
 }

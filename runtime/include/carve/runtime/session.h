@@ -15,8 +15,10 @@
 //  - run(): inputs are caller memory, used in place (Borrowed, no copy), one per graph
 //    input in CompiledProgram::input_names() order, each of exactly the input's dtype
 //    and shape. Outputs: caller-provided writable buffers of the outputs' types, or
-//    returned as new Owned buffers. An output may not overlap an input. Errors leave
-//    bound handles unchanged.
+//    returned as new Owned buffers. Overlap is checked by address range, whatever the
+//    storages: an output may not share a byte with an input or another output, and no
+//    caller buffer may share one with the program's arena, constants or handles
+//    (kInvalidArgument naming both buffers). Errors leave bound handles unchanged.
 //  - Ownership: a CompiledProgram owns its arena, kernels (via the Session's JIT, which
 //    it keeps alive) and a copy of the graph; it keeps bound handles alive.
 //  - Execution: compile() also builds the hazard DAG over the launches' storage byte
@@ -146,6 +148,7 @@ class CompiledProgram {
   friend class Session;
   CompiledProgram(std::shared_ptr<jit::JitCompiler> jit, std::unique_ptr<Program> program, Schedule schedule);
   Status check_run_args(std::span<const Buffer> inputs, std::span<Buffer> outputs) const;
+  Status check_caller_overlaps(std::span<const Buffer> inputs, std::span<Buffer> outputs) const;
 
   std::shared_ptr<jit::JitCompiler> jit_;  // keeps kernel code alive
   std::unique_ptr<Program> program_;
