@@ -2,10 +2,10 @@
 // challenging suite. Counters: arena_over_lb (arena / lower bound), arena and lb in bytes.
 //
 //   PlannerScaling/<strategy>/<buffers>   — make_model_like_problem(buffers, seed 1)
-//   MiniMalloc/<strategy>/<A..K>          — shared/data/minimalloc/challenging__X.1048576.csv
+//   MiniMalloc/<strategy>/<A..K>          — tests/data/minimalloc/challenging__X.1048576.csv
 //
-// The MiniMalloc files are looked up in $CARVE_SHARED_DIR/data/minimalloc, else in
-// ../shared beside the source tree; a missing file skips that benchmark with an error.
+// The MiniMalloc files are looked up in $CARVE_SHARED_DIR/data/minimalloc when set, else
+// in the repository's tests/data/minimalloc; a missing file skips that benchmark with an error.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -24,10 +24,10 @@ using carve::planner::Problem;
 
 const char* const kStrategies[] = {"naive", "greedy-size", "greedy-breadth", "greedy-xla", "online"};
 
-std::string shared_dir() {
-  if (const char* env = std::getenv("CARVE_SHARED_DIR")) return env;
-  // __FILE__ is <repo>/benchmarks/bench_planner_scaling.cpp; shared/ sits beside <repo>.
-  return (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "shared").string();
+std::string minimalloc_dir() {
+  if (const char* env = std::getenv("CARVE_SHARED_DIR")) return std::string(env) + "/data/minimalloc";
+  // __FILE__ is <repo>/benchmarks/bench_planner_scaling.cpp.
+  return (std::filesystem::path(__FILE__).parent_path().parent_path() / "tests" / "data" / "minimalloc").string();
 }
 
 const Problem& model_problem(size_t n) {
@@ -76,7 +76,7 @@ struct Registrar {
             fmt::format("MiniMalloc/{}/{}", name, letter).c_str(),
             [name, letter](benchmark::State& state) {
               const std::string path =
-                  fmt::format("{}/data/minimalloc/challenging__{}.1048576.csv", shared_dir(), letter);
+                  fmt::format("{}/challenging__{}.1048576.csv", minimalloc_dir(), letter);
               auto problem = carve::planner::read_minimalloc_csv(path);
               if (!problem.ok()) {
                 state.SkipWithError(problem.status().to_string().c_str());
