@@ -181,8 +181,9 @@ Result<std::unique_ptr<CompiledProgram>> Session::compile_for_device(const ir::G
   }
   CARVE_ASSIGN_OR_RETURN(Schedule schedule, build_device_schedule(*program, options));
   std::unique_ptr<CompiledProgram> compiled(new CompiledProgram(host_jit, std::move(program), std::move(schedule)));
-  CARVE_ASSIGN_OR_RETURN(compiled->device_, detail::DeviceExecutor::create(device_, *compiled->program_,
-                                                                           compiled->schedule_, options.schedule.sequential));
+  CARVE_ASSIGN_OR_RETURN(compiled->device_,
+                         detail::DeviceExecutor::create(device_, *compiled->program_, compiled->schedule_,
+                                                        options.schedule.sequential));
   return compiled;
 }
 
