@@ -2,7 +2,7 @@
 // iteration each. Counters: arena (bytes of the plan found, 0 when none), buffers,
 // found (1 = plan within capacity), nodes (search nodes over all restarts).
 // Time limit per instance: CARVE_EXACT_BENCH_LIMIT seconds (default 60). Data from
-// $CARVE_SHARED_DIR/data/minimalloc, else ../shared beside the repository.
+// $CARVE_SHARED_DIR/data/minimalloc when set, else the repository's tests/data/minimalloc.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -14,21 +14,20 @@
 
 namespace {
 
-// ../shared beside the repository (this file is <repo>/benchmarks/bench_exact.cpp), or
-// $CARVE_SHARED_DIR.
-std::string shared_dir() {
-  if (const char* env = std::getenv("CARVE_SHARED_DIR")) return env;
+// $CARVE_SHARED_DIR/data/minimalloc, or the copy in the repository (this file is
+// <repo>/benchmarks/bench_exact.cpp; the data <repo>/tests/data/minimalloc).
+std::string minimalloc_dir() {
+  if (const char* env = std::getenv("CARVE_SHARED_DIR")) return std::string(env) + "/data/minimalloc";
   std::string file = __FILE__;
   for (int up = 0; up < 2; ++up) {
     const size_t slash = file.find_last_of('/');
     file = slash == std::string::npos ? "." : file.substr(0, slash);
   }
-  return file + "/../shared";
+  return file + "/tests/data/minimalloc";
 }
 
 std::string data_path(char which) {
-  const std::string dir = shared_dir();
-  return dir + "/data/minimalloc/challenging__" + std::string(1, which) + ".1048576.csv";
+  return minimalloc_dir() + "/challenging__" + std::string(1, which) + ".1048576.csv";
 }
 
 void BM_ExactChallenging(benchmark::State& state) {

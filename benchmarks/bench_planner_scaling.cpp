@@ -4,13 +4,14 @@
 //   PlannerScaling/<strategy>/<buffers>   — make_model_like_problem(buffers, seed 1), to 1M
 //   TraceLike/<strategy>/<buffers>        — make_trace_like_problem(buffers, seed 1), to 1M:
 //                                           shaped like the real training traces
-//   RealTrace/<strategy>/<S_1|G_1>        — shared/data/traces/X.csv (alignment 1)
-//   MiniMalloc/<strategy>/<A..K>          — shared/data/minimalloc/challenging__X.1048576.csv
+//   RealTrace/<strategy>/<S_1|G_1>        — ../shared/data/traces/X.csv (alignment 1)
+//   MiniMalloc/<strategy>/<A..K>          — tests/data/minimalloc/challenging__X.1048576.csv
 //
-// Shared files are looked up in $CARVE_SHARED_DIR/data, else in ../shared beside the
-// source tree; a missing file skips that benchmark with an error. The heuristics'
-// cost per placement is stated in planner/include/carve/planner/heuristics.h; the
-// 1k..1M rows show it (time per buffer stays within a small factor).
+// The real traces are looked up in $CARVE_SHARED_DIR/data/traces, else in ../shared beside
+// the source tree (they are not in the repository); the MiniMalloc files in
+// $CARVE_SHARED_DIR/data/minimalloc when set, else in tests/data/minimalloc. A missing file
+// skips that benchmark with an error. The heuristics' cost per placement is stated in
+// planner/include/carve/planner/heuristics.h; the 1k..1M rows show it.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -34,6 +35,12 @@ std::string shared_dir() {
   if (const char* env = std::getenv("CARVE_SHARED_DIR")) return env;
   // __FILE__ is <repo>/benchmarks/bench_planner_scaling.cpp; shared/ sits beside <repo>.
   return (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "shared").string();
+}
+
+std::string minimalloc_dir() {
+  if (const char* env = std::getenv("CARVE_SHARED_DIR")) return std::string(env) + "/data/minimalloc";
+  // __FILE__ is <repo>/benchmarks/bench_planner_scaling.cpp.
+  return (std::filesystem::path(__FILE__).parent_path().parent_path() / "tests" / "data" / "minimalloc").string();
 }
 
 const Problem& model_problem(size_t n) {
@@ -122,7 +129,7 @@ struct Registrar {
             fmt::format("MiniMalloc/{}/{}", name, letter).c_str(),
             [name, letter](benchmark::State& state) {
               const std::string path =
-                  fmt::format("{}/data/minimalloc/challenging__{}.1048576.csv", shared_dir(), letter);
+                  fmt::format("{}/challenging__{}.1048576.csv", minimalloc_dir(), letter);
               auto problem = carve::planner::read_minimalloc_csv(path);
               if (!problem.ok()) {
                 state.SkipWithError(problem.status().to_string().c_str());

@@ -1,6 +1,6 @@
 // The Session end to end: a graph of two independent branches (each: matmul 256x256 ->
 // tanh -> matmul -> relu -> softmax, over its own input) compiled once, run many times;
-// sequential (CompileOptions::sequential) vs parallel on 1, 2 and 4 threads (fallback
+// sequential (CompileOptions::schedule.sequential) vs parallel on 1, 2 and 4 threads (fallback
 // off), in the same process. Speedup = Session/sequential / Session/parallel/N.
 // Also: a single chain (no parallelism between launches, only tiles inside kernels).
 #include <benchmark/benchmark.h>
@@ -41,7 +41,7 @@ void run_session(benchmark::State& state, bool two_branches, int threads) {
   auto session = rt::Session::create({.threads = threads > 0 ? threads : 1});
   if (!session.ok()) return state.SkipWithError(session.status().to_string().c_str());
   rt::CompileOptions options;
-  options.sequential = threads == 0;
+  options.schedule.sequential = threads == 0;
   options.schedule.allow_fallback = false;
   auto program = (*session)->compile(graph(two_branches), options);
   if (!program.ok()) return state.SkipWithError(program.status().to_string().c_str());

@@ -18,7 +18,7 @@ Status named(const Program& p, int32_t l, Status s) {
   return s.with_context(fmt::format("launch {} '{}'", l, p.launches[static_cast<size_t>(l)].name));
 }
 
-bool on_device(const Buffer& b) { return b.device_kind() == DeviceKind::kDevice; }
+bool on_device(const Buffer& b) { return b.device_type() == DeviceType::kCuda; }
 
 }  // namespace
 

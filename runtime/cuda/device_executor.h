@@ -30,6 +30,7 @@
 #include "carve/runtime/cuda/cuda_device.h"
 #include "carve/jit/cuda/nvrtc.h"
 #include "carve/runtime/cuda/device_program.h"
+#include "carve/runtime/device.h"
 #include "carve/runtime/schedule.h"
 #include "carve/runtime/stream_plan.h"
 

@@ -5,10 +5,6 @@
 
 namespace carve::runtime {
 
-std::string Device::to_string() const {
-  return type == DeviceType::kCpu ? std::string("cpu") : fmt::format("cuda:{}", index);
-}
-
 Launch make_transfer(std::string name, LaunchKind kind, MemoryRef source, MemoryRef destination) {
   Launch l;
   l.name = std::move(name);

@@ -7,16 +7,8 @@
 
 namespace carve::runtime {
 
-std::string_view device_kind_name(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::kCpu: return "cpu";
-    case DeviceKind::kDevice: return "device";
-  }
-  return "unknown";
-}
-
 Status Allocator::copy_to_device(void* device_dst, const void* host_src, size_t bytes) {
-  if (device_kind() != DeviceKind::kCpu) {
+  if (device_type() != DeviceType::kCpu) {
     return Status(ErrorCode::kNotCpuAccessible,
                   fmt::format("allocator '{}' provides no host-to-device copy", name()));
   }
@@ -25,7 +17,7 @@ Status Allocator::copy_to_device(void* device_dst, const void* host_src, size_t 
 }
 
 Status Allocator::copy_from_device(void* host_dst, const void* device_src, size_t bytes) {
-  if (device_kind() != DeviceKind::kCpu) {
+  if (device_type() != DeviceType::kCpu) {
     return Status(ErrorCode::kNotCpuAccessible,
                   fmt::format("allocator '{}' provides no device-to-host copy", name()));
   }

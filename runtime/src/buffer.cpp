@@ -121,8 +121,8 @@ std::string Buffer::describe() const {
 Status Buffer::check_readable() const {
   if (!is_cpu_accessible()) {
     return Status(ErrorCode::kNotCpuAccessible,
-                  fmt::format("buffer #{} lives on {} {} and is not CPU-accessible", id_.value,
-                              device_kind_name(device_kind()), device_id()));
+                  fmt::format("buffer #{} lives on {} and is not CPU-accessible", id_.value,
+                              Device{device_type(), device_id()}.to_string()));
   }
   if (!is_allocated()) {
     return Status(ErrorCode::kNotAllocated, fmt::format("buffer #{} is not allocated yet", id_.value));

@@ -142,6 +142,7 @@ Result<Schedule> build_device_schedule(const Program& program, const CompileOpti
   schedule_options.threads = 1;
   schedule_options.chunks_per_launch = 1;
   schedule_options.allow_fallback = false;
+  schedule_options.sequential = false;  // on a device: one stream (DeviceExecutor::create)
   return build_schedule(program, schedule_options);
 }
 
@@ -180,8 +181,9 @@ Result<std::unique_ptr<CompiledProgram>> Session::compile_for_device(const ir::G
   }
   CARVE_ASSIGN_OR_RETURN(Schedule schedule, build_device_schedule(*program, options));
   std::unique_ptr<CompiledProgram> compiled(new CompiledProgram(host_jit, std::move(program), std::move(schedule)));
-  CARVE_ASSIGN_OR_RETURN(compiled->device_, detail::DeviceExecutor::create(device_, *compiled->program_,
-                                                                           compiled->schedule_, options.sequential));
+  CARVE_ASSIGN_OR_RETURN(compiled->device_,
+                         detail::DeviceExecutor::create(device_, *compiled->program_, compiled->schedule_,
+                                                        options.schedule.sequential));
   return compiled;
 }
 
@@ -194,7 +196,6 @@ Result<std::unique_ptr<CompiledProgram>> Session::compile(const ir::Graph& graph
   CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, detail::build_program(graph, options, jit_.get()));
   ScheduleOptions schedule_options = options.schedule;
   if (schedule_options.threads == 0) schedule_options.threads = threads_;
-  schedule_options.sequential = schedule_options.sequential || options.sequential;
   CARVE_ASSIGN_OR_RETURN(Schedule schedule, build_schedule(*program, schedule_options));
   return std::unique_ptr<CompiledProgram>(new CompiledProgram(jit_, std::move(program), std::move(schedule)));
 }
@@ -206,7 +207,7 @@ Status check_buffer(const Buffer& buffer, const ir::TensorType& type, std::strin
   if (!buffer.is_allocated())
     return Status(ErrorCode::kNotAllocated, fmt::format("{} '{}': buffer #{} has no memory", what, name,
                                                         buffer.id().value));
-  const bool same_device = device.type == DeviceType::kCuda && buffer.device_kind() == DeviceKind::kDevice &&
+  const bool same_device = device.type == DeviceType::kCuda && buffer.device_type() == DeviceType::kCuda &&
                            buffer.device_id() == device.index;
   if (!buffer.is_cpu_accessible() && !same_device)
     return Status(ErrorCode::kNotCpuAccessible, fmt::format("{} '{}': buffer #{} is not in host memory", what, name,

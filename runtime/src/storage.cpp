@@ -50,7 +50,7 @@ Storage::~Storage() {
 }
 
 std::shared_ptr<Storage> Storage::lazy(std::shared_ptr<Allocator> allocator, size_t bytes, size_t alignment) {
-  const bool on_cpu = allocator->device_kind() == DeviceKind::kCpu;
+  const bool on_cpu = allocator->device_type() == DeviceType::kCpu;
   std::shared_ptr<Storage> s(new Storage(on_cpu ? Ownership::kOwned : Ownership::kDeviceResident, bytes));
   s->alignment_ = alignment == 0 ? allocator->default_alignment() : alignment;
   s->mutable_ = true;

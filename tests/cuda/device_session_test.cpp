@@ -29,7 +29,7 @@ class CopyingFakeDevice final : public rt::Allocator {
   Result<void*> allocate(size_t bytes, size_t alignment) override { return inner_.allocate(bytes, alignment); }
   void deallocate(void* ptr, size_t bytes, size_t alignment) override { inner_.deallocate(ptr, bytes, alignment); }
   std::string_view name() const override { return "copying-fake-device"; }
-  rt::DeviceKind device_kind() const override { return rt::DeviceKind::kDevice; }
+  rt::DeviceType device_type() const override { return rt::DeviceType::kCuda; }
   Status copy_to_device(void* dst, const void* src, size_t bytes) override {
     std::memcpy(dst, src, bytes);
     return Status();

@@ -22,7 +22,7 @@ bool fits(const ConvCase& k) {
   return k.h + k.opt.pads[0] + k.opt.pads[2] >= sh && k.w + k.opt.pads[1] + k.opt.pads[3] >= sw;
 }
 
-std::string check_conv(const ConvCase& k, uint64_t seed, const RunOptions& run = {}) {
+std::string check_conv(const ConvCase& k, uint64_t seed, const JitRunOptions& run = {}) {
   int64_t kk = k.c / k.opt.groups * k.kh * k.kw;
   double tol = k.dtype == DType::kF64 ? 1e-12 : dot_tol(kk + 1);
   double rtol = k.dtype == DType::kF16 ? 2e-3 : tol;
@@ -140,7 +140,7 @@ TEST_CASE("jit/compute/conv2d/fused_epilogue_equals_unfused") {
     auto g = b.build();
     REQUIRE(g.ok());
     auto in = random_inputs(*g, 5, -1, 1, {"w"});
-    RunOptions unfused;
+    JitRunOptions unfused;
     unfused.fusion.fuse = false;
     std::vector<CompiledKernel> kf;
     auto rf = run_jit(*shared_jit(), *g, in, nullptr, {}, &kf);
@@ -181,7 +181,7 @@ TEST_CASE("jit/compute/conv2d/tile_ranges") {
     auto stack = run_node_tiles(*g, node, in, natural, {{0, natural}}, /*drop_scratch=*/true);
     REQUIRE(stack.ok());
     CHECK(compare(*stack, *whole, dot_tol(216), dot_tol(216)) == "");
-    auto tiled = RunOptions{};
+    auto tiled = JitRunOptions{};
     tiled.tile_by_tile = true;
     std::string r = jit_vs_reference(*g, in, dot_tol(216), dot_tol(216), tiled);
     CHECK_MESSAGE(r.empty(), r);

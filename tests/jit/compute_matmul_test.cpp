@@ -156,7 +156,7 @@ TEST_CASE("jit/compute/matmul/fused_bias_relu_equals_unfused") {
     auto g = b.build();
     REQUIRE(g.ok());
     auto in = random_inputs(*g, 21);
-    RunOptions fused, unfused;
+    JitRunOptions fused, unfused;
     unfused.fusion.fuse = false;
     std::vector<CompiledKernel> kf, ku;
     auto rf = run_jit(*shared_jit(), *g, in, nullptr, fused, &kf);

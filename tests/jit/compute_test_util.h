@@ -45,7 +45,7 @@ inline std::vector<HostTensor> random_inputs(const ir::Graph& g, uint64_t seed, 
 
 // JIT vs reference for every graph output: "" when all match within |a-e| <= atol + rtol|e|.
 inline std::string jit_vs_reference(const ir::Graph& g, const std::vector<HostTensor>& in,
-                                    double rtol, double atol, const RunOptions& opt = {}) {
+                                    double rtol, double atol, const JitRunOptions& opt = {}) {
   auto ref = run_reference(g, in);
   if (!ref.ok()) return "reference: " + ref.status().to_string();
   auto got = run_jit(*shared_jit(), g, in, nullptr, opt);
@@ -60,7 +60,7 @@ inline std::string jit_vs_reference(const ir::Graph& g, const std::vector<HostTe
 
 // Builds with `make`, runs on random inputs; reports (with the graph) on mismatch.
 inline std::string check(const std::function<void(GraphBuilder&)>& make, uint64_t seed, double rtol,
-                         double atol, double lo = -1, double hi = 1, const RunOptions& opt = {},
+                         double atol, double lo = -1, double hi = 1, const JitRunOptions& opt = {},
                          const std::vector<std::string>& finite = {}) {
   GraphBuilder b;
   make(b);

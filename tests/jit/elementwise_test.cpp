@@ -276,7 +276,7 @@ TEST_CASE("jit/elementwise/fused chain equals unfused nodes") {
     REQUIRE(g.ok());
     std::mt19937_64 rng(42);
     std::vector<HostTensor> in = {random_tensor(rng, d, {37, 29}), random_tensor(rng, d, {29}), random_tensor(rng, d, {37, 1})};
-    RunOptions fused, unfused;
+    JitRunOptions fused, unfused;
     unfused.fusion.fuse = false;
     fused.fusion.elements_per_tile = 100;  // several tiles, run one by one
     fused.tile_by_tile = true;
@@ -306,7 +306,7 @@ TEST_CASE("jit/elementwise/tiles run independently and in any order") {
   REQUIRE(g.ok());
   std::mt19937_64 rng(3);
   std::vector<HostTensor> in = {random_tensor(rng, DType::kF32, {3, 50001}), random_tensor(rng, DType::kF32, {50001})};
-  RunOptions tiled;
+  JitRunOptions tiled;
   tiled.fusion.elements_per_tile = 4099;
   tiled.tile_by_tile = true;
   std::vector<CompiledKernel> k;

@@ -35,7 +35,7 @@ void check_graph(const std::function<void(ir::GraphBuilder&, DType)>& make, cons
       auto expected = run_reference(*g, in);
       if (!expected.ok()) RC_FAIL(expected.status().to_string());
       for (int variant = 0; variant < 2; ++variant) {
-        RunOptions opt;
+        JitRunOptions opt;
         if (variant == 1) {
           opt.fusion.elements_per_tile = 5;
           opt.tile_by_tile = true;

@@ -294,7 +294,7 @@ TEST_CASE("jit/engine/matmul with a fused epilogue equals the reference") {
     }
     REQUIRE_MESSAGE(out.ok(), out.status().to_string());
     CHECK(kernels.size() == 1);  // matmul + add + gelu + add in one kernel
-    RunOptions unfused;
+    JitRunOptions unfused;
     unfused.fusion.fuse = false;
     auto u = run_jit(*shared_jit(), *g, in, nullptr, unfused);
     REQUIRE(u.ok());

@@ -57,7 +57,8 @@ inline bool skip_without_jit() {
   return false;
 }
 
-struct RunOptions {
+// How run_jit runs a graph (test helper; not runtime::RunOptions).
+struct JitRunOptions {
   FusionOptions fusion;
   bool tile_by_tile = false;  // run every tile separately, last tile first
 };
@@ -66,7 +67,7 @@ struct RunOptions {
 inline Result<std::vector<HostTensor>> run_jit(JitCompiler& jit, const ir::Graph& graph,
                                                const std::vector<HostTensor>& inputs,
                                                ReferenceHandles* handles = nullptr,
-                                               const RunOptions& options = {},
+                                               const JitRunOptions& options = {},
                                                std::vector<CompiledKernel>* kernels_out = nullptr) {
   CARVE_ASSIGN_OR_RETURN(std::vector<ir::NodeId> order, ir::execution_order(graph));
   CARVE_ASSIGN_OR_RETURN(std::vector<KernelGroup> groups, form_kernel_groups(graph, order, options.fusion));

@@ -95,7 +95,7 @@ TEST_CASE("planner/csv/errors_carry_line_numbers") {
 }
 
 TEST_CASE("planner/csv/read_file_and_io_errors") {
-  auto r = read_minimalloc_csv(carve::test::shared_dir() + "/data/minimalloc/examples__input.12.csv");
+  auto r = read_minimalloc_csv(carve::test::minimalloc_dir() + "/examples__input.12.csv");
   REQUIRE(r.ok());
   CHECK(r->buffers.size() == 5);
   CHECK(r->buffers[0].id == "b1");

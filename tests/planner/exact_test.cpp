@@ -253,13 +253,13 @@ TEST_CASE("planner/exact/edge_cases") {
   CHECK(too_big.status().code() == ErrorCode::kInfeasible);
 }
 
-// A MiniMalloc challenging instance; nullopt (and the test marked skipped) without the data.
+// A MiniMalloc challenging instance (tests/data/minimalloc); nullopt, and the test fails,
+// if it cannot be read.
 std::optional<Problem> challenging(char which) {
-  Result<Problem> p = read_minimalloc_csv(carve::test::shared_dir() +
-                                          "/data/minimalloc/challenging__" +
+  Result<Problem> p = read_minimalloc_csv(carve::test::minimalloc_dir() + "/challenging__" +
                                           std::string(1, which) + ".1048576.csv");
   if (!p.ok()) {
-    carve::test::skip("MiniMalloc data not found: " + p.status().to_string());
+    FAIL_CHECK("MiniMalloc data not readable: " << p.status().to_string());
     return std::nullopt;
   }
   return std::move(p).value();

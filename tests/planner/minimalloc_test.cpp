@@ -16,12 +16,12 @@ using namespace carve::planner;
 namespace {
 
 std::string data_path(std::string_view file) {
-  return carve::test::shared_dir() + "/data/minimalloc/" + std::string(file);
+  return carve::test::minimalloc_dir() + "/" + std::string(file);
 }
 
 const char* const kChallenging[] = {"A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"};
 // greedy-size arenas on A-K as measured by an independent greedy-by-size + best-fit
-// implementation with TFLite's rules (shared/research/planner-algorithms.md, "gbs").
+// implementation with TFLite's rules ("gbs" in the project's planner research notes).
 const int64_t kReferenceGreedySize[] = {1374208, 1412096, 1417216, 1315840, 1469440, 1441792,
                                         1396736, 1421312, 1478656, 1333248, 1391616};
 const char* const kHeuristics[] = {"naive", "greedy-size", "greedy-breadth", "greedy-xla", "online"};

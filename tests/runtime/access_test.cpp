@@ -199,7 +199,7 @@ TEST_CASE("runtime/access/device_resident_host_access_errors") {
   REQUIRE(dev.ok());
   CHECK(dev->ownership() == rt::Ownership::kDeviceResident);
   CHECK_FALSE(dev->is_cpu_accessible());
-  CHECK(dev->device_kind() == rt::DeviceKind::kDevice);
+  CHECK(dev->device_type() == rt::DeviceType::kCuda);
   CHECK(dev->device_id() == 3);
   CHECK(dev->is_mutable());
   auto bytes = dev->bytes();

@@ -16,7 +16,7 @@ bool aligned_to(const void* p, size_t alignment) { return reinterpret_cast<uintp
 TEST_CASE("runtime/allocator/cpu_default_alignment_is_64") {
   rt::CpuAllocator cpu;
   CHECK(cpu.default_alignment() == 64);
-  CHECK(cpu.device_kind() == rt::DeviceKind::kCpu);
+  CHECK(cpu.device_type() == rt::DeviceType::kCpu);
   CHECK(cpu.name() == "cpu");
   for (size_t bytes : {1u, 3u, 63u, 64u, 65u, 1000u, 4097u}) {
     // alignment 0 = the allocator's default; asking for less still yields 64.

@@ -18,7 +18,7 @@ class FakeDeviceAllocator final : public Allocator {
   Result<void*> allocate(size_t bytes, size_t alignment) override { return inner_.allocate(bytes, alignment); }
   void deallocate(void* ptr, size_t bytes, size_t alignment) override { inner_.deallocate(ptr, bytes, alignment); }
   std::string_view name() const override { return "fake-device"; }
-  DeviceKind device_kind() const override { return DeviceKind::kDevice; }
+  DeviceType device_type() const override { return DeviceType::kCuda; }
   int device_id() const override { return 3; }
 
  private:

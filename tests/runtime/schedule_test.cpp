@@ -311,6 +311,18 @@ TEST_CASE("scheduler/fallback/decision_and_reason") {
     o2.threads = 1;
     CHECK_FALSE(build(tiny, o2).sequential());
   }
+  {
+    // ScheduleOptions::sequential: sequential even where a parallel run would be chosen,
+    // and whatever allow_fallback says.
+    auto o3 = o;
+    o3.min_total_bytes = 1024;
+    o3.sequential = true;
+    const auto s = build(tiny, o3);
+    CHECK(s.sequential());
+    CHECK(s.stats().fallback_reason == "sequential execution requested");
+    o3.allow_fallback = false;
+    CHECK(build(tiny, o3).stats().fallback_reason == "sequential execution requested");
+  }
 }
 
 TEST_CASE("scheduler/parallel/bit_identical_to_sequential") {

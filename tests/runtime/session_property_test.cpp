@@ -231,10 +231,10 @@ TEST_CASE("scheduler/session property/parallel equals sequential on random graph
   CHECK(rc::check("parallel run == sequential run, bit for bit, and no hazard", [] {
     const carve::ir::Graph g = random_graph();
     rt::CompileOptions options = random_compile_options();
-    options.sequential = true;
+    options.schedule.sequential = true;
     auto sequential = session().compile(g, options);
     RC_ASSERT(sequential.ok());
-    options.sequential = false;
+    options.schedule.sequential = false;
     options.schedule.allow_fallback = false;
     options.schedule.chunks_per_launch = pick(0, 8);
     auto parallel = session().compile(g, options);

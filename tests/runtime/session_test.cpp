@@ -121,6 +121,29 @@ TEST_CASE("runtime/session/caller outputs and repeated runs") {
   }
 }
 
+TEST_CASE("runtime/session/schedule.sequential runs one launch after another and says so") {
+  auto session = session_or_skip();
+  if (!session) return;
+  ir::Graph g = mlp_block();
+  runtime::CompileOptions options;
+  options.schedule.sequential = true;
+  options.schedule.allow_fallback = false;  // sequential wins over "never fall back"
+  auto program = session->compile(g, options);
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  CHECK((*program)->schedule().sequential());
+  CHECK((*program)->schedule().stats().fallback_reason == "sequential execution requested");
+  reference::HostTensor x = random_tensor({4, 16}, 9);
+  std::vector<runtime::Buffer> inputs{borrow(x)};
+  runtime::RunRecord record;
+  auto out = (*program)->run(inputs, {}, &record);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK_FALSE(record.parallel);
+  CHECK(record.fallback_reason == "sequential execution requested");
+  auto want = reference::run_reference(g, std::vector<reference::HostTensor>{x});
+  REQUIRE(want.ok());
+  CHECK(max_rel_error(out->at(0), want->at(0)) < 1e-5);
+}
+
 TEST_CASE("runtime/session/run argument errors name the input or output") {
   auto session = session_or_skip();
   if (!session) return;
@@ -249,7 +272,7 @@ TEST_CASE("runtime/session/concurrent compiles and runs are safe") {
       if (t % 2 == 0) {
         runtime::CompileOptions own_options = parallel;
         own_options.fuse = t == 0;
-        own_options.sequential = t == 2;
+        own_options.schedule.sequential = t == 2;
         auto compiled = session->compile(g, own_options);
         if (!compiled.ok()) return;
         own = std::move(*compiled);

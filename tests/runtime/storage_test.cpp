@@ -124,7 +124,7 @@ TEST_CASE("runtime/storage/device_allocator_gives_device_resident") {
   REQUIRE(s.ok());
   CHECK((*s)->ownership() == rt::Ownership::kDeviceResident);
   CHECK_FALSE((*s)->is_cpu_accessible());
-  CHECK((*s)->device_kind() == rt::DeviceKind::kDevice);
+  CHECK((*s)->device_type() == rt::DeviceType::kCuda);
   CHECK((*s)->device_id() == 3);
 }
 

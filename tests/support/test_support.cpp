@@ -12,7 +12,7 @@ void skip(std::string_view reason) {
   g_skipped.fetch_add(1);
 }
 
-std::string shared_dir() { return CARVE_SHARED_DIR; }
 std::string source_dir() { return CARVE_SOURCE_DIR; }
+std::string minimalloc_dir() { return source_dir() + "/tests/data/minimalloc"; }
 
 }  // namespace carve::test

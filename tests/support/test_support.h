@@ -11,8 +11,9 @@ namespace carve::test {
 // Call it and return from the test case.
 void skip(std::string_view reason);
 
-// ../shared beside the repo (MiniMalloc data, seeds), and the source tree.
-std::string shared_dir();
+// The source tree, and the MiniMalloc benchmark files copied into it
+// (<source>/tests/data/minimalloc, see the README there). Tests read nothing outside it.
 std::string source_dir();
+std::string minimalloc_dir();
 
 }  // namespace carve::test

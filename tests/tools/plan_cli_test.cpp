@@ -56,7 +56,7 @@ const char* kBranches = R"(graph branches {
 }  // namespace
 
 TEST_CASE("tools/plan/minimalloc example with every strategy writes json") {
-  const std::string csv = carve::test::shared_dir() + "/data/minimalloc/examples__input.12.csv";
+  const std::string csv = carve::test::minimalloc_dir() + "/examples__input.12.csv";
   const fs::path json = temp_path("example.json");
   CliRun r = carve_cli({"plan", csv, "--strategy", "all", "--json", json.string()});
   INFO(r.out, r.err);
@@ -74,7 +74,7 @@ TEST_CASE("tools/plan/minimalloc example with every strategy writes json") {
 }
 
 TEST_CASE("tools/plan/exact within capacity on challenging K") {
-  const std::string csv = carve::test::shared_dir() + "/data/minimalloc/challenging__K.1048576.csv";
+  const std::string csv = carve::test::minimalloc_dir() + "/challenging__K.1048576.csv";
   const fs::path json = temp_path("k.json");
   const fs::path out_csv = temp_path("k.out.csv");
   const fs::path svg = temp_path("k.svg");
@@ -101,7 +101,7 @@ TEST_CASE("tools/plan/malformed csv is an error with its line number") {
 }
 
 TEST_CASE("tools/plan/unknown strategy is a usage error") {
-  const std::string csv = carve::test::shared_dir() + "/data/minimalloc/examples__input.12.csv";
+  const std::string csv = carve::test::minimalloc_dir() + "/examples__input.12.csv";
   CliRun r = carve_cli({"plan", csv, "--strategy", "nope"});
   CHECK(r.code == 2);
   CHECK(r.err.find("nope") != std::string::npos);

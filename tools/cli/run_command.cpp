@@ -122,7 +122,7 @@ Result<runtime::CompileOptions> compile_options(const RunCommandOptions& options
   compile.order = options.order;
   compile.inplace = !options.no_inplace;
   compile.fuse = !options.no_fuse;
-  compile.sequential = options.sequential;
+  compile.schedule.sequential = options.sequential;
   compile.constants = loaded.constants;
   for (const std::string& edge : options.drop_edges) {
     CARVE_ASSIGN_OR_RETURN(auto pair, parse_edge(edge));

@@ -5,9 +5,9 @@
 //    block with deallocate(ptr, bytes, alignment) using the same bytes/alignment it asked
 //    for. Storages hold their allocator by shared_ptr, so an allocator outlives every
 //    block it handed out unless the caller wraps a borrowed one (see materialize()).
-//  - Device kind: kCpu blocks are host memory. Any other kind is backend memory (e.g. the
-//    CUDA backend); buffers on it are DeviceResident and not CPU-accessible. A backend
-//    moves bytes across through the copy_to_device/copy_from_device/synchronize hooks.
+//  - Device type (device.h): kCpu blocks are host memory. Any other type is backend memory
+//    (kCuda: the CUDA backend); buffers on it are DeviceResident and not CPU-accessible. A
+//    backend moves bytes across through the copy_to_device/copy_from_device/synchronize hooks.
 //  - Errors: allocate() returns kOutOfMemory when no block can be had and kInvalidArgument
 //    for an alignment that is not a power of two. Nothing throws.
 //  - Thread-safety: every allocator here is safe to call from many threads at once;
@@ -22,13 +22,10 @@
 #include <string>
 #include <string_view>
 
+#include "carve/runtime/device.h"
 #include "carve/status.h"
 
 namespace carve::runtime {
-
-enum class DeviceKind { kCpu, kDevice };
-
-std::string_view device_kind_name(DeviceKind kind);
 
 // The alignment CPU buffers get unless a caller asks for more: one cache line, and
 // enough for any AVX-512 load.
@@ -44,13 +41,14 @@ class Allocator {
   virtual void deallocate(void* ptr, size_t bytes, size_t alignment) = 0;
 
   virtual std::string_view name() const = 0;
-  virtual DeviceKind device_kind() const = 0;
+  // Where the blocks live: Device{device_type(), device_id()} (device.h).
+  virtual DeviceType device_type() const = 0;
   virtual int device_id() const { return 0; }
   // Alignment used when a caller passes 0 ("the allocator's default").
   virtual size_t default_alignment() const { return kDefaultAlignment; }
 
   // Backend hooks for memory the host cannot touch. The defaults memcpy for kCpu and
-  // report kNotCpuAccessible for any other kind (a backend that can copy overrides them).
+  // report kNotCpuAccessible for any other type (a backend that can copy overrides them).
   virtual Status copy_to_device(void* device_dst, const void* host_src, size_t bytes);
   virtual Status copy_from_device(void* host_dst, const void* device_src, size_t bytes);
   // Waits for outstanding work on the device. CPU: nothing to wait for.
@@ -65,7 +63,7 @@ class CpuAllocator final : public Allocator {
   Result<void*> allocate(size_t bytes, size_t alignment) override;
   void deallocate(void* ptr, size_t bytes, size_t alignment) override;
   std::string_view name() const override { return "cpu"; }
-  DeviceKind device_kind() const override { return DeviceKind::kCpu; }
+  DeviceType device_type() const override { return DeviceType::kCpu; }
   size_t default_alignment() const override { return alignment_; }
 
  private:
@@ -91,7 +89,7 @@ class FailingAllocator final : public Allocator {
   Result<void*> allocate(size_t bytes, size_t alignment) override;
   void deallocate(void* ptr, size_t bytes, size_t alignment) override;
   std::string_view name() const override { return "failing-cpu"; }
-  DeviceKind device_kind() const override { return DeviceKind::kCpu; }
+  DeviceType device_type() const override { return DeviceType::kCpu; }
 
   size_t allocations() const { return allocations_.load(); }      // successful allocate()s
   size_t deallocations() const { return deallocations_.load(); }

@@ -87,7 +87,7 @@ class Buffer {
   Ownership ownership() const { return is_view_ ? Ownership::kAliased : storage_->ownership(); }
   bool is_mutable() const { return storage_->is_mutable(); }
   bool is_cpu_accessible() const { return storage_->is_cpu_accessible(); }
-  DeviceKind device_kind() const { return storage_->device_kind(); }
+  DeviceType device_type() const { return storage_->device_type(); }
   int device_id() const { return storage_->device_id(); }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   // "buffer #7 (Aliased, f32[2,3], 24 bytes at +16 of storage #3)"

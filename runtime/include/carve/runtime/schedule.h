@@ -90,7 +90,8 @@ struct ScheduleOptions {
   // launches together (too little work to pay for task dispatch, in the spirit of XLA's
   // CPU thresholds). allow_fallback = false always runs in parallel.
   bool allow_fallback = true;
-  // Always run sequentially (the DAG is still built, for statistics and the checker).
+  // Always run sequentially (the DAG is still built, for statistics and the checker): the
+  // one switch for sequential execution (CompileOptions::schedule, `carve run --sequential`).
   bool sequential = false;
   int64_t min_tasks = 4;
   int64_t min_total_bytes = 256 * 1024;

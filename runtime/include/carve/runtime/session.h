@@ -24,7 +24,7 @@
 //  - Execution: compile() also builds the hazard DAG over the launches' storage byte
 //    ranges (schedule.h). run() executes it on oneTBB with the session's thread count,
 //    or sequentially when the program is too small to gain (the schedule says why) or
-//    CompileOptions::sequential is set. Parallel and sequential runs write the same bytes.
+//    CompileOptions::schedule.sequential is set. Parallel and sequential runs write the same bytes.
 //    RunOptions::check_hazards runs in parallel whatever the fallback says, records
 //    when every task ran and reports conflicting tasks that overlapped (RunRecord).
 //  - Devices: SessionOptions::device = {cuda, i} runs programs on CUDA device i
@@ -56,6 +56,7 @@
 
 #include "carve/jit/jit.h"
 #include "carve/runtime/cuda/device_program.h"
+#include "carve/runtime/device.h"
 #include "carve/runtime/program.h"
 #include "carve/runtime/schedule.h"
 #include "carve/runtime/stream_plan.h"
@@ -83,9 +84,9 @@ struct CompileOptions {
   bool parallel_safe = false;            // no byte sharing between DAG-unordered buffers
   double plan_time_limit_seconds = 10.0;
   std::vector<std::shared_ptr<BufferHandle>> handles{};  // bound by name to graph handles
-  // Execution. sequential = one launch after another in program order (the DAG is still
-  // built, for statistics and the hazard checker). schedule.threads 0 = the session's.
-  bool sequential = false;
+  // Execution (schedule.h). schedule.sequential = one launch after another in program order
+  // (the DAG is still built, for statistics and the hazard checker); on a device, all
+  // launches on one stream. schedule.threads 0 = the session's.
   ScheduleOptions schedule{};
   // Per-node placement by node name. Every named node must exist (kNotFound). A cuda
   // Session may place nodes on cpu (a mixed program, see above); a CPU Session placing a

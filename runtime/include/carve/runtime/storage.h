@@ -71,7 +71,7 @@ class Storage {
   Ownership ownership() const { return ownership_; }
   bool is_mutable() const { return mutable_; }
   bool is_cpu_accessible() const { return cpu_accessible_; }
-  DeviceKind device_kind() const { return allocator_ ? allocator_->device_kind() : DeviceKind::kCpu; }
+  DeviceType device_type() const { return allocator_ ? allocator_->device_type() : DeviceType::kCpu; }
   int device_id() const { return allocator_ ? allocator_->device_id() : 0; }
   size_t alignment() const { return alignment_; }
   // Null for Borrowed and FileBacked storage.

@@ -1,5 +1,5 @@
 // A runtime::Allocator for CUDA device memory (cuMemAlloc/cuMemFree through the dlopen'ed
-// driver): device_kind() is kDevice, so runtime Storages over it are DeviceResident, and the
+// driver): device_type() is kCuda, so runtime Storages over it are DeviceResident, and the
 // copy/synchronize hooks move bytes with cuMemcpy. Built into carve_runtime (it needs
 // runtime::Allocator); no CUDA headers here.
 //
@@ -27,7 +27,7 @@ class CudaAllocator final : public runtime::Allocator {
   Result<void*> allocate(size_t bytes, size_t alignment) override;
   void deallocate(void* ptr, size_t bytes, size_t alignment) override;
   std::string_view name() const override { return name_; }
-  runtime::DeviceKind device_kind() const override { return runtime::DeviceKind::kDevice; }
+  runtime::DeviceType device_type() const override { return runtime::DeviceType::kCuda; }
   int device_id() const override { return context_->info().ordinal; }
   size_t default_alignment() const override { return 256; }
   Status copy_to_device(void* device_dst, const void* host_src, size_t bytes) override;

@@ -1,7 +1,7 @@
 // A minimal sequential GPU executor for tests, tools and scripts/gpu-check: runs a whole graph
 // on one device with the same kernel groups as the CPU JIT (form_kernel_groups), one device
 // buffer per stored value (no memory planning), views aliasing their input's buffer. Not the
-// production runtime path (that is Program + an Allocator with device_kind kDevice).
+// production runtime path (that is Program + an Allocator of device type kCuda).
 // Errors: kUnavailable "no CUDA device: ..." without a GPU; codegen/NVRTC errors as theirs.
 // Thread-safety: one call at a time per CudaContext is the simple rule (calls are synchronous).
 #pragma once

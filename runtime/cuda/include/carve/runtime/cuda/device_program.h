@@ -35,14 +35,6 @@
 
 namespace carve::runtime {
 
-enum class DeviceType : uint8_t { kCpu, kCuda };
-
-struct Device {
-  DeviceType type = DeviceType::kCpu;
-  int index = 0;
-  std::string to_string() const;  // "cpu", "cuda:0"
-};
-
 // Appends the transfers described above to a program built for the device
 // (program.on_device; launches already bound). `host_handle[h]` says whether graph handle
 // h is host memory (mirrored). Inputs are uploaded first, in input order, then handles;
