@@ -64,7 +64,9 @@ TEST_CASE("runtime/state/a handle read is a snapshot even when the handle is wri
       REQUIRE(session.ok());
       auto h = runtime::BufferHandle::create("h", DType::kF32, {4});
       REQUIRE(h.ok());
-      auto program = (*session)->compile(graph, {.fuse = fuse, .handles = {*h}, .sequential = sequential});
+      runtime::CompileOptions options{.fuse = fuse, .handles = {*h}};
+      options.schedule.sequential = sequential;
+      auto program = (*session)->compile(graph, options);
       REQUIRE_MESSAGE(program.ok(), program.status().to_string());
       const std::vector<float> x(4, 1.0f), y(4, 0.0f);
       std::vector<runtime::Buffer> inputs{borrow(x, {4}), borrow(y, {4})};
@@ -117,7 +119,9 @@ TEST_CASE("runtime/state/random reads and writes of handles match the reference 
     const bool fuse = *rc::gen::arbitrary<bool>();
     std::vector<std::shared_ptr<runtime::BufferHandle>> handles;
     for (const auto& n : names) handles.push_back(*runtime::BufferHandle::create(n, DType::kF32, shape));
-    auto program = session->get()->compile(*graph, {.fuse = fuse, .handles = handles, .sequential = sequential});
+    runtime::CompileOptions options{.fuse = fuse, .handles = handles};
+    options.schedule.sequential = sequential;
+    auto program = session->get()->compile(*graph, options);
     RC_ASSERT(program.ok());
     std::vector<runtime::Buffer> inputs{borrow(x, shape)};
     auto outputs = (*program)->run(inputs);
