@@ -13,6 +13,7 @@ import os
 import sys
 
 import numpy as np
+from urllib.parse import quote  # carve run: output_file_name (tools/cli/run_command.h)
 
 
 def main():
@@ -28,7 +29,7 @@ def main():
     ok = True
     for ref_path in refs:
         name = ref_path[len(args.reference_prefix + ".output."):-len(".npy")]
-        actual_path = os.path.join(args.actual_dir, name.replace("/", "_") + ".npy")
+        actual_path = os.path.join(args.actual_dir, quote(name, safe="") + ".npy")
         if not os.path.exists(actual_path):
             print(f"{name}: missing {actual_path}")
             ok = False

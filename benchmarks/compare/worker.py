@@ -18,6 +18,7 @@ import sys
 import time
 
 import numpy as np
+from urllib.parse import quote  # carve run: output_file_name (tools/cli/run_command.h)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -108,7 +109,7 @@ def run_model(a):
         extra = {"blas": blas_libraries(), "torch_threads": torch.get_num_threads()}
     os.makedirs(a.out, exist_ok=True)
     for n, o in zip(names, outputs):
-        np.save(os.path.join(a.out, n.replace("/", "_") + ".npy"), o)
+        np.save(os.path.join(a.out, quote(n, safe="") + ".npy"), o)
     return {"latency_ms": lat, "cpu_ms": cpu, **extra}
 
 

@@ -12,6 +12,7 @@
 #include "carve/reference/reference.h"
 #include "carve/runtime/npy.h"
 #include "cli/cli.h"
+#include "cli/run_command.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -169,4 +170,18 @@ TEST_CASE("tools/run/check-hazards fails on a removed edge") {
   CHECK(line.find("'a' = storage #") != std::string::npos);
   CHECK(line.find(" vs buffer #") != std::string::npos);
   CHECK(line.find("[0, 16384)") != std::string::npos);
+}
+
+TEST_CASE("tools/run/output file names are distinct and reversible") {
+  using carve::cli::output_file_name;
+  CHECK(*output_file_name("logits") == "logits.npy");
+  CHECK(*output_file_name("a/b") == "a%2Fb.npy");
+  CHECK(*output_file_name("a_b") == "a_b.npy");       // no longer the same file as a/b
+  CHECK(*output_file_name("a%2Fb") == "a%252Fb.npy");  // '%' itself is encoded: reversible
+  CHECK(*output_file_name("/head/MatMul_output_0") == "%2Fhead%2FMatMul_output_0.npy");
+  CHECK(*output_file_name("..") == "%2E%2E.npy");
+  CHECK(*output_file_name("x.y") == "x.y.npy");
+  CHECK(*output_file_name("caf\xc3\xa9") == "caf%C3%A9.npy");
+  CHECK(output_file_name(std::string("a\0b", 3)).status().code() == carve::ErrorCode::kInvalidArgument);
+  CHECK(output_file_name("").status().code() == carve::ErrorCode::kInvalidArgument);
 }

@@ -4,6 +4,7 @@
 #include <fmt/ostream.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -135,7 +136,25 @@ Result<runtime::CompileOptions> compile_options(const RunCommandOptions& options
   return compile;
 }
 
-// DIR/<output name>.npy for every output.
+}  // namespace
+
+Result<std::string> output_file_name(std::string_view name) {
+  if (name.empty()) return Status(ErrorCode::kInvalidArgument, "output with an empty name: no file name for it");
+  if (name.find('\0') != std::string_view::npos)
+    return Status(ErrorCode::kInvalidArgument, fmt::format("output name '{}' contains NUL", name.substr(0, name.find('\0'))));
+  const bool only_dots = name.find_first_not_of('.') == std::string_view::npos;  // "." and ".." are directories
+  std::string file;
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    const bool keep = std::isalnum(u) || c == '_' || c == '-' || c == '~' || (c == '.' && !only_dots);
+    file += keep ? std::string(1, c) : fmt::format("%{:02X}", u);
+  }
+  return file + ".npy";
+}
+
+namespace {
+
+// DIR/<output name>.npy for every output (output_file_name).
 Status write_outputs(const runtime::CompiledProgram& program, const std::vector<runtime::Buffer>& outputs,
                      const std::string& dir, std::ostream& out) {
   std::error_code ec;
@@ -143,9 +162,8 @@ Status write_outputs(const runtime::CompiledProgram& program, const std::vector<
   if (ec) return Status(ErrorCode::kIoError, fmt::format("cannot create '{}': {}", dir, ec.message()));
   const auto names = program.output_names();
   for (size_t i = 0; i < outputs.size(); ++i) {
-    std::string file = names[i];  // ONNX names may contain '/' (e.g. "/head/MatMul_output_0")
-    std::replace(file.begin(), file.end(), '/', '_');
-    const std::string path = (std::filesystem::path(dir) / (file + ".npy")).string();
+    CARVE_ASSIGN_OR_RETURN(std::string file, output_file_name(names[i]));
+    const std::string path = (std::filesystem::path(dir) / file).string();
     CARVE_RETURN_IF_ERROR(runtime::write_npy(path, outputs[i]));
     fmt::print(out, "wrote {}\n", path);
   }

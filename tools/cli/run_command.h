@@ -1,5 +1,5 @@
 // `carve run GRAPH`: compile, plan, run; inputs from .npy files or random; outputs to
-// DIR/<output name>.npy; latency over --iters runs; --explain prints kernels, the plan and
+// DIR/<output file name> (output_file_name); latency over --iters runs; --explain prints kernels, the plan and
 // the hazard DAG. Runs in parallel on --threads (sequential fallback for tiny programs),
 // or --sequential; --check-hazards reports races and fails the command when it finds any;
 // --trace FILE writes the last run's timeline.
@@ -9,7 +9,10 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "carve/status.h"
 
 namespace carve::cli {
 
@@ -32,5 +35,11 @@ struct RunCommandOptions {
 };
 
 int run_run_command(const RunCommandOptions& options, std::ostream& out, std::ostream& err);
+
+// The .npy file name of an output: the name with every byte outside [A-Za-z0-9._~-]
+// percent-encoded ("/head/y" -> "%2Fhead%2Fy.npy"; a name of only dots has its dots
+// encoded), so distinct names get distinct files and the name can be read back
+// (urllib.parse.unquote). kInvalidArgument for an empty name or one containing NUL.
+Result<std::string> output_file_name(std::string_view name);
 
 }  // namespace carve::cli
