@@ -271,6 +271,25 @@ Status CompiledProgram::check_run_args(std::span<const Buffer> inputs, std::span
   return check_caller_overlaps(inputs, outputs);
 }
 
+namespace {
+
+// Copies of the bytes of every handle some launch writes (CPU programs).
+Result<std::vector<std::pair<BufferHandle*, std::vector<std::byte>>>> save_written_handles(const Program& p) {
+  std::vector<bool> written(p.handles.size(), false);
+  for (const Launch& launch : p.launches)
+    for (const MemoryRef& w : launch.writes)
+      if (w.region == Region::kHandle) written[static_cast<size_t>(w.slot)] = true;
+  std::vector<std::pair<BufferHandle*, std::vector<std::byte>>> saved;
+  for (size_t h = 0; h < p.handles.size(); ++h) {
+    if (!written[h]) continue;
+    CARVE_ASSIGN_OR_RETURN(std::span<const std::byte> bytes, p.handles[h]->memory().bytes());
+    saved.emplace_back(p.handles[h].get(), std::vector<std::byte>(bytes.begin(), bytes.end()));
+  }
+  return saved;
+}
+
+}  // namespace
+
 Status CompiledProgram::check_caller_overlaps(std::span<const Buffer> inputs, std::span<Buffer> outputs) const {
   const Program& p = *program_;
   auto overlap_error = [](const std::string& a, const Buffer& ba, const std::string& b, const Buffer& bb) {
@@ -317,7 +336,17 @@ Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> ou
   run_options.fail_on_hazard = options.fail_on_hazard;
   run_options.record_trace = options.record_trace;
   run_options.stretch_us = options.stretch_us;
-  return executor_.run(p, schedule_, operands_, run_options, record);
+  // A run that can fail after its kernels ran (the checker finds a race) first saves the
+  // handles it writes, and puts them back when it fails: a failed run leaves handles as
+  // they were.
+  std::vector<std::pair<BufferHandle*, std::vector<std::byte>>> saved;
+  if (options.check_hazards && options.fail_on_hazard) {
+    CARVE_ASSIGN_OR_RETURN(saved, save_written_handles(p));
+  }
+  Status status = executor_.run(p, schedule_, operands_, run_options, record);
+  if (!status.ok())
+    for (auto& [handle, bytes] : saved) std::memcpy(handle->memory().unsafe_data(), bytes.data(), bytes.size());
+  return status;
 }
 
 CompiledProgram::CompiledProgram(std::shared_ptr<jit::JitCompiler> jit, std::unique_ptr<Program> program,

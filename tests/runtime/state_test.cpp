@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "carve/ir/builder.h"
@@ -179,4 +180,44 @@ TEST_CASE("runtime/state/caller buffers overlapping by address are rejected nami
   outputs = {*runtime::Buffer::borrow(out_bytes.first(16), DType::kF32, {4}, true),
              *runtime::Buffer::borrow(out_bytes.subspan(16), DType::kF32, {4}, true)};
   CHECK((*program)->run(inputs, outputs).ok());
+}
+
+TEST_CASE("runtime/state/a run failed by the hazard checker leaves its handles as they were") {
+  if (!have_jit()) return;
+  if (std::thread::hardware_concurrency() < 2) {
+    test::skip("one hardware thread: two launches can never overlap, so no race can be observed");
+    return;
+  }
+  // exp writes a, neg reads it and its result goes to the handle; the edge exp -> neg is
+  // removed on purpose and each task is held 2 ms, so the checker sees them overlap.
+  ir::GraphBuilder b("race");
+  b.handle("acc", DType::kF32, {64, 64});
+  auto x = b.input("x", DType::kF32, {64, 64});
+  auto c = b.neg(b.exp(x));
+  b.write_handle("acc", c);
+  b.output(b.rename(b.relu(c), "y"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto session = runtime::Session::create({.threads = 2});
+  REQUIRE(session.ok());
+  auto acc = runtime::BufferHandle::create("acc", DType::kF32, {64, 64});
+  REQUIRE(acc.ok());
+  runtime::CompileOptions options{.fuse = false, .handles = {*acc}};
+  options.schedule.drop_edges = {{0, 1}};
+  auto program = (*session)->compile(*g, options);
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  std::vector<float> xs(64 * 64, 0.5f);
+  std::vector<runtime::Buffer> inputs{borrow(xs, {64, 64})};
+  const std::vector<float> before(64 * 64, 7.0f);
+  int failures = 0;
+  for (int attempt = 0; attempt < 10 && failures == 0; ++attempt) {
+    REQUIRE((*acc)->set(borrow(before, {64, 64})).ok());
+    auto out = (*program)->run(inputs, {.check_hazards = true, .fail_on_hazard = true, .stretch_us = 2000});
+    if (out.ok()) continue;
+    ++failures;
+    CHECK(out.status().code() == ErrorCode::kInternal);
+    CHECK(out.status().message().find("race") != std::string::npos);
+    CHECK(floats_of(*(*acc)->read()) == before);
+  }
+  CHECK(failures == 1);
 }

@@ -18,7 +18,9 @@
 //    returned as new Owned buffers. Overlap is checked by address range, whatever the
 //    storages: an output may not share a byte with an input or another output, and no
 //    caller buffer may share one with the program's arena, constants or handles
-//    (kInvalidArgument naming both buffers). Errors leave bound handles unchanged.
+//    (kInvalidArgument naming both buffers). A failed run leaves bound handles as they
+//    were: argument errors fail before anything runs; a race found by the checker with
+//    RunOptions::fail_on_hazard restores the handles the run wrote (saved before it).
 //  - Ownership: a CompiledProgram owns its arena, kernels (via the Session's JIT, which
 //    it keeps alive) and a copy of the graph; it keeps bound handles alive.
 //  - Execution: compile() also builds the hazard DAG over the launches' storage byte
