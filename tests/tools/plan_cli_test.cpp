@@ -156,3 +156,23 @@ TEST_CASE("tools/demo/prints graph lifetimes and plan") {
   CHECK(r.out.find("tensor lifetimes") != std::string::npos);
   CHECK(r.out.find("arena storage #") != std::string::npos);
 }
+
+TEST_CASE("tools/plan/sizes and alignments past int64 are clear errors, never a crash") {
+  // One buffer of 2^61 bytes: every strategy plans it (exact used to segfault).
+  const fs::path big = write_temp("big.csv", "id,lower,upper,size\nb,0,1,2305843009213693952\n");
+  CliRun r = carve_cli({"plan", big.string()});
+  INFO(r.out, r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("exact") != std::string::npos);
+  // An alignment that makes offsets unrepresentable: every strategy says so.
+  const fs::path small = write_temp("small.csv", "id,lower,upper,size\na,0,2,100\nb,1,3,200\n");
+  r = carve_cli({"plan", small.string(), "--align", "4611686018427387904"});
+  CHECK(r.code == 1);
+  CHECK(r.out.find("overflows int64") != std::string::npos);
+  // Live bytes past int64: the lower bound says so instead of printing INT64_MAX.
+  const fs::path huge = write_temp("huge.csv", "id,lower,upper,size\na,0,2,9223372036854775807\nb,1,3,9223372036854775807\n");
+  r = carve_cli({"plan", huge.string()});
+  CHECK(r.code == 1);
+  CHECK(r.out.find("over 2^63 bytes") != std::string::npos);
+  CHECK(r.out.find("9223372036854775807") == std::string::npos);
+}

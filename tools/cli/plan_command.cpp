@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -95,7 +96,11 @@ int run_plan_command(const PlanCommandOptions& options, std::ostream& out, std::
   const planner::Problem& problem = input->problem;
   const int64_t lower_bound = planner::lower_bound_bytes(problem);
   for (const auto& line : input->notes) fmt::print(out, "{}\n", line);
-  fmt::print(out, "{}: {} buffers, lower bound {} bytes\n", input->source, problem.buffers.size(), lower_bound);
+  // lower_bound_bytes saturates: live bytes beyond int64 mean no plan can exist.
+  const std::string bound = lower_bound == std::numeric_limits<int64_t>::max()
+                                ? std::string("over 2^63 bytes (no plan can exist)")
+                                : fmt::format("{} bytes", lower_bound);
+  fmt::print(out, "{}: {} buffers, lower bound {}\n", input->source, problem.buffers.size(), bound);
 
   planner::PlanOptions plan_options;
   plan_options.capacity = options.capacity;
