@@ -16,7 +16,7 @@
 // packs padding as zeros, so a padded tap adds 0 * w: identical for finite weights, but
 // an infinite/NaN weight makes outputs whose window overlaps the padding NaN where the
 // reference skips the tap (and an all-zero sum may differ in the sign of zero).
-#include "emit_util.h"
+#include "emit_gemm.h"
 
 namespace carve::jit::detail {
 namespace {

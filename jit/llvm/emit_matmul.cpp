@@ -13,7 +13,7 @@
 // Other dtypes (f16/bf16 via float, integers wrapping) use a simple per-element loop.
 #include <fmt/format.h>
 
-#include "emit_util.h"
+#include "emit_gemm.h"
 
 namespace carve::jit::detail {
 namespace {
@@ -44,16 +44,7 @@ Value* scratch_ptr(EmitContext& ec) {
   return nullptr;
 }
 
-// Loads `lanes` (0 = scalar) elements of `dtype` at linear index `lin` of `base`.
-Value* load_n(EmitContext& ec, ir::DType dtype, Value* base, Value* lin, int lanes) {
-  if (lanes == 0) return load_elem(ec, dtype, base, lin);
-  Type* vt = vec_type(storage_type(ec, dtype), lanes);
-  return to_compute(ec, dtype, load_vec(ec, vt, elem_ptr(ec, dtype, base, lin)));
-}
-
 }  // namespace
-
-namespace util {
 
 Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles& tiles,
                  const GemmSpec& spec, const Epilogue& epilogue) {
@@ -252,8 +243,6 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
   });
   return Status();
 }
-
-}  // namespace util
 
 namespace {
 

@@ -13,6 +13,7 @@
 //  - batch_norm / global_avg_pool: per (image, channel) plane, vectorised.
 #include <llvm/IR/Intrinsics.h>
 
+#include "carve/jit/tiles.h"
 #include "emit_util.h"
 
 namespace carve::jit::detail {
@@ -27,43 +28,8 @@ int lanes_for(EmitContext& ec, ir::DType dtype) {
   return ec.vector_width_f32;
 }
 
-Value* load_n(EmitContext& ec, ir::DType dtype, Value* base, Value* idx, int lanes) {
-  if (lanes == 0) return load_elem(ec, dtype, base, idx);
-  Type* vt = vec_type(storage_type(ec, dtype), lanes);
-  return to_compute(ec, dtype, load_vec(ec, vt, elem_ptr(ec, dtype, base, idx)));
-}
-
-void store_n(EmitContext& ec, ir::DType dtype, Value* base, Value* idx, Value* v) {
-  if (v->getType()->isVectorTy()) {
-    store_vec(ec, to_storage(ec, dtype, v), elem_ptr(ec, dtype, base, idx));
-  } else {
-    store_elem(ec, dtype, base, idx, v);
-  }
-}
-
 Value* fmax_nan(EmitContext& ec, Value* a, Value* b) {
   return util::max(ec, ir::DType::kF32, a, b);
-}
-
-// Horizontal combine of a vector.
-Value* horizontal(EmitContext& ec, Value* v, const std::function<Value*(Value*, Value*)>& f) {
-  auto* vt = llvm::cast<llvm::FixedVectorType>(v->getType());
-  unsigned n = vt->getNumElements();
-  while (n > 1) {
-    unsigned h = n / 2;
-    std::vector<int> lo, hi;
-    for (unsigned i = 0; i < h; ++i) {
-      lo.push_back(static_cast<int>(i));
-      hi.push_back(static_cast<int>(i + h));
-    }
-    v = f(ec.b.CreateShuffleVector(v, lo), ec.b.CreateShuffleVector(v, hi));
-    n = h;
-  }
-  return ec.b.CreateExtractElement(v, static_cast<uint64_t>(0));
-}
-
-Value* splat_like(EmitContext& ec, Value* scalar, int lanes) {
-  return lanes == 0 ? scalar : splat(ec, lanes, scalar);
 }
 
 // Folds f over elements [0, n) of a contiguous run at base (vector body + scalar tail).
@@ -235,14 +201,6 @@ Status emit_softmax(EmitContext& ec, const ir::Node& node) {
     });
   });
   return Status();
-}
-
-double attr_float(const ir::Node& n, const char* name, double d) {
-  auto it = n.attrs.find(name);
-  if (it == n.attrs.end()) return d;
-  if (it->second.is_float()) return it->second.as_float();
-  if (it->second.is_int()) return static_cast<double>(it->second.as_int());
-  return d;
 }
 
 Value* sqrt_v(EmitContext& ec, Value* v) {
