@@ -86,7 +86,7 @@ void copy_region(EmitContext& ec, Region r, ir::DType dtype, Value* lo, Value* h
     ss.push_back(r.src_st[j]);
     ds.push_back(r.dst_st[j]);
   }
-  if (dims.empty()) {
+  if (dims.empty()) {  // all extents 1, or rank 0: one element
     dims = {1};
     ss = {1};
     ds = {1};
@@ -267,6 +267,26 @@ Status emit_gather(EmitContext& ec, const ir::Node& node) {
   return Status();
 }
 
+// The regions of split (whole = the input, the source) or concat (whole = the output, the
+// destination): part k sits at the sum of the earlier parts' extents along "axis".
+std::vector<Region> axis_regions(EmitContext& ec, const ir::Node& node, ir::ValueId whole,
+                                 const std::vector<ir::ValueId>& parts, bool whole_is_src) {
+  const ir::Shape& ws = ec.graph.value(whole).type.shape;
+  const int axis = norm_axis(attr_int(node, "axis", 0), ws.rank());
+  const std::vector<int64_t> wst = contiguous_strides(ws.dims());
+  std::vector<Region> regions;
+  int64_t offset = 0;
+  for (ir::ValueId v : parts) {
+    const ir::Shape& ps = ec.graph.value(v).type.shape;
+    Region r{ps.dims(), operand_ptr(ec, whole), i64c(ec, offset * wst[static_cast<size_t>(axis)]), wst,
+             operand_ptr(ec, v), i64c(ec, 0), contiguous_strides(ps.dims())};
+    if (!whole_is_src) r = Region{r.dims, r.dst, r.dst_base, r.dst_st, r.src, r.src_base, r.src_st};
+    regions.push_back(std::move(r));
+    offset += ps[axis];
+  }
+  return regions;
+}
+
 // ONNX slice start for one axis (same clamping as shape inference).
 int64_t slice_start(int64_t d, int64_t start, int64_t step) {
   if (start < 0) start += d;
@@ -330,7 +350,6 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       Value* base = b.CreateMul(pos, i64c(ec, hst[static_cast<size_t>(axis)]));
       Region r{vt.shape.dims(), operand_ptr(ec, node.inputs[0]), zero(), contiguous_strides(vt.shape.dims()),
                handle, base, hst};
-      if (rank == 0) r = Region{{1}, r.src, zero(), {1}, handle, zero(), {1}};
       copy_regions(ec, {r}, vt.dtype);
       return Status();
     }
@@ -346,7 +365,6 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       for (int64_t p : perm) sst.push_back(ist[static_cast<size_t>(p)]);
       Region r{out.shape.dims(), operand_ptr(ec, node.inputs[0]), zero(), sst, operand_ptr(ec, node.outputs[0]), zero(),
                contiguous_strides(out.shape.dims())};
-      if (rank == 0) r = Region{{1}, r.src, zero(), {1}, r.dst, zero(), {1}};
       copy_regions(ec, {r}, in.dtype);
       return Status();
     }
@@ -375,39 +393,15 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       }
       Region r{out.shape.dims(), operand_ptr(ec, node.inputs[0]), i64c(ec, base), sst,
                operand_ptr(ec, node.outputs[0]), zero(), contiguous_strides(out.shape.dims())};
-      if (rank == 0) r = Region{{1}, r.src, zero(), {1}, r.dst, zero(), {1}};
       copy_regions(ec, {r}, in.dtype);
       return Status();
     }
     case ir::OpKind::kSplit: {
-      const ir::TensorType& in = g.value(node.inputs[0]).type;
-      const int axis = norm_axis(attr_int(node, "axis", 0), in.shape.rank());
-      std::vector<int64_t> ist = contiguous_strides(in.shape.dims());
-      std::vector<Region> regions;
-      int64_t offset = 0;
-      for (ir::ValueId v : node.outputs) {
-        const ir::TensorType& t = g.value(v).type;
-        regions.push_back(Region{t.shape.dims(), operand_ptr(ec, node.inputs[0]),
-                                 i64c(ec, offset * ist[static_cast<size_t>(axis)]), ist, operand_ptr(ec, v), zero(),
-                                 contiguous_strides(t.shape.dims())});
-        offset += t.shape[axis];
-      }
-      copy_regions(ec, regions, in.dtype);
+      copy_regions(ec, axis_regions(ec, node, node.inputs[0], node.outputs, true), g.value(node.inputs[0]).type.dtype);
       return Status();
     }
     case ir::OpKind::kConcat: {
-      const ir::TensorType& out = g.value(node.outputs[0]).type;
-      const int axis = norm_axis(attr_int(node, "axis", 0), out.shape.rank());
-      std::vector<int64_t> ost = contiguous_strides(out.shape.dims());
-      std::vector<Region> regions;
-      int64_t offset = 0;
-      for (ir::ValueId v : node.inputs) {
-        const ir::TensorType& t = g.value(v).type;
-        regions.push_back(Region{t.shape.dims(), operand_ptr(ec, v), zero(), contiguous_strides(t.shape.dims()),
-                                 operand_ptr(ec, node.outputs[0]), i64c(ec, offset * ost[static_cast<size_t>(axis)]), ost});
-        offset += t.shape[axis];
-      }
-      copy_regions(ec, regions, out.dtype);
+      copy_regions(ec, axis_regions(ec, node, node.outputs[0], node.inputs, false), g.value(node.outputs[0]).type.dtype);
       return Status();
     }
     case ir::OpKind::kPad:
