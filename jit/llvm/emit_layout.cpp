@@ -118,7 +118,7 @@ void copy_region(EmitContext& ec, Region r, ir::DType dtype, Value* lo, Value* h
 }
 
 // Several regions sharing one item space (split: one per output, concat: one per input).
-void copy_regions(EmitContext& ec, const std::vector<Region>& regions, ir::DType dtype) {
+Status copy_regions(EmitContext& ec, const std::vector<Region>& regions, ir::DType dtype) {
   llvm::IRBuilder<>& b = ec.b;
   int64_t total = 0;
   for (const Region& r : regions) total += product(r.dims);
@@ -134,6 +134,7 @@ void copy_regions(EmitContext& ec, const std::vector<Region>& regions, ir::DType
     }
     start += n;
   }
+  return Status();
 }
 
 int norm_axis(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis + rank : axis); }
@@ -316,8 +317,7 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       const ir::TensorType& t = g.value(node.outputs[0]).type;
       int64_t n = product(t.shape.dims());
       Region r{{n}, operand_ptr(ec, node.inputs[0]), zero(), {1}, operand_ptr(ec, node.outputs[0]), zero(), {1}};
-      copy_regions(ec, {r}, t.dtype);
-      return Status();
+      return copy_regions(ec, {r}, t.dtype);
     }
     case ir::OpKind::kReadHandle:
     case ir::OpKind::kWriteHandle: {
@@ -329,8 +329,7 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       int64_t n = product(t.shape.dims());
       Region r{{n}, handle, zero(), {1}, vp, zero(), {1}};
       if (node.op == ir::OpKind::kWriteHandle) std::swap(r.src, r.dst);
-      copy_regions(ec, {r}, t.dtype);
-      return Status();
+      return copy_regions(ec, {r}, t.dtype);
     }
     case ir::OpKind::kWriteHandleAt: {
       Value* handle = operand_ptr(ec, ir::kNoValue);
@@ -350,8 +349,7 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       Value* base = b.CreateMul(pos, i64c(ec, hst[static_cast<size_t>(axis)]));
       Region r{vt.shape.dims(), operand_ptr(ec, node.inputs[0]), zero(), contiguous_strides(vt.shape.dims()),
                handle, base, hst};
-      copy_regions(ec, {r}, vt.dtype);
-      return Status();
+      return copy_regions(ec, {r}, vt.dtype);
     }
     case ir::OpKind::kTranspose: {
       const ir::TensorType& in = g.value(node.inputs[0]).type;
@@ -365,8 +363,7 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       for (int64_t p : perm) sst.push_back(ist[static_cast<size_t>(p)]);
       Region r{out.shape.dims(), operand_ptr(ec, node.inputs[0]), zero(), sst, operand_ptr(ec, node.outputs[0]), zero(),
                contiguous_strides(out.shape.dims())};
-      copy_regions(ec, {r}, in.dtype);
-      return Status();
+      return copy_regions(ec, {r}, in.dtype);
     }
     case ir::OpKind::kSlice: {
       const ir::TensorType& in = g.value(node.inputs[0]).type;
@@ -393,16 +390,13 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       }
       Region r{out.shape.dims(), operand_ptr(ec, node.inputs[0]), i64c(ec, base), sst,
                operand_ptr(ec, node.outputs[0]), zero(), contiguous_strides(out.shape.dims())};
-      copy_regions(ec, {r}, in.dtype);
-      return Status();
+      return copy_regions(ec, {r}, in.dtype);
     }
     case ir::OpKind::kSplit: {
-      copy_regions(ec, axis_regions(ec, node, node.inputs[0], node.outputs, true), g.value(node.inputs[0]).type.dtype);
-      return Status();
+      return copy_regions(ec, axis_regions(ec, node, node.inputs[0], node.outputs, true), g.value(node.inputs[0]).type.dtype);
     }
     case ir::OpKind::kConcat: {
-      copy_regions(ec, axis_regions(ec, node, node.outputs[0], node.inputs, false), g.value(node.outputs[0]).type.dtype);
-      return Status();
+      return copy_regions(ec, axis_regions(ec, node, node.outputs[0], node.inputs, false), g.value(node.outputs[0]).type.dtype);
     }
     case ir::OpKind::kPad:
       return emit_pad(ec, node);
