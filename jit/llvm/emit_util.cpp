@@ -55,24 +55,6 @@ Value* elem_ptr(EmitContext& ec, ir::DType dtype, Value* base, Value* index) {
   return ec.b.CreateInBoundsGEP(storage_type(ec, dtype), base, index);
 }
 
-Value* from_storage(EmitContext& ec, ir::DType dtype, Value* stored) {
-  switch (dtype) {
-    case ir::DType::kF16: return f16_bits_to_f32(ec, stored);
-    case ir::DType::kBf16: return bf16_bits_to_f32(ec, stored);
-    case ir::DType::kBool: return ec.b.CreateICmpNE(stored, zero(stored->getType()));
-    default: return stored;
-  }
-}
-
-Value* to_storage(EmitContext& ec, ir::DType dtype, Value* v) {
-  switch (dtype) {
-    case ir::DType::kF16: return f32_to_f16_bits(ec, v);
-    case ir::DType::kBf16: return f32_to_bf16_bits(ec, v);
-    case ir::DType::kBool: return ec.b.CreateZExt(v, like_shape(ec.b.getInt8Ty(), v->getType()));
-    default: return v;
-  }
-}
-
 static llvm::Align elem_align(ir::DType dtype) {
   return llvm::Align(static_cast<uint64_t>(ir::dtype_size(dtype)));
 }
@@ -184,13 +166,6 @@ Value* horizontal(EmitContext& ec, Value* v, const std::function<Value*(Value*, 
   return ec.b.CreateExtractElement(v, static_cast<uint64_t>(0));
 }
 
-Value* hsum(EmitContext& ec, Value* v) {
-  return horizontal(ec, v, [&](Value* a, Value* b) { return ec.b.CreateFAdd(a, b); });
-}
-Value* hmax(EmitContext& ec, Value* v) {
-  return horizontal(ec, v, [&](Value* a, Value* b) { return ec.b.CreateSelect(ec.b.CreateFCmpOLT(a, b), b, a); });
-}
-
 Value* exp(EmitContext& ec, Value* x) {
   auto& b = ec.b;
   Type* t = x->getType();
@@ -300,9 +275,10 @@ void for_range(EmitContext& ec, Value* begin, Value* end, int64_t step,
       name);
 }
 
-// Rotated: the guard tests begin < end once, the latch tests next < end.
-void while_range(EmitContext& ec, Value* begin, Value* end, const std::function<Value*(Value*)>& body,
-                 const char* name) {
+// iv = begin; while (iv < end) iv = body(iv): the body picks the next iv (> iv). Rotated:
+// the guard tests begin < end once, the latch tests next < end.
+static void while_range(EmitContext& ec, Value* begin, Value* end, const std::function<Value*(Value*)>& body,
+                        const char* name = "r") {
   auto& b = ec.b;
   llvm::BasicBlock* pre = b.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ec.ctx, std::string(name) + ".body", ec.fn);
@@ -382,7 +358,8 @@ Value* entry_alloca(EmitContext& ec, Type* t, int64_t count, const char* name) {
   return a;
 }
 
-Range tile_range(EmitContext& ec, int64_t num_tiles) {
+// The call's tiles [tile_begin, tile_end) clamped to [0, num_tiles).
+static Range tile_range(EmitContext& ec, int64_t num_tiles) {
   return {max_i64(ec, ec.tile_begin, i64c(ec, 0)), min_i64(ec, ec.tile_end, i64c(ec, num_tiles))};
 }
 

@@ -7,8 +7,7 @@
 // i8/u8 -> i8; i32 -> i32; i64 -> i64; bool -> i1. Storage: f16/bf16 as i16 bit patterns
 // (converted with integer bit tricks: round to nearest even, canonical quiet NaN, no
 // libcalls or F16C), bool as one byte 0/1.
-// Bool computes as i1 because comparisons yield i1 and select takes it: converting only
-// at load/store keeps elementwise chains free of i8 <-> i1 round trips.
+// Bool computes as i1 (what icmp yields and select takes), so only loads/stores convert.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -49,19 +48,12 @@ llvm::Value* load_n(EmitContext& ec, ir::DType dtype, llvm::Value* base, llvm::V
                     int lanes);
 void store_n(EmitContext& ec, ir::DType dtype, llvm::Value* base, llvm::Value* index,
              llvm::Value* v);
-// Storage bits <-> compute type.
+// Storage bits <-> compute type (emit_util_float.cpp).
 llvm::Value* from_storage(EmitContext& ec, ir::DType dtype, llvm::Value* stored);
 llvm::Value* to_storage(EmitContext& ec, ir::DType dtype, llvm::Value* v);
 
-// ---- float rounding
-// f32 <-> 16-bit patterns (i16), round to nearest even.
-llvm::Value* f32_to_f16_bits(EmitContext& ec, llvm::Value* f);
-llvm::Value* f16_bits_to_f32(EmitContext& ec, llvm::Value* h);
-llvm::Value* f32_to_bf16_bits(EmitContext& ec, llvm::Value* f);
-llvm::Value* bf16_bits_to_f32(EmitContext& ec, llvm::Value* h);
-// double -> float rounding to odd (so a following RNE to 16 bits rounds exactly once).
-llvm::Value* f64_to_f32_round_odd(EmitContext& ec, llvm::Value* d);
-// int64 -> double rounding to odd.
+// ---- float rounding (emit_util_float.cpp)
+// int64 -> double rounding to odd (so a following rounding to 16 bits rounds once).
 llvm::Value* i64_to_f64_round_odd(EmitContext& ec, llvm::Value* x, bool is_signed);
 // A float value (compute type of a float dtype) rounded to `dtype`'s precision and kept
 // in the compute type: identity for f32/f64, f32 -> 16 bits -> f32 for f16/bf16.
@@ -91,8 +83,6 @@ void store_vec(EmitContext& ec, llvm::Value* v, llvm::Value* ptr);
 // Folds the lanes of a vector (power-of-two lanes) with f as a tree of shuffles.
 llvm::Value* horizontal(EmitContext& ec, llvm::Value* v,
                         const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& f);
-llvm::Value* hsum(EmitContext& ec, llvm::Value* v);  // float vectors
-llvm::Value* hmax(EmitContext& ec, llvm::Value* v);
 
 // ---- control flow
 // for (iv = begin; iv < end; iv += step) body(iv). Signed compare. The body may emit
@@ -106,9 +96,6 @@ std::vector<llvm::Value*> for_range_carry(
     const std::function<std::vector<llvm::Value*>(llvm::Value* iv,
                                                   const std::vector<llvm::Value*>& carried)>& body,
     const char* name = "k");
-// iv = begin; while (iv < end) iv = body(iv): the body picks the next iv (> iv).
-void while_range(EmitContext& ec, llvm::Value* begin, llvm::Value* end,
-                 const std::function<llvm::Value*(llvm::Value* iv)>& body, const char* name = "r");
 // Items [lo, hi) of a row-major space whose rows hold `width` items, one row piece at a
 // time, so that per-row work (outer coordinates) is done once a row: row(index) runs
 // first, then item(row_start, col) for each column of the piece.
@@ -132,8 +119,6 @@ struct Range {
   llvm::Value* lo;
   llvm::Value* hi;
 };
-// The call's tiles [tile_begin, tile_end) clamped to [0, num_tiles).
-Range tile_range(EmitContext& ec, int64_t num_tiles);
 // [lo, hi) of `total` items for the call's tiles when the space is split into
 // group.num_tiles chunks of ceil(total / num_tiles).
 Range tile_items(EmitContext& ec, int64_t total);

@@ -1,5 +1,5 @@
-// The float rounding helpers of the kit (emit_util.h): 16-bit float bit patterns with
-// integer bit tricks, and round-to-odd steps so that a value is rounded exactly once.
+// The kit's (emit_util.h) storage conversions and float rounding: 16-bit float bit
+// patterns with integer bit tricks, and round-to-odd steps so a value is rounded once.
 #include <llvm/IR/Intrinsics.h>
 
 #include "emit_util.h"
@@ -9,6 +9,9 @@ namespace carve::jit::detail::util {
 using llvm::Type;
 using llvm::Value;
 
+namespace {
+
+// f32 <-> 16-bit patterns (i16), round to nearest even.
 Value* f32_to_f16_bits(EmitContext& ec, Value* f) {
   auto& b = ec.b;
   Type* i32 = like_shape(b.getInt32Ty(), f->getType());
@@ -70,6 +73,7 @@ Value* bf16_bits_to_f32(EmitContext& ec, Value* h) {
   return b.CreateBitCast(b.CreateShl(b.CreateZExt(h, i32), intc(i32, 16)), f32);
 }
 
+// double -> float rounding to odd (so a following RNE to 16 bits rounds exactly once).
 Value* f64_to_f32_round_odd(EmitContext& ec, Value* d) {
   auto& b = ec.b;
   Type* f32 = like_shape(b.getFloatTy(), d->getType());
@@ -83,6 +87,26 @@ Value* f64_to_f32_round_odd(EmitContext& ec, Value* d) {
   bits = b.CreateSub(bits, b.CreateZExt(away, i32));
   bits = b.CreateOr(bits, b.CreateZExt(inexact, i32));
   return b.CreateBitCast(bits, f32);
+}
+
+}  // namespace
+
+Value* from_storage(EmitContext& ec, ir::DType dtype, Value* stored) {
+  switch (dtype) {
+    case ir::DType::kF16: return f16_bits_to_f32(ec, stored);
+    case ir::DType::kBf16: return bf16_bits_to_f32(ec, stored);
+    case ir::DType::kBool: return ec.b.CreateICmpNE(stored, zero(stored->getType()));
+    default: return stored;
+  }
+}
+
+Value* to_storage(EmitContext& ec, ir::DType dtype, Value* v) {
+  switch (dtype) {
+    case ir::DType::kF16: return f32_to_f16_bits(ec, v);
+    case ir::DType::kBf16: return f32_to_bf16_bits(ec, v);
+    case ir::DType::kBool: return ec.b.CreateZExt(v, like_shape(ec.b.getInt8Ty(), v->getType()));
+    default: return v;
+  }
 }
 
 Value* i64_to_f64_round_odd(EmitContext& ec, Value* x, bool is_signed) {
