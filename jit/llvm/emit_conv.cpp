@@ -16,7 +16,7 @@
 // packs padding as zeros, so a padded tap adds 0 * w: identical for finite weights, but
 // an infinite/NaN weight makes outputs whose window overlaps the padding NaN where the
 // reference skips the tap (and an all-zero sum may differ in the sign of zero).
-#include "emit_util.h"
+#include "emit_gemm.h"
 
 namespace carve::jit::detail {
 namespace {
@@ -142,13 +142,21 @@ std::pair<Value*, Value*> kernel_rows(EmitContext& ec, const tiling::ConvShape& 
   return {lo, hi};
 }
 
+// The operands of a conv2d: input, weights, bias (null when absent) and where the result goes.
+struct ConvIO {
+  Value *X, *Wt, *Bias;
+  StoreTarget target;
+};
+ConvIO conv_io(EmitContext& ec, const ir::Node& node, const Epilogue& epilogue) {
+  return {operand_ptr(ec, node.inputs[0]), operand_ptr(ec, node.inputs[1]),
+          node.inputs.size() > 2 ? operand_ptr(ec, node.inputs[2]) : nullptr,
+          store_target(ec, node, epilogue)};
+}
+
 Status emit_direct_conv(EmitContext& ec, const ir::Node& node, const tiling::ConvShape& c,
                         ir::DType dtype, const Epilogue& epilogue) {
   auto& b = ec.b;
-  Value* X = operand_ptr(ec, node.inputs[0]);
-  Value* Wt = operand_ptr(ec, node.inputs[1]);
-  Value* Bias = node.inputs.size() > 2 ? operand_ptr(ec, node.inputs[2]) : nullptr;
-  const StoreTarget target = store_target(ec, node, epilogue);
+  const auto [X, Wt, Bias, target] = conv_io(ec, node, epilogue);
   Type* T = storage_type(ec, dtype);
   const int W = dtype == ir::DType::kF64 ? std::max(2, ec.vector_width_f32 / 2) : ec.vector_width_f32;
   const int64_t HW = c.h * c.w, OHW = c.oh * c.ow, KK = c.kh * c.kw;
@@ -233,10 +241,7 @@ Status emit_direct_conv(EmitContext& ec, const ir::Node& node, const tiling::Con
 Status emit_simple_conv(EmitContext& ec, const ir::Node& node, const tiling::ConvShape& c,
                         ir::DType dtype, const Epilogue& epilogue) {
   auto& b = ec.b;
-  Value* X = operand_ptr(ec, node.inputs[0]);
-  Value* Wt = operand_ptr(ec, node.inputs[1]);
-  Value* Bias = node.inputs.size() > 2 ? operand_ptr(ec, node.inputs[2]) : nullptr;
-  const StoreTarget target = store_target(ec, node, epilogue);
+  const auto [X, Wt, Bias, target] = conv_io(ec, node, epilogue);
   Type* ct = compute_type(ec, dtype);
   const int64_t HW = c.h * c.w, OHW = c.oh * c.ow, KK = c.kh * c.kw;
   // One output plane range [j0, j1) of image n, output channel o.

@@ -29,7 +29,7 @@
 
 #include "carve/ir/half.h"
 #include "emit.h"
-#include "ew_helpers.h"
+#include "emit_util.h"
 
 namespace carve::jit::detail {
 
@@ -37,6 +37,7 @@ using llvm::Type;
 using llvm::Value;
 using ir::DType;
 using ir::OpKind;
+using namespace util;
 
 namespace {
 
@@ -44,12 +45,11 @@ Status unsupported(const ir::Graph& g, const ir::Node& node, const std::string& 
   return Status(ErrorCode::kUnsupported, fmt::format("{}: {}", ir::describe_node(g, node.id), why));
 }
 
-bool is_fp(DType d) { return ir::is_float(d); }
-
 // double-precision math helpers (scalar or vector doubles)
-Value* libm_call(llvm::IRBuilder<>& b, llvm::Module& m, const char* name, Value* x) {
+Value* libm_call(EmitContext& ec, const char* name, Value* x) {
+  auto& b = ec.b;
   Type* dt = b.getDoubleTy();
-  auto callee = m.getOrInsertFunction(name, llvm::FunctionType::get(dt, {dt}, false));
+  auto callee = ec.module.getOrInsertFunction(name, llvm::FunctionType::get(dt, {dt}, false));
   if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
     f->setDoesNotThrow();
     f->setWillReturn();
@@ -68,9 +68,6 @@ Value* libm_call(llvm::IRBuilder<>& b, llvm::Module& m, const char* name, Value*
   return b.CreateCall(callee, {x});
 }
 
-Value* fc(Type* t, double v) { return llvm::ConstantFP::get(t, v); }
-Value* ic(Type* t, uint64_t v) { return llvm::ConstantInt::get(t, v); }
-
 Value* exp_d(llvm::IRBuilder<>& b, Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x); }
 
 // NaN-propagating max/min on floats; otherwise std::max/std::min (x when equal, so
@@ -84,14 +81,14 @@ Value* fmax_nan(llvm::IRBuilder<>& b, Value* x, Value* y, bool is_max) {
 // Integer division with defined results: x / 0 = 0, MIN / -1 = MIN (wraps).
 Value* int_div(llvm::IRBuilder<>& b, Value* x, Value* y, bool is_signed) {
   Type* t = x->getType();
-  Value* zero = ic(t, 0);
+  Value* zero = intc(t, 0);
   Value* is_zero = b.CreateICmpEQ(y, zero);
   if (!is_signed) {
-    Value* safe = b.CreateSelect(is_zero, ic(t, 1), y);
+    Value* safe = b.CreateSelect(is_zero, intc(t, 1), y);
     return b.CreateSelect(is_zero, zero, b.CreateUDiv(x, safe));
   }
   Value* is_m1 = b.CreateICmpEQ(y, llvm::Constant::getAllOnesValue(t));
-  Value* safe = b.CreateSelect(b.CreateOr(is_zero, is_m1), ic(t, 1), y);
+  Value* safe = b.CreateSelect(b.CreateOr(is_zero, is_m1), intc(t, 1), y);
   Value* q = b.CreateSDiv(x, safe);
   return b.CreateSelect(is_zero, zero, b.CreateSelect(is_m1, b.CreateSub(zero, x), q));
 }
@@ -100,12 +97,12 @@ Value* int_div(llvm::IRBuilder<>& b, Value* x, Value* y, bool is_signed) {
 Value* int_pow(llvm::IRBuilder<>& b, Value* x, Value* e, bool is_signed) {
   Type* t = x->getType();
   unsigned bits = t->getScalarSizeInBits();
-  Value* one = ic(t, 1);
-  Value* zero = ic(t, 0);
+  Value* one = intc(t, 1);
+  Value* zero = intc(t, 0);
   Value* result = one;
   Value* base = x;
   for (unsigned i = 0; i < bits; ++i) {
-    Value* bit = b.CreateICmpNE(b.CreateAnd(e, ic(t, uint64_t{1} << i)), zero);
+    Value* bit = b.CreateICmpNE(b.CreateAnd(e, intc(t, uint64_t{1} << i)), zero);
     result = b.CreateSelect(bit, b.CreateMul(result, base), result);
     if (i + 1 < bits) base = b.CreateMul(base, base);
   }
@@ -143,24 +140,16 @@ std::pair<int64_t, int64_t> int_bounds(DType d, double lo, double hi) {
 // A double constant rounded to float dtype `d`, as a compute-type constant.
 Value* float_const(Type* t, DType d, double v) {
   switch (d) {
-    case DType::kF16: return fc(t, ir::f16_to_float(ir::double_to_f16(v)));
-    case DType::kBf16: return fc(t, ir::bf16_to_float(ir::double_to_bf16(v)));
-    case DType::kF32: return fc(t, static_cast<double>(static_cast<float>(v)));
-    default: return fc(t, v);
+    case DType::kF16: return fpc(t, ir::f16_to_float(ir::double_to_f16(v)));
+    case DType::kBf16: return fpc(t, ir::bf16_to_float(ir::double_to_bf16(v)));
+    case DType::kF32: return fpc(t, static_cast<double>(static_cast<float>(v)));
+    default: return fpc(t, v);
   }
 }
 
-double attr_float(const ir::Node& n, const char* name, double fallback) {
-  auto it = n.attrs.find(name);
-  if (it == n.attrs.end()) return fallback;
-  if (it->second.is_float()) return it->second.as_float();
-  if (it->second.is_int()) return static_cast<double>(it->second.as_int());
-  return fallback;
-}
-
-Value* cast_value(llvm::IRBuilder<>& b, DType from, DType to, Value* v) {
-  llvm::LLVMContext& ctx = b.getContext();
-  Type* dst = ew::like_shape(ew::compute_type(ctx, to), v->getType());
+Value* cast_value(EmitContext& ec, DType from, DType to, Value* v) {
+  auto& b = ec.b;
+  Type* dst = like_shape(compute_type(ec, to), v->getType());
   if (from == to) return v;
   if (to == DType::kBool) {
     if (is_fp(from)) return b.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
@@ -172,26 +161,26 @@ Value* cast_value(llvm::IRBuilder<>& b, DType from, DType to, Value* v) {
   }
   if (is_fp(from) && is_fp(to)) {
     if (to == DType::kF64) return b.CreateFPExt(v, dst);  // from float (f32/f16/bf16)
-    if (from == DType::kF64) return ew::round_from_double(b, to, v);
+    if (from == DType::kF64) return round_from_double(ec, to, v);
     // float-valued source (f32, f16, bf16) to f32/f16/bf16
-    return to == DType::kF32 ? v : ew::round_to(b, to, v);
+    return to == DType::kF32 ? v : round_to(ec, to, v);
   }
   if (is_fp(from)) {  // -> integer: truncate, saturate, NaN -> 0
     auto id = to == DType::kU8 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
     return b.CreateIntrinsic(id, {dst, v->getType()}, {v});
   }
-  bool sgn = ew::is_signed_int(from);
+  bool sgn = is_signed_int(from);
   if (is_fp(to)) {
     if (to == DType::kF32 || to == DType::kF64) return sgn ? b.CreateSIToFP(v, dst) : b.CreateUIToFP(v, dst);
     // f16/bf16: round once from the integer value
-    Type* dt = ew::like_shape(b.getDoubleTy(), v->getType());
+    Type* dt = like_shape(b.getDoubleTy(), v->getType());
     Value* d = nullptr;
     if (from == DType::kI64) {
-      d = ew::i64_to_f64_round_odd(b, v, true);
+      d = i64_to_f64_round_odd(ec, v, true);
     } else {
       d = sgn ? b.CreateSIToFP(v, dt) : b.CreateUIToFP(v, dt);  // exact
     }
-    return ew::round_from_double(b, to, d);
+    return round_from_double(ec, to, d);
   }
   // int -> int: wrap (keep the low bits), sign- or zero-extend by the source
   unsigned fb = v->getType()->getScalarSizeInBits(), tb = dst->getScalarSizeInBits();
@@ -200,12 +189,11 @@ Value* cast_value(llvm::IRBuilder<>& b, DType from, DType to, Value* v) {
   return sgn ? b.CreateSExt(v, dst) : b.CreateZExt(v, dst);
 }
 
-}  // namespace
-
-namespace ew {
-
-Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir::Graph& g,
-                                 const ir::Node& node, const std::vector<Value*>& args) {
+// Applies elementwise `node` to compute-type arguments (in input order); the result is
+// rounded to the output dtype.
+Result<Value*> apply_elementwise(EmitContext& ec, const ir::Node& node, const std::vector<Value*>& args) {
+  auto& b = ec.b;
+  const ir::Graph& g = ec.graph;
   if (args.size() != node.inputs.size() || node.outputs.size() != 1) {
     return Status(ErrorCode::kInvalidArgument, fmt::format("{}: wrong operand count", ir::describe_node(g, node.id)));
   }
@@ -222,7 +210,7 @@ Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir
     Type* dt = like_shape(b.getDoubleTy(), v->getType());
     return v->getType()->getScalarType()->isDoubleTy() ? v : b.CreateFPExt(v, dt);
   };
-  auto from_d = [&](Value* d) { return round_from_double(b, out, d); };
+  auto from_d = [&](Value* d) { return round_from_double(ec, out, d); };
 
   if (ir::is_unary_elementwise(op) && !fp && op != OpKind::kNeg && op != OpKind::kAbs &&
       op != OpKind::kRelu && op != OpKind::kClip) {
@@ -231,11 +219,11 @@ Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir
 
   switch (op) {
     case OpKind::kNeg:
-      return fp ? round_to(b, out, b.CreateFNeg(x)) : b.CreateSub(ic(t, 0), x);
+      return fp ? round_to(ec, out, b.CreateFNeg(x)) : b.CreateSub(intc(t, 0), x);
     case OpKind::kAbs:
       if (fp) return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
       if (!sgn) return x;
-      return b.CreateSelect(b.CreateICmpSLT(x, ic(t, 0)), b.CreateSub(ic(t, 0), x), x);
+      return b.CreateSelect(b.CreateICmpSLT(x, intc(t, 0)), b.CreateSub(intc(t, 0), x), x);
     case OpKind::kRelu: {
       Value* zero = llvm::Constant::getNullValue(t);
       if (fp) return b.CreateSelect(b.CreateFCmpOLT(x, zero), zero, x);
@@ -252,8 +240,8 @@ Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir
         return b.CreateSelect(b.CreateFCmpOGT(r, h), h, r);
       }
       auto [li, hi_i] = int_bounds(in, lo, hi);
-      Value* l = ic(t, static_cast<uint64_t>(li));
-      Value* h = ic(t, static_cast<uint64_t>(hi_i));
+      Value* l = intc(t, static_cast<uint64_t>(li));
+      Value* h = intc(t, static_cast<uint64_t>(hi_i));
       Value* below = sgn ? b.CreateICmpSLT(x, l) : b.CreateICmpULT(x, l);
       Value* r = b.CreateSelect(below, l, x);
       Value* above = sgn ? b.CreateICmpSGT(r, h) : b.CreateICmpUGT(r, h);
@@ -261,42 +249,42 @@ Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir
     }
     case OpKind::kSqrt:
       // correctly rounded in float, and float -> f16/bf16 rounding is innocuous for sqrt
-      return round_to(b, out, b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+      return round_to(ec, out, b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
     case OpKind::kExp: return from_d(exp_d(b, to_d(x)));
     case OpKind::kLog: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::log, to_d(x)));
     case OpKind::kTanh: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::tanh, to_d(x)));
-    case OpKind::kErf: return from_d(libm_call(b, m, "erf", to_d(x)));
+    case OpKind::kErf: return from_d(libm_call(ec, "erf", to_d(x)));
     case OpKind::kRsqrt: {
       Value* d = to_d(x);
-      return from_d(b.CreateFDiv(fc(d->getType(), 1.0), b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, d)));
+      return from_d(b.CreateFDiv(fpc(d->getType(), 1.0), b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, d)));
     }
     case OpKind::kSigmoid:
     case OpKind::kSilu: {
       Value* d = to_d(x);
       Type* dt = d->getType();
-      Value* s = b.CreateFDiv(fc(dt, 1.0), b.CreateFAdd(fc(dt, 1.0), exp_d(b, b.CreateFNeg(d))));
+      Value* s = b.CreateFDiv(fpc(dt, 1.0), b.CreateFAdd(fpc(dt, 1.0), exp_d(b, b.CreateFNeg(d))));
       return from_d(op == OpKind::kSilu ? b.CreateFMul(d, s) : s);
     }
     case OpKind::kGelu: {
       Value* d = to_d(x);
       Type* dt = d->getType();
-      Value* e = libm_call(b, m, "erf", b.CreateFDiv(d, fc(dt, std::sqrt(2.0))));
-      return from_d(b.CreateFMul(b.CreateFMul(fc(dt, 0.5), d), b.CreateFAdd(fc(dt, 1.0), e)));
+      Value* e = libm_call(ec, "erf", b.CreateFDiv(d, fpc(dt, std::sqrt(2.0))));
+      return from_d(b.CreateFMul(b.CreateFMul(fpc(dt, 0.5), d), b.CreateFAdd(fpc(dt, 1.0), e)));
     }
     case OpKind::kHardSigmoid: {
       Value* d = to_d(x);
       Type* dt = d->getType();
-      Value* v = b.CreateFAdd(b.CreateFMul(fc(dt, attr_float(node, "alpha", 0.2)), d), fc(dt, attr_float(node, "beta", 0.5)));
+      Value* v = b.CreateFAdd(b.CreateFMul(fpc(dt, attr_float(node, "alpha", 0.2)), d), fpc(dt, attr_float(node, "beta", 0.5)));
       // std::max(0, std::min(1, v)), NaN kept
-      Value* r = b.CreateSelect(b.CreateFCmpOLT(v, fc(dt, 1.0)), v, fc(dt, 1.0));
-      r = b.CreateSelect(b.CreateFCmpOLT(fc(dt, 0.0), r), r, fc(dt, 0.0));
+      Value* r = b.CreateSelect(b.CreateFCmpOLT(v, fpc(dt, 1.0)), v, fpc(dt, 1.0));
+      r = b.CreateSelect(b.CreateFCmpOLT(fpc(dt, 0.0), r), r, fpc(dt, 0.0));
       return from_d(b.CreateSelect(b.CreateFCmpUNO(v, v), v, r));
     }
     default:
       break;
   }
 
-  if (op == OpKind::kCast) return cast_value(b, in, out, x);
+  if (op == OpKind::kCast) return cast_value(ec, in, out, x);
   if (op == OpKind::kWhere) return b.CreateSelect(args[0], args[1], args[2]);
 
   Value* y = args[1];
@@ -323,10 +311,10 @@ Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir
   if (in == DType::kBool) return unsupported(g, node, "arithmetic on bool");
   if (fp) {
     switch (op) {
-      case OpKind::kAdd: return round_to(b, out, b.CreateFAdd(x, y));
-      case OpKind::kSub: return round_to(b, out, b.CreateFSub(x, y));
-      case OpKind::kMul: return round_to(b, out, b.CreateFMul(x, y));
-      case OpKind::kDiv: return round_to(b, out, b.CreateFDiv(x, y));
+      case OpKind::kAdd: return round_to(ec, out, b.CreateFAdd(x, y));
+      case OpKind::kSub: return round_to(ec, out, b.CreateFSub(x, y));
+      case OpKind::kMul: return round_to(ec, out, b.CreateFMul(x, y));
+      case OpKind::kDiv: return round_to(ec, out, b.CreateFDiv(x, y));
       case OpKind::kMax: return fmax_nan(b, x, y, true);
       case OpKind::kMin: return fmax_nan(b, x, y, false);
       case OpKind::kPow: return from_d(b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, to_d(x), to_d(y)));
@@ -347,9 +335,67 @@ Result<Value*> apply_elementwise(llvm::IRBuilder<>& b, llvm::Module& m, const ir
   return unsupported(g, node, "not an elementwise op the JIT knows");
 }
 
-}  // namespace ew
+// Broadcast layout of operands against an output shape: output dims of extent 1 are
+// dropped and neighbours that every operand broadcasts (or not) alike are merged.
+struct BroadcastLayout {
+  std::vector<int64_t> dims;                  // collapsed output dims (at least one)
+  std::vector<std::vector<int64_t>> strides;  // per operand, per collapsed dim (0 = broadcast)
+  int64_t total = 0;                          // output elements
+};
 
-namespace {
+BroadcastLayout broadcast_layout(const ir::Shape& out, const std::vector<ir::Shape>& operands) {
+  BroadcastLayout layout;
+  int r = out.rank();
+  layout.total = 1;
+  for (int j = 0; j < r; ++j) layout.total *= out[j];
+  // Per kept output dim: its extent and which operands broadcast along it.
+  std::vector<int64_t> dims;
+  std::vector<std::vector<bool>> bcast;  // [dim][operand]
+  for (int j = 0; j < r; ++j) {
+    if (out[j] == 1) continue;
+    std::vector<bool> flags;
+    for (const ir::Shape& s : operands) {
+      int k = j - (r - s.rank());
+      int64_t d = k >= 0 ? s[k] : 1;
+      flags.push_back(d == 1);
+    }
+    if (!dims.empty() && bcast.back() == flags) {
+      dims.back() *= out[j];
+    } else {
+      dims.push_back(out[j]);
+      bcast.push_back(std::move(flags));
+    }
+  }
+  if (dims.empty()) {
+    dims.push_back(layout.total);
+    bcast.push_back(std::vector<bool>(operands.size(), false));
+  }
+  layout.dims = dims;
+  layout.strides.assign(operands.size(), std::vector<int64_t>(dims.size(), 0));
+  for (size_t k = 0; k < operands.size(); ++k) {
+    int64_t stride = 1;
+    for (size_t j = dims.size(); j-- > 0;) {
+      if (bcast[j][k]) continue;
+      layout.strides[k][j] = stride;
+      stride *= dims[j];
+    }
+  }
+  return layout;
+}
+
+// Element offset of operand k for output linear index `linear`.
+Value* broadcast_offset(EmitContext& ec, const BroadcastLayout& layout, size_t k, Value* linear) {
+  const auto& st = layout.strides[k];
+  // Contiguous operand (same shape as the output): the offset is the linear index.
+  bool identity = true;
+  int64_t expect = 1;
+  for (size_t j = layout.dims.size(); j-- > 0;) {
+    if (st[j] != expect) identity = false;
+    expect *= layout.dims[j];
+  }
+  if (identity) return linear;
+  return strided_offset(ec, i64c(ec, 0), unravel(ec, linear, layout.dims), st);
+}
 
 // Evaluates the chain `nodes` for one element. `known` holds values already in registers
 // (compute types); `load(k)` loads external operand k (an index into `externals`).
@@ -374,7 +420,7 @@ Result<Value*> eval_chain(EmitContext& ec, const std::vector<const ir::Node*>& n
       }
       args.push_back(it->second);
     }
-    CARVE_ASSIGN_OR_RETURN(last, ew::apply_elementwise(ec.b, ec.module, ec.graph, *n, args));
+    CARVE_ASSIGN_OR_RETURN(last, apply_elementwise(ec, *n, args));
     known[n->outputs[0]] = last;
   }
   return last;
@@ -432,10 +478,9 @@ Status emit_elementwise_group(EmitContext& ec) {
   std::vector<Value*> in_ptrs;
   for (ir::ValueId v : externals) in_ptrs.push_back(operand_ptr(ec, v));
 
-  ew::BroadcastLayout layout = ew::broadcast_layout(out_shape, shapes);
-  ew::Range range = ew::tile_items(ec, layout.total);
+  BroadcastLayout layout = broadcast_layout(out_shape, shapes);
+  Range range = tile_items(ec, layout.total);
   const size_t m = layout.dims.size();
-  const int64_t width = layout.dims.back();
 
   // One element: out index `o`, operand k at offset base[k] + c * inner_stride[k].
   auto body = [&](Value* o, const std::vector<Value*>& base, Value* c) -> Status {
@@ -443,10 +488,10 @@ Status emit_elementwise_group(EmitContext& ec) {
     auto load = [&](size_t k) {
       int64_t s = layout.strides[k].back();
       Value* idx = s == 0 ? base[k] : (base[k] ? b.CreateAdd(base[k], c) : c);
-      return ew::load_value(b, g.value(externals[k]).type.dtype, in_ptrs[k], idx);
+      return load_elem(ec, g.value(externals[k]).type.dtype, in_ptrs[k], idx);
     };
     CARVE_RETURN_IF_ERROR(eval_chain(ec, nodes, known, externals, load).status());
-    for (auto& [v, ptr] : stores) ew::store_value(b, g.value(v).type.dtype, ptr, o, known.at(v));
+    for (auto& [v, ptr] : stores) store_elem(ec, g.value(v).type.dtype, ptr, o, known.at(v));
     return Status();
   };
 
@@ -455,36 +500,21 @@ Status emit_elementwise_group(EmitContext& ec) {
     // Contiguous fast path (every operand same-shape or a scalar): one flat loop.
     std::vector<Value*> base(externals.size(), nullptr);
     for (size_t k = 0; k < externals.size(); ++k) {
-      if (layout.strides[k].back() == 0) base[k] = ew::i64c(b, 0);
+      if (layout.strides[k].back() == 0) base[k] = i64c(ec, 0);
     }
-    ew::emit_for(b, range.lo, range.hi, [&](Value* i) {
+    for_range(ec, range.lo, range.hi, 1, [&](Value* i) {
       if (status.ok()) status = body(i, base, i);
     });
     return status;
   }
   // Rows of the innermost collapsed dim; outer coordinates resolved once per row.
-  ew::emit_while(b, range.lo, range.hi, [&](Value* i) -> Value* {
-    Value* w = ew::i64c(b, width);
-    Value* row = b.CreateUDiv(i, w);
-    Value* row_start = b.CreateMul(row, w);
-    Value* col = b.CreateSub(i, row_start);
-    Value* remaining = b.CreateSub(range.hi, row_start);
-    Value* col_end = b.CreateSelect(b.CreateICmpSLT(remaining, w), remaining, w);
-    std::vector<Value*> base(externals.size());
-    for (size_t k = 0; k < externals.size(); ++k) {
-      Value* off = ew::i64c(b, 0);
-      Value* rest = row;
-      for (size_t j = m - 1; j-- > 0;) {
-        Value* idx = j == 0 ? rest : b.CreateURem(rest, ew::i64c(b, layout.dims[j]));
-        if (layout.strides[k][j] != 0) off = b.CreateAdd(off, b.CreateMul(idx, ew::i64c(b, layout.strides[k][j])));
-        if (j > 0) rest = b.CreateUDiv(rest, ew::i64c(b, layout.dims[j]));
-      }
-      base[k] = off;
-    }
-    ew::emit_for(b, col, col_end, [&](Value* c) {
-      if (status.ok()) status = body(b.CreateAdd(row_start, c), base, c);
-    }, "c");
-    return b.CreateAdd(row_start, col_end);
+  const std::vector<int64_t> outer(layout.dims.begin(), layout.dims.end() - 1);
+  std::vector<Value*> base(externals.size());
+  for_rows(ec, range.lo, range.hi, layout.dims.back(), [&](Value* row) {
+    std::vector<Value*> idx = unravel(ec, row, outer);
+    for (size_t k = 0; k < externals.size(); ++k) base[k] = strided_offset(ec, i64c(ec, 0), idx, layout.strides[k]);
+  }, [&](Value* row_start, Value* c) {
+    if (status.ok()) status = body(b.CreateAdd(row_start, c), base, c);
   });
   return status;
 }
@@ -510,32 +540,25 @@ Epilogue make_epilogue(EmitContext& ec) {
       }
     }
   }
-  ew::BroadcastLayout layout = ew::broadcast_layout(out_shape, shapes);
-  DType anchor_dtype = g.value(anchor_out).type.dtype;
+  BroadcastLayout layout = broadcast_layout(out_shape, shapes);
   DType final_dtype = g.value(nodes.back()->outputs[0]).type.dtype;
 
   return [=](EmitContext& ec2, Value* value, Value* linear) -> Value* {
     llvm::IRBuilder<>& b = ec2.b;
-    // The compute emitters pass compute types with bool as i8; ours use i1 for bool.
     auto run_scalar = [&](Value* v, Value* lin) -> Value* {
-      if (anchor_dtype == DType::kBool) v = b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
       std::map<ir::ValueId, Value*> known{{anchor_out, v}};
       auto load = [&](size_t k) {
-        Value* off = ew::broadcast_offset(b, layout, k, lin);
-        return ew::load_value(b, g.value(externals[k]).type.dtype, operand_ptr(ec2, externals[k]), off);
+        Value* off = broadcast_offset(ec2, layout, k, lin);
+        return load_elem(ec2, g.value(externals[k]).type.dtype, operand_ptr(ec2, externals[k]), off);
       };
       auto r = eval_chain(ec2, nodes, known, externals, load);
-      if (!r.ok()) return llvm::PoisonValue::get(ew::compute_type(b.getContext(), final_dtype));
-      Value* out = *r;
-      if (final_dtype == DType::kBool) out = b.CreateZExt(out, b.getInt8Ty());
-      return out;
+      return r.ok() ? *r : llvm::PoisonValue::get(compute_type(ec2, final_dtype));
     };
     if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(value->getType())) {
       unsigned n = vt->getNumElements();
-      Type* et = final_dtype == DType::kBool ? b.getInt8Ty() : ew::compute_type(b.getContext(), final_dtype);
-      Value* out = llvm::PoisonValue::get(llvm::FixedVectorType::get(et, n));
+      Value* out = llvm::PoisonValue::get(llvm::FixedVectorType::get(compute_type(ec2, final_dtype), n));
       for (unsigned j = 0; j < n; ++j) {
-        Value* lin = b.CreateAdd(linear, ew::i64c(b, j));
+        Value* lin = b.CreateAdd(linear, i64c(ec2, j));
         out = b.CreateInsertElement(out, run_scalar(b.CreateExtractElement(value, j), lin), j);
       }
       return out;

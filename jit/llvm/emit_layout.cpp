@@ -22,12 +22,13 @@
 
 #include "carve/ir/half.h"
 #include "emit.h"
-#include "ew_helpers.h"
+#include "emit_util.h"
 
 namespace carve::jit::detail {
 
 using llvm::Type;
 using llvm::Value;
+using namespace util;
 
 namespace {
 
@@ -85,7 +86,7 @@ void copy_region(EmitContext& ec, Region r, ir::DType dtype, Value* lo, Value* h
     ss.push_back(r.src_st[j]);
     ds.push_back(r.dst_st[j]);
   }
-  if (dims.empty()) {
+  if (dims.empty()) {  // all extents 1, or rank 0: one element
     dims = {1};
     ss = {1};
     ds = {1};
@@ -93,70 +94,47 @@ void copy_region(EmitContext& ec, Region r, ir::DType dtype, Value* lo, Value* h
   const size_t m = dims.size();
   if (m == 1 && ss[0] == 1 && ds[0] == 1) {
     // contiguous: one memcpy of the range
-    ew::emit_if(b, b.CreateICmpSLT(lo, hi), [&] {
+    if_then(ec, b.CreateICmpSLT(lo, hi), [&] {
       Value* sp = b.CreateInBoundsGEP(et, r.src, b.CreateAdd(r.src_base, lo));
       Value* dp = b.CreateInBoundsGEP(et, r.dst, b.CreateAdd(r.dst_base, lo));
-      Value* bytes = b.CreateMul(b.CreateSub(hi, lo), ew::i64c(b, esize));
+      Value* bytes = b.CreateMul(b.CreateSub(hi, lo), i64c(ec, esize));
       b.CreateMemCpy(dp, llvm::MaybeAlign(esize), sp, llvm::MaybeAlign(esize), bytes);
     });
     return;
   }
-  const int64_t width = dims.back();
-  ew::emit_while(b, lo, hi, [&](Value* i) -> Value* {
-    Value* w = ew::i64c(b, width);
-    Value* row = b.CreateUDiv(i, w);
-    Value* row_start = b.CreateMul(row, w);
-    Value* col = b.CreateSub(i, row_start);
-    Value* remaining = b.CreateSub(hi, row_start);
-    Value* col_end = b.CreateSelect(b.CreateICmpSLT(remaining, w), remaining, w);
-    Value* soff = r.src_base;
-    Value* doff = r.dst_base;
-    Value* rest = row;
-    for (size_t j = m - 1; j-- > 0;) {
-      Value* idx = j == 0 ? rest : b.CreateURem(rest, ew::i64c(b, dims[j]));
-      soff = b.CreateAdd(soff, b.CreateMul(idx, ew::i64c(b, ss[j])));
-      doff = b.CreateAdd(doff, b.CreateMul(idx, ew::i64c(b, ds[j])));
-      if (j > 0) rest = b.CreateUDiv(rest, ew::i64c(b, dims[j]));
-    }
-    ew::emit_for(b, col, col_end, [&](Value* c) {
-      Value* s = b.CreateAdd(soff, b.CreateMul(c, ew::i64c(b, ss.back())));
-      Value* d = b.CreateAdd(doff, b.CreateMul(c, ew::i64c(b, ds.back())));
-      Value* v = b.CreateAlignedLoad(et, b.CreateInBoundsGEP(et, r.src, s), llvm::Align(esize));
-      b.CreateAlignedStore(v, b.CreateInBoundsGEP(et, r.dst, d), llvm::Align(esize));
-    }, "c");
-    return b.CreateAdd(row_start, col_end);
+  const std::vector<int64_t> outer(dims.begin(), dims.end() - 1);
+  Value* soff = nullptr;
+  Value* doff = nullptr;
+  for_rows(ec, lo, hi, dims.back(), [&](Value* row) {
+    std::vector<Value*> idx = unravel(ec, row, outer);
+    soff = strided_offset(ec, r.src_base, idx, ss);
+    doff = strided_offset(ec, r.dst_base, idx, ds);
+  }, [&](Value*, Value* c) {
+    Value* s = b.CreateAdd(soff, b.CreateMul(c, i64c(ec, ss.back())));
+    Value* d = b.CreateAdd(doff, b.CreateMul(c, i64c(ec, ds.back())));
+    Value* v = b.CreateAlignedLoad(et, b.CreateInBoundsGEP(et, r.src, s), llvm::Align(esize));
+    b.CreateAlignedStore(v, b.CreateInBoundsGEP(et, r.dst, d), llvm::Align(esize));
   });
 }
 
 // Several regions sharing one item space (split: one per output, concat: one per input).
-void copy_regions(EmitContext& ec, const std::vector<Region>& regions, ir::DType dtype) {
+Status copy_regions(EmitContext& ec, const std::vector<Region>& regions, ir::DType dtype) {
   llvm::IRBuilder<>& b = ec.b;
   int64_t total = 0;
   for (const Region& r : regions) total += product(r.dims);
-  ew::Range range = ew::tile_items(ec, total);
+  Range range = tile_items(ec, total);
   int64_t start = 0;
   for (const Region& r : regions) {
     int64_t n = product(r.dims);
     if (n > 0) {
       auto local = [&](Value* x) {
-        Value* v = b.CreateSub(x, ew::i64c(b, start));
-        v = b.CreateSelect(b.CreateICmpSLT(v, ew::i64c(b, 0)), ew::i64c(b, 0), v);
-        return b.CreateSelect(b.CreateICmpSGT(v, ew::i64c(b, n)), ew::i64c(b, n), v);
+        return min_i64(ec, max_i64(ec, b.CreateSub(x, i64c(ec, start)), i64c(ec, 0)), i64c(ec, n));
       };
       copy_region(ec, r, dtype, local(range.lo), local(range.hi));
     }
     start += n;
   }
-}
-
-int64_t attr_int(const ir::Node& n, const char* name, int64_t fallback) {
-  auto it = n.attrs.find(name);
-  return it != n.attrs.end() && it->second.is_int() ? it->second.as_int() : fallback;
-}
-
-std::vector<int64_t> attr_ints(const ir::Node& n, const char* name, std::vector<int64_t> fallback) {
-  auto it = n.attrs.find(name);
-  return it != n.attrs.end() && it->second.is_ints() ? it->second.as_ints() : fallback;
+  return Status();
 }
 
 int norm_axis(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis + rank : axis); }
@@ -210,42 +188,37 @@ Status emit_pad(EmitContext& ec, const ir::Node& node) {
   const int64_t total = product(od);
   const bool empty_in = product(id) == 0;
   std::vector<int64_t> ist = contiguous_strides(id);
-  ew::Range range = ew::tile_items(ec, total);
+  Range range = tile_items(ec, total);
   const size_t m = od.size();
-  const int64_t width = od.back();
-  ew::emit_while(b, range.lo, range.hi, [&](Value* i) -> Value* {
-    Value* w = ew::i64c(b, width);
-    Value* row = b.CreateUDiv(i, w);
-    Value* row_start = b.CreateMul(row, w);
-    Value* col = b.CreateSub(i, row_start);
-    Value* remaining = b.CreateSub(range.hi, row_start);
-    Value* col_end = b.CreateSelect(b.CreateICmpSLT(remaining, w), remaining, w);
-    Value* valid = b.getTrue();
-    Value* base = ew::i64c(b, 0);
-    Value* rest = row;
-    for (size_t j = m - 1; j-- > 0;) {
-      Value* o = j == 0 ? rest : b.CreateURem(rest, ew::i64c(b, od[j]));
-      if (j > 0) rest = b.CreateUDiv(rest, ew::i64c(b, od[j]));
-      if (empty_in) continue;
-      Value* x = b.CreateSub(o, ew::i64c(b, begin[j]));
-      Value* ok = b.CreateAnd(b.CreateICmpSGE(x, ew::i64c(b, 0)), b.CreateICmpSLT(x, ew::i64c(b, id[j])));
+  // Input coordinate x = o - begin[j] of output coordinate o along dim j, and whether it
+  // is inside the input.
+  auto inside = [&](Value* o, size_t j) {
+    Value* x = b.CreateSub(o, i64c(ec, begin[j]));
+    return std::pair{x, b.CreateAnd(b.CreateICmpSGE(x, i64c(ec, 0)), b.CreateICmpSLT(x, i64c(ec, id[j])))};
+  };
+  const std::vector<int64_t> outer(od.begin(), od.end() - 1);
+  Value* valid = nullptr;  // the row's outer coordinates are inside the input
+  Value* base = nullptr;   // input offset of the row's (clamped) outer coordinates
+  for_rows(ec, range.lo, range.hi, od.back(), [&](Value* row) {
+    valid = b.getTrue();
+    base = i64c(ec, 0);
+    if (empty_in) return;
+    std::vector<Value*> o = unravel(ec, row, outer);
+    for (size_t j = o.size(); j-- > 0;) {
+      auto [x, ok] = inside(o[j], j);
       valid = b.CreateAnd(valid, ok);
-      Value* xc = b.CreateSelect(ok, x, ew::i64c(b, 0));
-      base = b.CreateAdd(base, b.CreateMul(xc, ew::i64c(b, ist[j])));
+      base = b.CreateAdd(base, b.CreateMul(b.CreateSelect(ok, x, i64c(ec, 0)), i64c(ec, ist[j])));
     }
-    ew::emit_for(b, col, col_end, [&](Value* c) {
-      Value* v = fill;
-      if (!empty_in) {
-        Value* x = b.CreateSub(c, ew::i64c(b, begin.back()));
-        Value* ok = b.CreateAnd(valid, b.CreateAnd(b.CreateICmpSGE(x, ew::i64c(b, 0)),
-                                                   b.CreateICmpSLT(x, ew::i64c(b, id.back()))));
-        Value* xc = b.CreateSelect(ok, x, ew::i64c(b, 0));
-        Value* ld = b.CreateAlignedLoad(et, b.CreateInBoundsGEP(et, src, b.CreateAdd(base, xc)), llvm::Align(esize));
-        v = b.CreateSelect(ok, ld, fill);
-      }
-      b.CreateAlignedStore(v, b.CreateInBoundsGEP(et, dst, b.CreateAdd(row_start, c)), llvm::Align(esize));
-    }, "c");
-    return b.CreateAdd(row_start, col_end);
+  }, [&](Value* row_start, Value* c) {
+    Value* v = fill;
+    if (!empty_in) {
+      auto [x, in] = inside(c, m - 1);
+      Value* ok = b.CreateAnd(valid, in);
+      Value* xc = b.CreateSelect(ok, x, i64c(ec, 0));
+      Value* ld = b.CreateAlignedLoad(et, b.CreateInBoundsGEP(et, src, b.CreateAdd(base, xc)), llvm::Align(esize));
+      v = b.CreateSelect(ok, ld, fill);
+    }
+    b.CreateAlignedStore(v, b.CreateInBoundsGEP(et, dst, b.CreateAdd(row_start, c)), llvm::Align(esize));
   });
   return Status();
 }
@@ -270,35 +243,49 @@ Status emit_gather(EmitContext& ec, const ir::Node& node) {
   Value* idx_ptr = operand_ptr(ec, node.inputs[1]);
   Value* dst = operand_ptr(ec, node.outputs[0]);
   Type* it = indices.dtype == ir::DType::kI32 ? b.getInt32Ty() : b.getInt64Ty();
-  ew::Range range = ew::tile_items(ec, total);
+  Range range = tile_items(ec, total);
   if (total == 0) return Status();
   Value* zero = llvm::ConstantInt::get(et, 0);
-  ew::emit_while(b, range.lo, range.hi, [&](Value* i) -> Value* {
-    Value* w = ew::i64c(b, inner);
-    Value* row = b.CreateUDiv(i, w);
-    Value* row_start = b.CreateMul(row, w);
-    Value* col = b.CreateSub(i, row_start);
-    Value* remaining = b.CreateSub(range.hi, row_start);
-    Value* col_end = b.CreateSelect(b.CreateICmpSLT(remaining, w), remaining, w);
-    Value* j = b.CreateURem(row, ew::i64c(b, nidx));
-    Value* o = b.CreateUDiv(row, ew::i64c(b, nidx));
+  Value* ok = nullptr;    // the row's index is inside [0, dim)
+  Value* base = nullptr;  // input offset of the row
+  for_rows(ec, range.lo, range.hi, inner, [&](Value* row) {
+    Value* j = b.CreateURem(row, i64c(ec, nidx));
+    Value* o = b.CreateUDiv(row, i64c(ec, nidx));
     Value* raw = b.CreateAlignedLoad(it, b.CreateInBoundsGEP(it, idx_ptr, j), llvm::Align(it->getScalarSizeInBits() / 8));
     Value* k = b.CreateSExt(raw, b.getInt64Ty());
-    k = b.CreateSelect(b.CreateICmpSLT(k, ew::i64c(b, 0)), b.CreateAdd(k, ew::i64c(b, dim)), k);
-    Value* ok = b.CreateAnd(b.CreateICmpSGE(k, ew::i64c(b, 0)), b.CreateICmpSLT(k, ew::i64c(b, dim)));
-    Value* kc = b.CreateSelect(ok, k, ew::i64c(b, 0));
-    Value* base = b.CreateMul(b.CreateAdd(b.CreateMul(o, ew::i64c(b, dim)), kc), w);
-    ew::emit_for(b, col, col_end, [&](Value* c) {
-      Value* v = zero;
-      if (dim > 0) {
-        Value* ld = b.CreateAlignedLoad(et, b.CreateInBoundsGEP(et, src, b.CreateAdd(base, c)), llvm::Align(esize));
-        v = b.CreateSelect(ok, ld, zero);
-      }
-      b.CreateAlignedStore(v, b.CreateInBoundsGEP(et, dst, b.CreateAdd(row_start, c)), llvm::Align(esize));
-    }, "c");
-    return b.CreateAdd(row_start, col_end);
+    k = b.CreateSelect(b.CreateICmpSLT(k, i64c(ec, 0)), b.CreateAdd(k, i64c(ec, dim)), k);
+    ok = b.CreateAnd(b.CreateICmpSGE(k, i64c(ec, 0)), b.CreateICmpSLT(k, i64c(ec, dim)));
+    Value* kc = b.CreateSelect(ok, k, i64c(ec, 0));
+    base = b.CreateMul(b.CreateAdd(b.CreateMul(o, i64c(ec, dim)), kc), i64c(ec, inner));
+  }, [&](Value* row_start, Value* c) {
+    Value* v = zero;
+    if (dim > 0) {
+      Value* ld = b.CreateAlignedLoad(et, b.CreateInBoundsGEP(et, src, b.CreateAdd(base, c)), llvm::Align(esize));
+      v = b.CreateSelect(ok, ld, zero);
+    }
+    b.CreateAlignedStore(v, b.CreateInBoundsGEP(et, dst, b.CreateAdd(row_start, c)), llvm::Align(esize));
   });
   return Status();
+}
+
+// The regions of split (whole = the input, the source) or concat (whole = the output, the
+// destination): part k sits at the sum of the earlier parts' extents along "axis".
+std::vector<Region> axis_regions(EmitContext& ec, const ir::Node& node, ir::ValueId whole,
+                                 const std::vector<ir::ValueId>& parts, bool whole_is_src) {
+  const ir::Shape& ws = ec.graph.value(whole).type.shape;
+  const int axis = norm_axis(attr_int(node, "axis", 0), ws.rank());
+  const std::vector<int64_t> wst = contiguous_strides(ws.dims());
+  std::vector<Region> regions;
+  int64_t offset = 0;
+  for (ir::ValueId v : parts) {
+    const ir::Shape& ps = ec.graph.value(v).type.shape;
+    Region r{ps.dims(), operand_ptr(ec, whole), i64c(ec, offset * wst[static_cast<size_t>(axis)]), wst,
+             operand_ptr(ec, v), i64c(ec, 0), contiguous_strides(ps.dims())};
+    if (!whole_is_src) r = Region{r.dims, r.dst, r.dst_base, r.dst_st, r.src, r.src_base, r.src_st};
+    regions.push_back(std::move(r));
+    offset += ps[axis];
+  }
+  return regions;
 }
 
 // ONNX slice start for one axis (same clamping as shape inference).
@@ -319,7 +306,7 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
   for (ir::ValueId v : node.outputs) {
     if (!g.has_value(v) || !operand_ptr(ec, v)) return bad(ec, node, fmt::format("output {} is not an operand", v));
   }
-  auto zero = [&] { return ew::i64c(b, 0); };
+  auto zero = [&] { return i64c(ec, 0); };
 
   switch (node.op) {
     case ir::OpKind::kReshape:
@@ -330,8 +317,7 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       const ir::TensorType& t = g.value(node.outputs[0]).type;
       int64_t n = product(t.shape.dims());
       Region r{{n}, operand_ptr(ec, node.inputs[0]), zero(), {1}, operand_ptr(ec, node.outputs[0]), zero(), {1}};
-      copy_regions(ec, {r}, t.dtype);
-      return Status();
+      return copy_regions(ec, {r}, t.dtype);
     }
     case ir::OpKind::kReadHandle:
     case ir::OpKind::kWriteHandle: {
@@ -343,8 +329,7 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       int64_t n = product(t.shape.dims());
       Region r{{n}, handle, zero(), {1}, vp, zero(), {1}};
       if (node.op == ir::OpKind::kWriteHandle) std::swap(r.src, r.dst);
-      copy_regions(ec, {r}, t.dtype);
-      return Status();
+      return copy_regions(ec, {r}, t.dtype);
     }
     case ir::OpKind::kWriteHandleAt: {
       Value* handle = operand_ptr(ec, ir::kNoValue);
@@ -360,13 +345,11 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       int64_t max_pos = h->type.shape[axis] - vt.shape[axis];
       Value* pos = b.CreateAlignedLoad(b.getInt64Ty(), operand_ptr(ec, node.inputs[1]), llvm::Align(8));
       pos = b.CreateSelect(b.CreateICmpSLT(pos, zero()), zero(), pos);
-      pos = b.CreateSelect(b.CreateICmpSGT(pos, ew::i64c(b, max_pos)), ew::i64c(b, max_pos), pos);
-      Value* base = b.CreateMul(pos, ew::i64c(b, hst[static_cast<size_t>(axis)]));
+      pos = b.CreateSelect(b.CreateICmpSGT(pos, i64c(ec, max_pos)), i64c(ec, max_pos), pos);
+      Value* base = b.CreateMul(pos, i64c(ec, hst[static_cast<size_t>(axis)]));
       Region r{vt.shape.dims(), operand_ptr(ec, node.inputs[0]), zero(), contiguous_strides(vt.shape.dims()),
                handle, base, hst};
-      if (rank == 0) r = Region{{1}, r.src, zero(), {1}, handle, zero(), {1}};
-      copy_regions(ec, {r}, vt.dtype);
-      return Status();
+      return copy_regions(ec, {r}, vt.dtype);
     }
     case ir::OpKind::kTranspose: {
       const ir::TensorType& in = g.value(node.inputs[0]).type;
@@ -380,9 +363,7 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       for (int64_t p : perm) sst.push_back(ist[static_cast<size_t>(p)]);
       Region r{out.shape.dims(), operand_ptr(ec, node.inputs[0]), zero(), sst, operand_ptr(ec, node.outputs[0]), zero(),
                contiguous_strides(out.shape.dims())};
-      if (rank == 0) r = Region{{1}, r.src, zero(), {1}, r.dst, zero(), {1}};
-      copy_regions(ec, {r}, in.dtype);
-      return Status();
+      return copy_regions(ec, {r}, in.dtype);
     }
     case ir::OpKind::kSlice: {
       const ir::TensorType& in = g.value(node.inputs[0]).type;
@@ -407,42 +388,15 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
         // a step beyond the extent only matters for length-1 outputs: avoid overflow
         sst[a] = out.shape[static_cast<int>(a)] > 1 ? steps[i] * ist[a] : 0;
       }
-      Region r{out.shape.dims(), operand_ptr(ec, node.inputs[0]), ew::i64c(b, base), sst,
+      Region r{out.shape.dims(), operand_ptr(ec, node.inputs[0]), i64c(ec, base), sst,
                operand_ptr(ec, node.outputs[0]), zero(), contiguous_strides(out.shape.dims())};
-      if (rank == 0) r = Region{{1}, r.src, zero(), {1}, r.dst, zero(), {1}};
-      copy_regions(ec, {r}, in.dtype);
-      return Status();
+      return copy_regions(ec, {r}, in.dtype);
     }
     case ir::OpKind::kSplit: {
-      const ir::TensorType& in = g.value(node.inputs[0]).type;
-      const int axis = norm_axis(attr_int(node, "axis", 0), in.shape.rank());
-      std::vector<int64_t> ist = contiguous_strides(in.shape.dims());
-      std::vector<Region> regions;
-      int64_t offset = 0;
-      for (ir::ValueId v : node.outputs) {
-        const ir::TensorType& t = g.value(v).type;
-        regions.push_back(Region{t.shape.dims(), operand_ptr(ec, node.inputs[0]),
-                                 ew::i64c(b, offset * ist[static_cast<size_t>(axis)]), ist, operand_ptr(ec, v), zero(),
-                                 contiguous_strides(t.shape.dims())});
-        offset += t.shape[axis];
-      }
-      copy_regions(ec, regions, in.dtype);
-      return Status();
+      return copy_regions(ec, axis_regions(ec, node, node.inputs[0], node.outputs, true), g.value(node.inputs[0]).type.dtype);
     }
     case ir::OpKind::kConcat: {
-      const ir::TensorType& out = g.value(node.outputs[0]).type;
-      const int axis = norm_axis(attr_int(node, "axis", 0), out.shape.rank());
-      std::vector<int64_t> ost = contiguous_strides(out.shape.dims());
-      std::vector<Region> regions;
-      int64_t offset = 0;
-      for (ir::ValueId v : node.inputs) {
-        const ir::TensorType& t = g.value(v).type;
-        regions.push_back(Region{t.shape.dims(), operand_ptr(ec, v), zero(), contiguous_strides(t.shape.dims()),
-                                 operand_ptr(ec, node.outputs[0]), ew::i64c(b, offset * ost[static_cast<size_t>(axis)]), ost});
-        offset += t.shape[axis];
-      }
-      copy_regions(ec, regions, out.dtype);
-      return Status();
+      return copy_regions(ec, axis_regions(ec, node, node.outputs[0], node.inputs, false), g.value(node.outputs[0]).type.dtype);
     }
     case ir::OpKind::kPad:
       return emit_pad(ec, node);

@@ -13,7 +13,7 @@
 // Other dtypes (f16/bf16 via float, integers wrapping) use a simple per-element loop.
 #include <fmt/format.h>
 
-#include "emit_util.h"
+#include "emit_gemm.h"
 
 namespace carve::jit::detail {
 namespace {
@@ -44,16 +44,22 @@ Value* scratch_ptr(EmitContext& ec) {
   return nullptr;
 }
 
-// Loads `lanes` (0 = scalar) elements of `dtype` at linear index `lin` of `base`.
-Value* load_n(EmitContext& ec, ir::DType dtype, Value* base, Value* lin, int lanes) {
-  if (lanes == 0) return load_elem(ec, dtype, base, lin);
-  Type* vt = vec_type(storage_type(ec, dtype), lanes);
-  return to_compute(ec, dtype, load_vec(ec, vt, elem_ptr(ec, dtype, base, lin)));
+// Work unit u of a GEMM: batch bi, rows [i0, i1) and columns [j0, j1) of C[bi].
+struct WorkUnit {
+  Value *bi, *i0, *i1, *j0, *j1;
+};
+WorkUnit work_unit(EmitContext& ec, const tiling::GemmTiles& tiles, Value* u) {
+  auto& b = ec.b;
+  const int64_t per_gemm = tiles.row_tiles * tiles.col_tiles;
+  Value* bi = b.CreateUDiv(u, i64c(ec, per_gemm));
+  Value* rem = b.CreateURem(u, i64c(ec, per_gemm));
+  Value* i0 = b.CreateMul(b.CreateUDiv(rem, i64c(ec, tiles.col_tiles)), i64c(ec, tiles.rows_per_tile));
+  Value* j0 = b.CreateMul(b.CreateURem(rem, i64c(ec, tiles.col_tiles)), i64c(ec, tiles.cols_per_tile));
+  return {bi, i0, min_i64(ec, b.CreateAdd(i0, i64c(ec, tiles.rows_per_tile)), i64c(ec, tiles.m)), j0,
+          min_i64(ec, b.CreateAdd(j0, i64c(ec, tiles.cols_per_tile)), i64c(ec, tiles.n))};
 }
 
 }  // namespace
-
-namespace util {
 
 Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles& tiles,
                  const GemmSpec& spec, const Epilogue& epilogue) {
@@ -95,20 +101,12 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
   const int64_t panel_bytes = tiles.panel_bytes;  // scratch slot stride
   Value* stack_panel = scratch ? nullptr : entry_alloca(ec, T, capacity, "panel");
   Value* edge = entry_alloca(ec, T, static_cast<int64_t>(MR) * NR, "edge");
-  const int64_t per_gemm = tiles.row_tiles * tiles.col_tiles;
   Value* vzero = zero(VT);
 
   for_units(ec, units, [&](Value* t, Value* u) {
     Value* buf = stack_panel;
     if (scratch) buf = b.CreateGEP(b.getInt8Ty(), scratch, b.CreateMul(t, i64c(ec, panel_bytes)));
-    Value* bi = b.CreateUDiv(u, i64c(ec, per_gemm));
-    Value* rem = b.CreateURem(u, i64c(ec, per_gemm));
-    Value* ri = b.CreateUDiv(rem, i64c(ec, tiles.col_tiles));
-    Value* ci = b.CreateURem(rem, i64c(ec, tiles.col_tiles));
-    Value* i0 = b.CreateMul(ri, i64c(ec, tiles.rows_per_tile));
-    Value* i1 = min_i64(ec, b.CreateAdd(i0, i64c(ec, tiles.rows_per_tile)), i64c(ec, tiles.m));
-    Value* j0 = b.CreateMul(ci, i64c(ec, tiles.cols_per_tile));
-    Value* j1 = min_i64(ec, b.CreateAdd(j0, i64c(ec, tiles.cols_per_tile)), i64c(ec, tiles.n));
+    auto [bi, i0, i1, j0, j1] = work_unit(ec, tiles, u);
     Value* abase = spec.a_base(bi);
     Value* obase = spec.out_base(bi);
 
@@ -253,18 +251,16 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
   return Status();
 }
 
-}  // namespace util
-
 namespace {
 
-// The simple path for any dtype: per output element, a K loop.
-struct SimpleGemm {
-  ir::DType dtype;
-  std::function<Value*(Value* b)> a_base, b_base, out_base;
-  int64_t a_rs, a_cs, b_rs, b_cs, ldc;
-  double alpha = 1.0, beta = 1.0;
+// The simple path for any dtype: per output element, a K loop. The GemmSpec part gives
+// A, the output and alpha (pack_b and cterm are not used).
+struct SimpleGemm : GemmSpec {
+  std::function<Value*(Value* b)> b_base;
+  int64_t b_rs = 0, b_cs = 0;
+  double beta = 1.0;
   // c term as a compute-type scalar (null when absent).
-  std::function<Value*(Value* b, Value* i, Value* j)> cterm;
+  std::function<Value*(Value* b, Value* i, Value* j)> c_elem;
 };
 
 Status emit_simple_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles& tiles,
@@ -274,16 +270,8 @@ Status emit_simple_gemm(EmitContext& ec, const ir::Node& node, const tiling::Gem
   const StoreTarget target = store_target(ec, node, epilogue);
   Type* ct = compute_type(ec, s.dtype);
   bool fp = is_fp(s.dtype);
-  const int64_t per_gemm = tiles.row_tiles * tiles.col_tiles;
   for_units(ec, tiles.tiles(), [&](Value*, Value* u) {
-    Value* bi = b.CreateUDiv(u, i64c(ec, per_gemm));
-    Value* rem = b.CreateURem(u, i64c(ec, per_gemm));
-    Value* ri = b.CreateUDiv(rem, i64c(ec, tiles.col_tiles));
-    Value* ci = b.CreateURem(rem, i64c(ec, tiles.col_tiles));
-    Value* i0 = b.CreateMul(ri, i64c(ec, tiles.rows_per_tile));
-    Value* i1 = min_i64(ec, b.CreateAdd(i0, i64c(ec, tiles.rows_per_tile)), i64c(ec, tiles.m));
-    Value* j0 = b.CreateMul(ci, i64c(ec, tiles.cols_per_tile));
-    Value* j1 = min_i64(ec, b.CreateAdd(j0, i64c(ec, tiles.cols_per_tile)), i64c(ec, tiles.n));
+    auto [bi, i0, i1, j0, j1] = work_unit(ec, tiles, u);
     Value* ab = s.a_base(bi);
     Value* bb = s.b_base(bi);
     Value* ob = s.out_base(bi);
@@ -302,16 +290,16 @@ Status emit_simple_gemm(EmitContext& ec, const ir::Node& node, const tiling::Gem
         Value* v = acc[0];
         if (fp) {
           if (s.alpha != 1.0) v = b.CreateFMul(v, fpc(ct, s.alpha));
-          if (s.cterm) v = b.CreateFAdd(v, b.CreateFMul(s.cterm(bi, i, j), fpc(ct, s.beta)));
+          if (s.c_elem) v = b.CreateFAdd(v, b.CreateFMul(s.c_elem(bi, i, j), fpc(ct, s.beta)));
         } else if (s.alpha == 1.0 && s.beta == 1.0) {
-          if (s.cterm) v = b.CreateAdd(v, s.cterm(bi, i, j));
+          if (s.c_elem) v = b.CreateAdd(v, s.c_elem(bi, i, j));
         } else {
           // alpha * acc + beta * c in double, converted back saturating (cast rules).
           Type* d = b.getDoubleTy();
           bool sgn = is_signed_int(s.dtype);
           Value* x = b.CreateFMul(sgn ? b.CreateSIToFP(v, d) : b.CreateUIToFP(v, d), fpc(d, s.alpha));
-          if (s.cterm) {
-            Value* c = s.cterm(bi, i, j);
+          if (s.c_elem) {
+            Value* c = s.c_elem(bi, i, j);
             x = b.CreateFAdd(x, b.CreateFMul(sgn ? b.CreateSIToFP(c, d) : b.CreateUIToFP(c, d),
                                              fpc(d, s.beta)));
           }
@@ -392,17 +380,18 @@ Status emit_matmul(EmitContext& ec, const ir::Node& node, const Epilogue& epilog
     if (cd.size() >= 2 && cd[cd.size() - 2] != 1) c_rs = cd.back();
   }
 
+  SimpleGemm s;
+  s.dtype = dtype;
+  s.a_base = a_base;
+  s.a_rs = a_rs;
+  s.a_cs = a_cs;
+  s.out_base = out_base;
+  s.ldc = N;
+  s.alpha = alpha;
+  s.out_value = node.outputs[0];
   bool packed = (dtype == ir::DType::kF32 || dtype == ir::DType::kF64) && K > 0;
   if (packed) {
-    GemmSpec spec;
-    spec.dtype = dtype;
-    spec.a_base = a_base;
-    spec.a_rs = a_rs;
-    spec.a_cs = a_cs;
-    spec.out_base = out_base;
-    spec.ldc = N;
-    spec.alpha = alpha;
-    spec.out_value = node.outputs[0];
+    GemmSpec spec = s;
     Type* T = storage_type(ec, dtype);
     spec.pack_b = [&, T](Value* bi, Value* k0, Value* kc, Value* j0, Value* nc, Value* dst,
                          int64_t ld) {
@@ -441,20 +430,12 @@ Status emit_matmul(EmitContext& ec, const ir::Node& node, const Epilogue& epilog
     if (st.code() != ErrorCode::kUnsupported) return st;
   }
 
-  SimpleGemm s;
-  s.dtype = dtype;
-  s.a_base = a_base;
   s.b_base = b_base;
-  s.out_base = out_base;
-  s.a_rs = a_rs;
-  s.a_cs = a_cs;
   s.b_rs = b_rs;
   s.b_cs = b_cs;
-  s.ldc = N;
-  s.alpha = alpha;
   s.beta = beta;
   if (C) {
-    s.cterm = [&](Value*, Value* i, Value* j) -> Value* {
+    s.c_elem = [&](Value*, Value* i, Value* j) -> Value* {
       return load_elem(ec, dtype, C,
                        b.CreateAdd(b.CreateMul(i, i64c(ec, c_rs)), b.CreateMul(j, i64c(ec, c_cs))));
     };

@@ -8,21 +8,14 @@
 // the window clipped to the padded extent (count_include_pad = 1), as the reference does.
 #include <llvm/IR/Intrinsics.h>
 
+#include "carve/jit/tiles.h"
 #include "emit_util.h"
 
 namespace carve::jit::detail {
-namespace {
 
 using llvm::Type;
 using llvm::Value;
 using namespace util;
-
-std::vector<int64_t> ints(const ir::Node& n, const char* name, std::vector<int64_t> d) {
-  auto it = n.attrs.find(name);
-  return it != n.attrs.end() && it->second.is_ints() ? it->second.as_ints() : d;
-}
-
-}  // namespace
 
 Status emit_pool(EmitContext& ec, const ir::Node& node) {
   auto& b = ec.b;
@@ -31,12 +24,10 @@ Status emit_pool(EmitContext& ec, const ir::Node& node) {
   const ir::TensorType& yt = g.value(node.outputs[0]).type;
   const ir::DType dtype = xt.dtype;
   const bool is_max = node.op == ir::OpKind::kMaxPool;
-  auto kernel = ints(node, "kernel", {1, 1});
-  auto strides = ints(node, "strides", {1, 1});
-  auto pads = ints(node, "pads", {0, 0, 0, 0});
-  bool include_pad = false;
-  if (auto it = node.attrs.find("count_include_pad"); it != node.attrs.end() && it->second.is_int())
-    include_pad = it->second.as_int() != 0;
+  auto kernel = attr_ints(node, "kernel", {1, 1});
+  auto strides = attr_ints(node, "strides", {1, 1});
+  auto pads = attr_ints(node, "pads", {0, 0, 0, 0});
+  const bool include_pad = attr_int(node, "count_include_pad", 0) != 0;
   const int64_t H = xt.shape[2], Wd = xt.shape[3], OH = yt.shape[2], OW = yt.shape[3];
   const int64_t KH = kernel[0], KW = kernel[1], SH = strides[0], SW = strides[1];
   const int64_t PT = pads[0], PL = pads[1], PB = pads[2], PR = pads[3];
@@ -92,7 +83,7 @@ Status emit_pool(EmitContext& ec, const ir::Node& node) {
               Type* rt = vec_type(storage_type(ec, dtype), static_cast<int>(span));
               Value* xv = load_vec(ec, rt, elem_ptr(ec, dtype, X, b.CreateAdd(row, i64c(ec, kw))));
               if (SW != 1) xv = b.CreateShuffleVector(xv, deint);
-              v = combine(v, to_compute(ec, dtype, xv));
+              v = combine(v, from_storage(ec, dtype, xv));
             }
             return std::vector<Value*>{v};
           }, "ih");

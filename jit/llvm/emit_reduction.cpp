@@ -13,6 +13,7 @@
 //  - batch_norm / global_avg_pool: per (image, channel) plane, vectorised.
 #include <llvm/IR/Intrinsics.h>
 
+#include "carve/jit/tiles.h"
 #include "emit_util.h"
 
 namespace carve::jit::detail {
@@ -27,43 +28,28 @@ int lanes_for(EmitContext& ec, ir::DType dtype) {
   return ec.vector_width_f32;
 }
 
-Value* load_n(EmitContext& ec, ir::DType dtype, Value* base, Value* idx, int lanes) {
-  if (lanes == 0) return load_elem(ec, dtype, base, idx);
-  Type* vt = vec_type(storage_type(ec, dtype), lanes);
-  return to_compute(ec, dtype, load_vec(ec, vt, elem_ptr(ec, dtype, base, idx)));
+// What every emitter of this family starts from: input 0 and output 0, their dtype, its
+// compute type and the vector lanes used for it.
+struct FamilyIO {
+  ir::DType dtype;
+  Value* X;
+  Value* Y;
+  Type* ct;
+  int lanes;
+};
+FamilyIO family_io(EmitContext& ec, const ir::Node& node) {
+  const ir::DType dtype = ec.graph.value(node.inputs[0]).type.dtype;
+  return {dtype, operand_ptr(ec, node.inputs[0]), operand_ptr(ec, node.outputs[0]),
+          compute_type(ec, dtype), lanes_for(ec, dtype)};
 }
 
-void store_n(EmitContext& ec, ir::DType dtype, Value* base, Value* idx, Value* v) {
-  if (v->getType()->isVectorTy()) {
-    store_vec(ec, to_storage(ec, dtype, v), elem_ptr(ec, dtype, base, idx));
-  } else {
-    store_elem(ec, dtype, base, idx, v);
-  }
+// body(unit) for each work unit of `node` (tiling::unit_tiles_for) in the call's tiles.
+void for_node_units(EmitContext& ec, const ir::Node& node, const std::function<void(Value* unit)>& body) {
+  for_units(ec, tiling::unit_tiles_for(ec.graph, node).units, [&](Value*, Value* u) { body(u); });
 }
 
 Value* fmax_nan(EmitContext& ec, Value* a, Value* b) {
   return util::max(ec, ir::DType::kF32, a, b);
-}
-
-// Horizontal combine of a vector.
-Value* horizontal(EmitContext& ec, Value* v, const std::function<Value*(Value*, Value*)>& f) {
-  auto* vt = llvm::cast<llvm::FixedVectorType>(v->getType());
-  unsigned n = vt->getNumElements();
-  while (n > 1) {
-    unsigned h = n / 2;
-    std::vector<int> lo, hi;
-    for (unsigned i = 0; i < h; ++i) {
-      lo.push_back(static_cast<int>(i));
-      hi.push_back(static_cast<int>(i + h));
-    }
-    v = f(ec.b.CreateShuffleVector(v, lo), ec.b.CreateShuffleVector(v, hi));
-    n = h;
-  }
-  return ec.b.CreateExtractElement(v, static_cast<uint64_t>(0));
-}
-
-Value* splat_like(EmitContext& ec, Value* scalar, int lanes) {
-  return lanes == 0 ? scalar : splat(ec, lanes, scalar);
 }
 
 // Folds f over elements [0, n) of a contiguous run at base (vector body + scalar tail).
@@ -100,17 +86,23 @@ void map_run(EmitContext& ec, int64_t n, int lanes,
   if (nv < n) for_range(ec, i64c(ec, nv), i64c(ec, n), 1, [&](Value* j) { g(j, 0); }, "ms");
 }
 
+// Y[base + j] = f(X[base + j], j, lanes) for j in [0, n) (vector body + scalar tail).
+void map_xy(EmitContext& ec, const ir::Node& node, Value* base, int64_t n,
+            const std::function<Value*(Value* x, Value* j, int lanes)>& f) {
+  const FamilyIO io = family_io(ec, node);
+  map_run(ec, n, io.lanes, [&](Value* j, int ln) {
+    Value* idx = ec.b.CreateAdd(base, j);
+    store_n(ec, io.dtype, io.Y, idx, f(load_n(ec, io.dtype, io.X, idx, ln), j, ln));
+  });
+}
+
 Status emit_reduce(EmitContext& ec, const ir::Node& node) {
   auto& b = ec.b;
   const ir::Graph& g = ec.graph;
-  const ir::DType dtype = g.value(node.inputs[0]).type.dtype;
+  const auto [dtype, X, Y, ct, lanes] = family_io(ec, node);
   const ir::OpKind op = node.op;
   const tiling::ReduceShape rs = tiling::reduce_shape(g, node);
-  Value* X = operand_ptr(ec, node.inputs[0]);
-  Value* Y = operand_ptr(ec, node.outputs[0]);
-  Type* ct = compute_type(ec, dtype);
   const bool fp = is_fp(dtype);
-  const int lanes = lanes_for(ec, dtype);
   const bool is_max = op == ir::OpKind::kReduceMax;
   auto f = [&](Value* acc, Value* x) -> Value* {
     if (!is_max) return add(ec, acc, x);
@@ -187,18 +179,13 @@ Status emit_reduce(EmitContext& ec, const ir::Node& node) {
 Status emit_softmax(EmitContext& ec, const ir::Node& node) {
   auto& b = ec.b;
   const ir::Graph& g = ec.graph;
-  const ir::DType dtype = g.value(node.inputs[0]).type.dtype;
+  const auto [dtype, X, Y, ct, lanes] = family_io(ec, node);
   const tiling::AxisShape s = tiling::axis_shape(g, node);
-  Value* X = operand_ptr(ec, node.inputs[0]);
-  Value* Y = operand_ptr(ec, node.outputs[0]);
-  Type* ct = compute_type(ec, dtype);
-  const int lanes = lanes_for(ec, dtype);
   Value* ninf = lowest(ec, dtype, ct);
   auto fmax = [&](Value* a, Value* x) { return fmax_nan(ec, a, x); };
   auto fadd = [&](Value* a, Value* x) { return b.CreateFAdd(a, x); };
-  const tiling::UnitTiles ut = tiling::unit_tiles_for(g, node);
   if (s.inner == 1) {
-    for_units(ec, ut.units, [&](Value*, Value* o) {
+    for_node_units(ec, node, [&](Value* o) {
       Value* base = b.CreateMul(o, i64c(ec, s.len));
       Value* m = fold_run(ec, dtype, X, base, s.len, lanes, ninf, fmax, fmax);
       Value* sum = fold_run(ec, dtype, X, base, s.len, lanes, zero(ct),
@@ -206,16 +193,14 @@ Status emit_softmax(EmitContext& ec, const ir::Node& node) {
                               int ln = x->getType()->isVectorTy() ? lanes : 0;
                               return b.CreateFAdd(a, util::exp(ec, b.CreateFSub(x, splat_like(ec, m, ln))));
                             }, fadd);
-      map_run(ec, s.len, lanes, [&](Value* j, int ln) {
-        Value* idx = b.CreateAdd(base, j);
-        Value* x = load_n(ec, dtype, X, idx, ln);
+      map_xy(ec, node, base, s.len, [&](Value* x, Value*, int ln) {
         Value* e = util::exp(ec, b.CreateFSub(x, splat_like(ec, m, ln)));
-        store_n(ec, dtype, Y, idx, b.CreateFDiv(e, splat_like(ec, sum, ln)));
+        return b.CreateFDiv(e, splat_like(ec, sum, ln));
       });
     });
     return Status();
   }
-  for_units(ec, ut.units, [&](Value*, Value* o) {
+  for_node_units(ec, node, [&](Value* o) {
     Value* base = b.CreateMul(o, i64c(ec, s.len * s.inner));
     map_run(ec, s.inner, lanes, [&](Value* j, int ln) {
       Value* col = b.CreateAdd(base, j);
@@ -237,34 +222,35 @@ Status emit_softmax(EmitContext& ec, const ir::Node& node) {
   return Status();
 }
 
-double attr_float(const ir::Node& n, const char* name, double d) {
-  auto it = n.attrs.find(name);
-  if (it == n.attrs.end()) return d;
-  if (it->second.is_float()) return it->second.as_float();
-  if (it->second.is_int()) return static_cast<double>(it->second.as_int());
-  return d;
+// 1 / sqrt(var + eps), the normalisations' scale.
+Value* inv_std(EmitContext& ec, Type* ct, Value* var, double eps) {
+  Value* v = ec.b.CreateFAdd(var, fpc(ct, eps));
+  return ec.b.CreateFDiv(fpc(ct, 1.0), ec.b.CreateIntrinsic(llvm::Intrinsic::sqrt, {ct}, {v}));
 }
 
-Value* sqrt_v(EmitContext& ec, Value* v) {
-  return ec.b.CreateIntrinsic(llvm::Intrinsic::sqrt, {v->getType()}, {v});
+// (x - mean) * inv with scalar mean and inv spread over x's lanes (0 = scalar).
+Value* centred(EmitContext& ec, Value* x, Value* mean, Value* inv, int lanes) {
+  return ec.b.CreateFMul(ec.b.CreateFSub(x, splat_like(ec, mean, lanes)), splat_like(ec, inv, lanes));
+}
+
+// Elements per (image, channel) plane of an NC... tensor.
+int64_t plane_size(const ir::Shape& s) {
+  int64_t n = 1;
+  for (int i = 2; i < s.rank(); ++i) n *= s[i];
+  return n;
 }
 
 Status emit_layer_norm(EmitContext& ec, const ir::Node& node) {
   auto& b = ec.b;
   const ir::Graph& g = ec.graph;
-  const ir::DType dtype = g.value(node.inputs[0]).type.dtype;
+  const auto [dtype, X, Y, ct, lanes] = family_io(ec, node);
   const tiling::AxisShape s = tiling::axis_shape(g, node);
-  Value* X = operand_ptr(ec, node.inputs[0]);
   Value* S = operand_ptr(ec, node.inputs[1]);
   Value* Bv = node.inputs.size() > 2 ? operand_ptr(ec, node.inputs[2]) : nullptr;
-  Value* Y = operand_ptr(ec, node.outputs[0]);
-  Type* ct = compute_type(ec, dtype);
-  const int lanes = lanes_for(ec, dtype);
   const double eps = attr_float(node, "epsilon", 1e-5);
   const int64_t D = s.len;
   auto fadd = [&](Value* a, Value* x) { return b.CreateFAdd(a, x); };
-  const tiling::UnitTiles ut = tiling::unit_tiles_for(g, node);
-  for_units(ec, ut.units, [&](Value*, Value* o) {
+  for_node_units(ec, node, [&](Value* o) {
     Value* base = b.CreateMul(o, i64c(ec, D));
     Value* sum = fold_run(ec, dtype, X, base, D, lanes, zero(ct), fadd, fadd);
     Value* mean = b.CreateFDiv(sum, fpc(ct, static_cast<double>(D)));
@@ -274,14 +260,10 @@ Status emit_layer_norm(EmitContext& ec, const ir::Node& node) {
       return mul_add(ec, d, d, a);
     }, fadd);
     Value* var = b.CreateFDiv(sq, fpc(ct, static_cast<double>(D)));
-    Value* inv = b.CreateFDiv(fpc(ct, 1.0), sqrt_v(ec, b.CreateFAdd(var, fpc(ct, eps))));
-    map_run(ec, D, lanes, [&](Value* j, int ln) {
-      Value* idx = b.CreateAdd(base, j);
-      Value* x = load_n(ec, dtype, X, idx, ln);
-      Value* y = b.CreateFMul(b.CreateFSub(x, splat_like(ec, mean, ln)), splat_like(ec, inv, ln));
-      y = b.CreateFMul(y, load_n(ec, dtype, S, j, ln));
-      if (Bv) y = b.CreateFAdd(y, load_n(ec, dtype, Bv, j, ln));
-      store_n(ec, dtype, Y, idx, y);
+    Value* inv = inv_std(ec, ct, var, eps);
+    map_xy(ec, node, base, D, [&](Value* x, Value* j, int ln) {
+      Value* y = b.CreateFMul(centred(ec, x, mean, inv, ln), load_n(ec, dtype, S, j, ln));
+      return Bv ? b.CreateFAdd(y, load_n(ec, dtype, Bv, j, ln)) : y;
     });
   });
   return Status();
@@ -289,33 +271,23 @@ Status emit_layer_norm(EmitContext& ec, const ir::Node& node) {
 
 Status emit_batch_norm(EmitContext& ec, const ir::Node& node) {
   auto& b = ec.b;
-  const ir::Graph& g = ec.graph;
-  const ir::TensorType& xt = g.value(node.inputs[0]).type;
-  const ir::DType dtype = xt.dtype;
-  int64_t C = xt.shape[1], spatial = 1;
-  for (int i = 2; i < xt.shape.rank(); ++i) spatial *= xt.shape[i];
-  Value* X = operand_ptr(ec, node.inputs[0]);
+  const auto [dtype, X, Y, ct, lanes] = family_io(ec, node);
+  const ir::Shape& xs = ec.graph.value(node.inputs[0]).type.shape;
+  const int64_t C = xs[1], spatial = plane_size(xs);
   Value* P[4];
   for (size_t i = 0; i < 4; ++i) P[i] = operand_ptr(ec, node.inputs[i + 1]);
-  Value* Y = operand_ptr(ec, node.outputs[0]);
-  Type* ct = compute_type(ec, dtype);
-  const int lanes = lanes_for(ec, dtype);
   const double eps = attr_float(node, "epsilon", 1e-5);
-  const tiling::UnitTiles ut = tiling::unit_tiles_for(g, node);
-  for_units(ec, ut.units, [&](Value*, Value* plane) {
+  for_node_units(ec, node, [&](Value* plane) {
     Value* c = b.CreateURem(plane, i64c(ec, C));
     Value* scale = load_elem(ec, dtype, P[0], c);
     Value* bias = load_elem(ec, dtype, P[1], c);
     Value* mean = load_elem(ec, dtype, P[2], c);
     Value* var = load_elem(ec, dtype, P[3], c);
-    Value* inv = b.CreateFDiv(fpc(ct, 1.0), sqrt_v(ec, b.CreateFAdd(var, fpc(ct, eps))));
+    Value* inv = inv_std(ec, ct, var, eps);
     Value* base = b.CreateMul(plane, i64c(ec, spatial));
-    map_run(ec, spatial, lanes, [&](Value* j, int ln) {
-      Value* idx = b.CreateAdd(base, j);
-      Value* x = load_n(ec, dtype, X, idx, ln);
-      Value* y = b.CreateFMul(b.CreateFSub(x, splat_like(ec, mean, ln)), splat_like(ec, inv, ln));
-      y = b.CreateFAdd(b.CreateFMul(y, splat_like(ec, scale, ln)), splat_like(ec, bias, ln));
-      store_n(ec, dtype, Y, idx, y);
+    map_xy(ec, node, base, spatial, [&](Value* x, Value*, int ln) {
+      Value* y = b.CreateFMul(centred(ec, x, mean, inv, ln), splat_like(ec, scale, ln));
+      return b.CreateFAdd(y, splat_like(ec, bias, ln));
     });
   });
   return Status();
@@ -323,18 +295,10 @@ Status emit_batch_norm(EmitContext& ec, const ir::Node& node) {
 
 Status emit_global_avg_pool(EmitContext& ec, const ir::Node& node) {
   auto& b = ec.b;
-  const ir::Graph& g = ec.graph;
-  const ir::TensorType& xt = g.value(node.inputs[0]).type;
-  const ir::DType dtype = xt.dtype;
-  int64_t spatial = 1;
-  for (int i = 2; i < xt.shape.rank(); ++i) spatial *= xt.shape[i];
-  Value* X = operand_ptr(ec, node.inputs[0]);
-  Value* Y = operand_ptr(ec, node.outputs[0]);
-  Type* ct = compute_type(ec, dtype);
-  const int lanes = lanes_for(ec, dtype);
+  const auto [dtype, X, Y, ct, lanes] = family_io(ec, node);
+  const int64_t spatial = plane_size(ec.graph.value(node.inputs[0]).type.shape);
   auto fadd = [&](Value* a, Value* x) { return b.CreateFAdd(a, x); };
-  const tiling::UnitTiles ut = tiling::unit_tiles_for(g, node);
-  for_units(ec, ut.units, [&](Value*, Value* plane) {
+  for_node_units(ec, node, [&](Value* plane) {
     Value* sum = fold_run(ec, dtype, X, b.CreateMul(plane, i64c(ec, spatial)), spatial, lanes,
                           zero(ct), fadd, fadd);
     store_elem(ec, dtype, Y, plane, b.CreateFDiv(sum, fpc(ct, static_cast<double>(spatial))));

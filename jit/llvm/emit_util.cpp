@@ -1,6 +1,6 @@
+// The helper kit of the LLVM emitters (emit_util.h); the float rounding helpers are in
+// emit_util_float.cpp.
 #include "emit_util.h"
-
-#include "ew_helpers.h"
 
 #include <llvm/IR/Intrinsics.h>
 
@@ -13,24 +13,33 @@ namespace carve::jit::detail::util {
 using llvm::Type;
 using llvm::Value;
 
-Type* storage_type(EmitContext& ec, ir::DType dtype) {
+Type* compute_type(EmitContext& ec, ir::DType dtype) {
   switch (dtype) {
-    case ir::DType::kF32: return Type::getFloatTy(ec.ctx);
+    case ir::DType::kF32:
     case ir::DType::kF16:
-    case ir::DType::kBf16: return Type::getInt16Ty(ec.ctx);  // bit patterns (ew_helpers.h)
+    case ir::DType::kBf16: return Type::getFloatTy(ec.ctx);
     case ir::DType::kF64: return Type::getDoubleTy(ec.ctx);
+    case ir::DType::kI8:
+    case ir::DType::kU8: return Type::getInt8Ty(ec.ctx);
     case ir::DType::kI32: return Type::getInt32Ty(ec.ctx);
     case ir::DType::kI64: return Type::getInt64Ty(ec.ctx);
-    case ir::DType::kI8:
-    case ir::DType::kU8:
-    case ir::DType::kBool: return Type::getInt8Ty(ec.ctx);
+    case ir::DType::kBool: return Type::getInt1Ty(ec.ctx);
   }
   return Type::getInt8Ty(ec.ctx);
 }
 
-Type* compute_type(EmitContext& ec, ir::DType dtype) {
-  if (dtype == ir::DType::kF16 || dtype == ir::DType::kBf16) return Type::getFloatTy(ec.ctx);
-  return storage_type(ec, dtype);
+Type* storage_type(EmitContext& ec, ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kF16:
+    case ir::DType::kBf16: return Type::getInt16Ty(ec.ctx);
+    case ir::DType::kBool: return Type::getInt8Ty(ec.ctx);
+    default: return compute_type(ec, dtype);
+  }
+}
+
+Type* like_shape(Type* elem, Type* like) {
+  if (auto* vt = llvm::dyn_cast<llvm::VectorType>(like)) return llvm::VectorType::get(elem, vt->getElementCount());
+  return elem;
 }
 
 bool is_fp(ir::DType dtype) { return ir::is_float(dtype); }
@@ -39,38 +48,40 @@ bool is_signed_int(ir::DType dtype) {
 }
 
 Value* i64c(EmitContext& ec, int64_t v) { return ec.b.getInt64(static_cast<uint64_t>(v)); }
+Value* intc(Type* t, uint64_t v) { return llvm::ConstantInt::get(t, v); }
 Value* fpc(Type* t, double v) { return llvm::ConstantFP::get(t, v); }
 
 Value* elem_ptr(EmitContext& ec, ir::DType dtype, Value* base, Value* index) {
-  return ec.b.CreateGEP(storage_type(ec, dtype), base, index);
+  return ec.b.CreateInBoundsGEP(storage_type(ec, dtype), base, index);
 }
 
-static Type* with_lanes_of(Type* scalar, Value* like) {
-  if (auto* vt = llvm::dyn_cast<llvm::VectorType>(like->getType()))
-    return llvm::VectorType::get(scalar, vt->getElementCount());
-  return scalar;
-}
-
-Value* to_compute(EmitContext& ec, ir::DType dtype, Value* v) {
-  if (dtype == ir::DType::kF16 || dtype == ir::DType::kBf16) return ew::from_storage(ec.b, dtype, v);
-  return v;
-}
-
-Value* to_storage(EmitContext& ec, ir::DType dtype, Value* v) {
-  if (dtype == ir::DType::kF16 || dtype == ir::DType::kBf16) return ew::to_storage(ec.b, dtype, v);
-  return v;
+static llvm::Align elem_align(ir::DType dtype) {
+  return llvm::Align(static_cast<uint64_t>(ir::dtype_size(dtype)));
 }
 
 Value* load_elem(EmitContext& ec, ir::DType dtype, Value* base, Value* index) {
-  Type* st = storage_type(ec, dtype);
-  Value* v = ec.b.CreateAlignedLoad(st, elem_ptr(ec, dtype, base, index),
-                                    llvm::Align(static_cast<uint64_t>(ir::dtype_size(dtype))));
-  return to_compute(ec, dtype, v);
+  Value* v = ec.b.CreateAlignedLoad(storage_type(ec, dtype), elem_ptr(ec, dtype, base, index),
+                                    elem_align(dtype));
+  return from_storage(ec, dtype, v);
 }
 
 void store_elem(EmitContext& ec, ir::DType dtype, Value* base, Value* index, Value* v) {
   ec.b.CreateAlignedStore(to_storage(ec, dtype, v), elem_ptr(ec, dtype, base, index),
-                          llvm::Align(static_cast<uint64_t>(ir::dtype_size(dtype))));
+                          elem_align(dtype));
+}
+
+Value* load_n(EmitContext& ec, ir::DType dtype, Value* base, Value* index, int lanes) {
+  if (lanes == 0) return load_elem(ec, dtype, base, index);
+  Type* vt = vec_type(storage_type(ec, dtype), lanes);
+  return from_storage(ec, dtype, load_vec(ec, vt, elem_ptr(ec, dtype, base, index)));
+}
+
+void store_n(EmitContext& ec, ir::DType dtype, Value* base, Value* index, Value* v) {
+  if (v->getType()->isVectorTy()) {
+    store_vec(ec, to_storage(ec, dtype, v), elem_ptr(ec, dtype, base, index));
+  } else {
+    store_elem(ec, dtype, base, index, v);
+  }
 }
 
 static bool is_float_value(Value* v) { return v->getType()->getScalarType()->isFloatingPointTy(); }
@@ -135,8 +146,11 @@ void store_vec(EmitContext& ec, Value* v, Value* ptr) {
   ec.b.CreateAlignedStore(v, ptr, llvm::Align(v->getType()->getScalarSizeInBits() / 8));
 }
 
-// Lane counts are powers of two.
-static Value* reduce_tree(EmitContext& ec, Value* v, bool is_max) {
+Value* splat_like(EmitContext& ec, Value* scalar, int lanes) {
+  return lanes == 0 ? scalar : splat(ec, lanes, scalar);
+}
+
+Value* horizontal(EmitContext& ec, Value* v, const std::function<Value*(Value*, Value*)>& f) {
   auto* vt = llvm::cast<llvm::FixedVectorType>(v->getType());
   unsigned n = vt->getNumElements();
   while (n > 1) {
@@ -146,27 +160,18 @@ static Value* reduce_tree(EmitContext& ec, Value* v, bool is_max) {
       lo.push_back(static_cast<int>(i));
       hi.push_back(static_cast<int>(i + h));
     }
-    Value* a = ec.b.CreateShuffleVector(v, lo);
-    Value* b = ec.b.CreateShuffleVector(v, hi);
-    if (is_max) {
-      v = ec.b.CreateSelect(ec.b.CreateFCmpOLT(a, b), b, a);
-    } else {
-      v = ec.b.CreateFAdd(a, b);
-    }
+    v = f(ec.b.CreateShuffleVector(v, lo), ec.b.CreateShuffleVector(v, hi));
     n = h;
   }
   return ec.b.CreateExtractElement(v, static_cast<uint64_t>(0));
 }
-
-Value* hsum(EmitContext& ec, Value* v) { return reduce_tree(ec, v, false); }
-Value* hmax(EmitContext& ec, Value* v) { return reduce_tree(ec, v, true); }
 
 Value* exp(EmitContext& ec, Value* x) {
   auto& b = ec.b;
   Type* t = x->getType();
   Type* s = t->getScalarType();
   bool dbl = s->isDoubleTy();
-  Type* it = with_lanes_of(dbl ? Type::getInt64Ty(ec.ctx) : Type::getInt32Ty(ec.ctx), x);
+  Type* it = like_shape(dbl ? Type::getInt64Ty(ec.ctx) : Type::getInt32Ty(ec.ctx), t);
   auto c = [&](double v) { return fpc(t, v); };
   double hi = dbl ? 709.0 : 88.3762626647949;
   double lo = dbl ? -708.0 : -87.3365447504;
@@ -270,28 +275,79 @@ void for_range(EmitContext& ec, Value* begin, Value* end, int64_t step,
       name);
 }
 
-void if_then(EmitContext& ec, Value* cond, const std::function<void()>& then_body) {
-  auto* thenb = llvm::BasicBlock::Create(ec.ctx, "then", ec.fn);
-  auto* join = llvm::BasicBlock::Create(ec.ctx, "join", ec.fn);
-  ec.b.CreateCondBr(cond, thenb, join);
-  ec.b.SetInsertPoint(thenb);
-  then_body();
-  ec.b.CreateBr(join);
-  ec.b.SetInsertPoint(join);
+// iv = begin; while (iv < end) iv = body(iv): the body picks the next iv (> iv). Rotated:
+// the guard tests begin < end once, the latch tests next < end.
+static void while_range(EmitContext& ec, Value* begin, Value* end, const std::function<Value*(Value*)>& body,
+                        const char* name = "r") {
+  auto& b = ec.b;
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ec.ctx, std::string(name) + ".body", ec.fn);
+  auto* exit = llvm::BasicBlock::Create(ec.ctx, std::string(name) + ".exit", ec.fn);
+  b.CreateCondBr(b.CreateICmpSLT(begin, end), loop, exit);
+  b.SetInsertPoint(loop);
+  llvm::PHINode* iv = b.CreatePHI(begin->getType(), 2, name);
+  iv->addIncoming(begin, pre);
+  Value* next = body(iv);
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  b.CreateCondBr(b.CreateICmpSLT(next, end), loop, exit);
+  iv->addIncoming(next, latch);
+  b.SetInsertPoint(exit);
 }
 
+void for_rows(EmitContext& ec, Value* lo, Value* hi, int64_t width,
+              const std::function<void(Value* row)>& row,
+              const std::function<void(Value* row_start, Value* col)>& item) {
+  auto& b = ec.b;
+  while_range(ec, lo, hi, [&](Value* i) -> Value* {
+    Value* w = i64c(ec, width);
+    Value* r = b.CreateUDiv(i, w);
+    Value* row_start = b.CreateMul(r, w);
+    Value* col = b.CreateSub(i, row_start);
+    Value* remaining = b.CreateSub(hi, row_start);
+    Value* col_end = b.CreateSelect(b.CreateICmpSLT(remaining, w), remaining, w);
+    row(r);
+    for_range(ec, col, col_end, 1, [&](Value* c) { item(row_start, c); }, "c");
+    return b.CreateAdd(row_start, col_end);
+  });
+}
+
+std::vector<Value*> unravel(EmitContext& ec, Value* linear, const std::vector<int64_t>& dims) {
+  std::vector<Value*> idx(dims.size());
+  Value* rest = linear;
+  for (size_t j = dims.size(); j-- > 0;) {
+    idx[j] = j == 0 ? rest : ec.b.CreateURem(rest, i64c(ec, dims[j]));
+    if (j > 0) rest = ec.b.CreateUDiv(rest, i64c(ec, dims[j]));
+  }
+  return idx;
+}
+
+Value* strided_offset(EmitContext& ec, Value* base, const std::vector<Value*>& idx,
+                      const std::vector<int64_t>& strides) {
+  for (size_t j = idx.size(); j-- > 0;) {
+    if (strides[j] != 0) base = ec.b.CreateAdd(base, ec.b.CreateMul(idx[j], i64c(ec, strides[j])));
+  }
+  return base;
+}
+
+void if_then(EmitContext& ec, Value* cond, const std::function<void()>& then_body) {
+  if_then_else(ec, cond, then_body, nullptr);
+}
+
+// Without an else body the false edge goes straight to the join block.
 void if_then_else(EmitContext& ec, Value* cond, const std::function<void()>& then_body,
                   const std::function<void()>& else_body) {
   auto* thenb = llvm::BasicBlock::Create(ec.ctx, "then", ec.fn);
-  auto* elseb = llvm::BasicBlock::Create(ec.ctx, "else", ec.fn);
+  auto* elseb = else_body ? llvm::BasicBlock::Create(ec.ctx, "else", ec.fn) : nullptr;
   auto* join = llvm::BasicBlock::Create(ec.ctx, "join", ec.fn);
-  ec.b.CreateCondBr(cond, thenb, elseb);
+  ec.b.CreateCondBr(cond, thenb, elseb ? elseb : join);
   ec.b.SetInsertPoint(thenb);
   then_body();
   ec.b.CreateBr(join);
-  ec.b.SetInsertPoint(elseb);
-  else_body();
-  ec.b.CreateBr(join);
+  if (elseb) {
+    ec.b.SetInsertPoint(elseb);
+    else_body();
+    ec.b.CreateBr(join);
+  }
   ec.b.SetInsertPoint(join);
 }
 
@@ -302,8 +358,19 @@ Value* entry_alloca(EmitContext& ec, Type* t, int64_t count, const char* name) {
   return a;
 }
 
-TileRange tile_range(EmitContext& ec, int64_t num_tiles) {
+// The call's tiles [tile_begin, tile_end) clamped to [0, num_tiles).
+static Range tile_range(EmitContext& ec, int64_t num_tiles) {
   return {max_i64(ec, ec.tile_begin, i64c(ec, 0)), min_i64(ec, ec.tile_end, i64c(ec, num_tiles))};
+}
+
+Range tile_items(EmitContext& ec, int64_t total) {
+  int64_t tiles = std::max<int64_t>(1, ec.group.num_tiles);
+  int64_t chunk = total <= 0 ? 0 : (total + tiles - 1) / tiles;
+  Range t = tile_range(ec, tiles);
+  auto items = [&](Value* tile) {
+    return min_i64(ec, ec.b.CreateMul(tile, i64c(ec, chunk), "", true, true), i64c(ec, total));
+  };
+  return {items(t.lo), items(t.hi)};
 }
 
 StoreTarget store_target(EmitContext& ec, const ir::Node& node, const Epilogue& epilogue) {
@@ -314,39 +381,11 @@ StoreTarget store_target(EmitContext& ec, const ir::Node& node, const Epilogue& 
 
 void store_result(EmitContext& ec, const StoreTarget& target, ir::DType anchor_dtype,
                   const Epilogue& epilogue, Value* v, Value* linear) {
-  Value* out;
-  if (epilogue) {
-    // The epilogue (make_epilogue) takes and returns elementwise compute types (f16/bf16
-    // as float, a bool result already widened to i8).
-    if (anchor_dtype == ir::DType::kF16 || anchor_dtype == ir::DType::kBf16)
-      v = ew::round_to(ec.b, anchor_dtype, v);
-    out = epilogue(ec, v, linear);
-    if (out->getType()->getScalarType()->isIntegerTy(1)) {
-      out = ec.b.CreateZExt(out, with_lanes_of(ec.b.getInt8Ty(), out));
-    } else if (target.dtype != ir::DType::kBool) {
-      out = to_storage(ec, target.dtype, out);
-    }
-  } else {
-    out = to_storage(ec, anchor_dtype, v);
-  }
-  ec.b.CreateAlignedStore(out, elem_ptr(ec, target.dtype, target.ptr, linear),
-                          llvm::Align(static_cast<uint64_t>(ir::dtype_size(target.dtype))));
+  // The epilogue (make_epilogue) takes and returns kit compute types; an f16/bf16 anchor
+  // result is rounded to its dtype first, as the unfused node would store it.
+  if (epilogue) v = epilogue(ec, round_to(ec, anchor_dtype, v), linear);
+  store_n(ec, target.dtype, target.ptr, linear, v);
 }
-
-Status check_tiles(EmitContext& ec, const ir::Node& node, int64_t expected) {
-  if (ec.group.num_tiles != expected) {
-    return Status(ErrorCode::kInternal,
-                  fmt::format("{}: kernel group '{}' has num_tiles {} but the emitter tiles it "
-                              "into {} (use carve::jit::compute_op_tiles)",
-                              ir::describe_node(ec.graph, node.id), ec.group.name,
-                              ec.group.num_tiles, expected));
-  }
-  return Status();
-}
-
-}  // namespace carve::jit::detail::util
-
-namespace carve::jit::detail::util {
 
 int64_t units_per_kernel_tile(EmitContext& ec, int64_t units) {
   int64_t t = std::max<int64_t>(1, ec.group.num_tiles);
@@ -357,8 +396,8 @@ void for_units(EmitContext& ec, int64_t units,
                const std::function<void(Value* tile, Value* unit)>& body) {
   if (units <= 0) return;
   int64_t chunk = units_per_kernel_tile(ec, units);
-  TileRange tr = tile_range(ec, std::max<int64_t>(1, ec.group.num_tiles));
-  for_range(ec, tr.begin, tr.end, 1, [&](Value* t) {
+  Range tr = tile_range(ec, std::max<int64_t>(1, ec.group.num_tiles));
+  for_range(ec, tr.lo, tr.hi, 1, [&](Value* t) {
     Value* ub = ec.b.CreateMul(t, i64c(ec, chunk));
     Value* ue = min_i64(ec, ec.b.CreateAdd(ub, i64c(ec, chunk)), i64c(ec, units));
     for_range(ec, ub, ue, 1, [&](Value* u) { body(t, u); }, "u");
@@ -387,6 +426,24 @@ void copy_run(EmitContext& ec, Type* t, Value* dst, Value* src, Value* n) {
   for_range(ec, nv, n, 1, [&](Value* j) {
     b.CreateStore(b.CreateLoad(t, b.CreateGEP(t, src, j)), b.CreateGEP(t, dst, j));
   }, "cs");
+}
+
+double attr_float(const ir::Node& n, const char* name, double fallback) {
+  auto it = n.attrs.find(name);
+  if (it == n.attrs.end()) return fallback;
+  if (it->second.is_float()) return it->second.as_float();
+  if (it->second.is_int()) return static_cast<double>(it->second.as_int());
+  return fallback;
+}
+
+int64_t attr_int(const ir::Node& n, const char* name, int64_t fallback) {
+  auto it = n.attrs.find(name);
+  return it != n.attrs.end() && it->second.is_int() ? it->second.as_int() : fallback;
+}
+
+std::vector<int64_t> attr_ints(const ir::Node& n, const char* name, std::vector<int64_t> fallback) {
+  auto it = n.attrs.find(name);
+  return it != n.attrs.end() && it->second.is_ints() ? it->second.as_ints() : fallback;
 }
 
 }  // namespace carve::jit::detail::util

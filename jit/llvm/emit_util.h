@@ -1,7 +1,13 @@
-// Private helpers shared by the compute-op emitters (emit_matmul/conv/pool/reduction):
-// element types, typed loads/stores, counted loops with loop-carried values, vector
-// helpers and a polynomial exp. Everything emits into ec.b at its insertion point.
-// Not used outside jit/llvm.
+// The one helper kit of the LLVM emitters (emit_*.cpp): element types, typed loads and
+// stores, 16-bit float conversions, counted loops, tiles, vector helpers, a polynomial
+// exp and node attributes. Everything emits into ec.b at its insertion point and accepts
+// scalars or fixed vectors unless it says otherwise. Private to jit/llvm.
+//
+// Compute types (what arithmetic runs in): f32, f16, bf16 -> float; f64 -> double;
+// i8/u8 -> i8; i32 -> i32; i64 -> i64; bool -> i1. Storage: f16/bf16 as i16 bit patterns
+// (converted with integer bit tricks: round to nearest even, canonical quiet NaN, no
+// libcalls or F16C), bool as one byte 0/1.
+// Bool computes as i1 (what icmp yields and select takes), so only loads/stores convert.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -10,57 +16,75 @@
 #include <functional>
 #include <vector>
 
-#include "carve/jit/tiles.h"
 #include "emit.h"
 
 namespace carve::jit::detail::util {
 
-// The LLVM type of one stored element: f32 float, f16 half, bf16 bfloat, f64 double,
-// i8/u8/bool i8, i32, i64.
+// ---- types and constants
 llvm::Type* storage_type(EmitContext& ec, ir::DType dtype);
-// The type arithmetic runs in: f16/bf16 widen to float; everything else as stored.
 llvm::Type* compute_type(EmitContext& ec, ir::DType dtype);
+// `elem` with the shape (scalar or <N x >) of `like`.
+llvm::Type* like_shape(llvm::Type* elem, llvm::Type* like);
 bool is_fp(ir::DType dtype);
 bool is_signed_int(ir::DType dtype);  // i8 i32 i64
 
 llvm::Value* i64c(EmitContext& ec, int64_t v);
-llvm::Value* fpc(llvm::Type* t, double v);  // float constant (scalar or splat vector)
+llvm::Value* intc(llvm::Type* t, uint64_t v);  // integer constant (scalar or splat vector)
+llvm::Value* fpc(llvm::Type* t, double v);     // float constant (scalar or splat vector)
+llvm::Value* zero(llvm::Type* t);
+// The lowest value of the compute type: -inf for floats, the minimum for integers.
+llvm::Value* lowest(EmitContext& ec, ir::DType dtype, llvm::Type* t);
 
+// ---- elements
 // Address of element `index` (i64) of a buffer of `dtype` at `base`.
 llvm::Value* elem_ptr(EmitContext& ec, ir::DType dtype, llvm::Value* base, llvm::Value* index);
-// Loads element `index` converted to compute_type(dtype); stores a compute-type scalar.
+// Loads element `index` as compute_type(dtype); stores a compute-type scalar.
 llvm::Value* load_elem(EmitContext& ec, ir::DType dtype, llvm::Value* base, llvm::Value* index);
 void store_elem(EmitContext& ec, ir::DType dtype, llvm::Value* base, llvm::Value* index,
                 llvm::Value* v);
-// Converts a compute-type scalar or vector to the storage type of `dtype` (and back).
+// `lanes` (0 = scalar) contiguous elements from `index` on, in the compute type; store_n
+// stores a scalar or a vector alike.
+llvm::Value* load_n(EmitContext& ec, ir::DType dtype, llvm::Value* base, llvm::Value* index,
+                    int lanes);
+void store_n(EmitContext& ec, ir::DType dtype, llvm::Value* base, llvm::Value* index,
+             llvm::Value* v);
+// Storage bits <-> compute type (emit_util_float.cpp).
+llvm::Value* from_storage(EmitContext& ec, ir::DType dtype, llvm::Value* stored);
 llvm::Value* to_storage(EmitContext& ec, ir::DType dtype, llvm::Value* v);
-llvm::Value* to_compute(EmitContext& ec, ir::DType dtype, llvm::Value* v);
 
-// Arithmetic on compute-type values (scalars or vectors), float or integer.
+// ---- float rounding (emit_util_float.cpp)
+// int64 -> double rounding to odd (so a following rounding to 16 bits rounds once).
+llvm::Value* i64_to_f64_round_odd(EmitContext& ec, llvm::Value* x, bool is_signed);
+// A float value (compute type of a float dtype) rounded to `dtype`'s precision and kept
+// in the compute type: identity for f32/f64, f32 -> 16 bits -> f32 for f16/bf16.
+llvm::Value* round_to(EmitContext& ec, ir::DType dtype, llvm::Value* v);
+// A double rounded once to float dtype `dtype`, returned in its compute type.
+llvm::Value* round_from_double(EmitContext& ec, ir::DType dtype, llvm::Value* d);
+
+// ---- arithmetic on compute-type values, float or integer
 llvm::Value* add(EmitContext& ec, llvm::Value* a, llvm::Value* b);
 llvm::Value* mul(EmitContext& ec, llvm::Value* a, llvm::Value* b);
 llvm::Value* mul_add(EmitContext& ec, llvm::Value* a, llvm::Value* b, llvm::Value* c);  // a*b+c
 // max(a, b) as `b > a ? b : a` (signedness from dtype for integers); floats: NaN if
 // either is NaN (the reference's max_nan).
 llvm::Value* max(EmitContext& ec, ir::DType dtype, llvm::Value* a, llvm::Value* b);
-llvm::Value* zero(llvm::Type* t);
-// The lowest value of the compute type: -inf for floats, the minimum for integers.
-llvm::Value* lowest(EmitContext& ec, ir::DType dtype, llvm::Type* t);
-
-llvm::Value* splat(EmitContext& ec, int lanes, llvm::Value* scalar);
-llvm::VectorType* vec_type(llvm::Type* elem, int lanes);
-llvm::Value* load_vec(EmitContext& ec, llvm::Type* vt, llvm::Value* ptr);
-void store_vec(EmitContext& ec, llvm::Value* v, llvm::Value* ptr);
-// Horizontal sum / max of a float vector (tree of shuffles).
-llvm::Value* hsum(EmitContext& ec, llvm::Value* v);
-llvm::Value* hmax(EmitContext& ec, llvm::Value* v);
+llvm::Value* min_i64(EmitContext& ec, llvm::Value* a, llvm::Value* b);
+llvm::Value* max_i64(EmitContext& ec, llvm::Value* a, llvm::Value* b);
 // exp(x) for float/double scalars or vectors: Cody-Waite range reduction + polynomial,
 // ~1-2 ulp for f32; inputs below ~-87 give 0, above ~88 give +inf.
 llvm::Value* exp(EmitContext& ec, llvm::Value* x);
 
-llvm::Value* min_i64(EmitContext& ec, llvm::Value* a, llvm::Value* b);
-llvm::Value* max_i64(EmitContext& ec, llvm::Value* a, llvm::Value* b);
+// ---- vectors
+llvm::Value* splat(EmitContext& ec, int lanes, llvm::Value* scalar);
+llvm::Value* splat_like(EmitContext& ec, llvm::Value* scalar, int lanes);  // lanes 0: scalar
+llvm::VectorType* vec_type(llvm::Type* elem, int lanes);
+llvm::Value* load_vec(EmitContext& ec, llvm::Type* vt, llvm::Value* ptr);
+void store_vec(EmitContext& ec, llvm::Value* v, llvm::Value* ptr);
+// Folds the lanes of a vector (power-of-two lanes) with f as a tree of shuffles.
+llvm::Value* horizontal(EmitContext& ec, llvm::Value* v,
+                        const std::function<llvm::Value*(llvm::Value*, llvm::Value*)>& f);
 
+// ---- control flow
 // for (iv = begin; iv < end; iv += step) body(iv). Signed compare. The body may emit
 // more blocks; the loop continues from wherever the builder is when body returns.
 void for_range(EmitContext& ec, llvm::Value* begin, llvm::Value* end, int64_t step,
@@ -72,19 +96,40 @@ std::vector<llvm::Value*> for_range_carry(
     const std::function<std::vector<llvm::Value*>(llvm::Value* iv,
                                                   const std::vector<llvm::Value*>& carried)>& body,
     const char* name = "k");
+// Items [lo, hi) of a row-major space whose rows hold `width` items, one row piece at a
+// time, so that per-row work (outer coordinates) is done once a row: row(index) runs
+// first, then item(row_start, col) for each column of the piece.
+void for_rows(EmitContext& ec, llvm::Value* lo, llvm::Value* hi, int64_t width,
+              const std::function<void(llvm::Value* row)>& row,
+              const std::function<void(llvm::Value* row_start, llvm::Value* col)>& item);
+// Coordinates of row-major index `linear` over `dims`, outermost first.
+std::vector<llvm::Value*> unravel(EmitContext& ec, llvm::Value* linear,
+                                  const std::vector<int64_t>& dims);
+// base + sum_j idx[j] * strides[j] over the coordinates in idx (zero strides skipped).
+llvm::Value* strided_offset(EmitContext& ec, llvm::Value* base, const std::vector<llvm::Value*>& idx,
+                            const std::vector<int64_t>& strides);
 void if_then(EmitContext& ec, llvm::Value* cond, const std::function<void()>& then_body);
 void if_then_else(EmitContext& ec, llvm::Value* cond, const std::function<void()>& then_body,
                   const std::function<void()>& else_body);
 // An alloca in the function's entry block (so it is allocated once per call).
 llvm::Value* entry_alloca(EmitContext& ec, llvm::Type* t, int64_t count, const char* name);
 
-// The tile range clamped to [0, num_tiles): tiles outside it are ignored.
-struct TileRange {
-  llvm::Value* begin;
-  llvm::Value* end;
+// ---- tiles
+struct Range {
+  llvm::Value* lo;
+  llvm::Value* hi;
 };
-TileRange tile_range(EmitContext& ec, int64_t num_tiles);
+// [lo, hi) of `total` items for the call's tiles when the space is split into
+// group.num_tiles chunks of ceil(total / num_tiles).
+Range tile_items(EmitContext& ec, int64_t total);
+// The group's tiles mapped onto `units` natural work units: kernel tile t covers units
+// [t * chunk, min(units, (t + 1) * chunk)), chunk = ceil(units / group.num_tiles), so any
+// num_tiles >= 1 works. body(t, unit) runs for every unit of the requested tiles.
+void for_units(EmitContext& ec, int64_t units,
+               const std::function<void(llvm::Value* tile, llvm::Value* unit)>& body);
+int64_t units_per_kernel_tile(EmitContext& ec, int64_t units);
 
+// ---- results
 // Where an anchor node stores its result: its own output, or, with an epilogue, the
 // group's final output (the last node's output), with that value's dtype.
 struct StoreTarget {
@@ -96,44 +141,15 @@ StoreTarget store_target(EmitContext& ec, const ir::Node& node, const Epilogue& 
 // `linear` after the epilogue (if any) into the target.
 void store_result(EmitContext& ec, const StoreTarget& target, ir::DType anchor_dtype,
                   const Epilogue& epilogue, llvm::Value* v, llvm::Value* linear);
-
-// The group's tiles mapped onto `units` natural work units: kernel tile t covers units
-// [t * chunk, min(units, (t + 1) * chunk)), chunk = ceil(units / group.num_tiles), so any
-// num_tiles >= 1 works. body(t, unit) runs for every unit of the requested tiles.
-void for_units(EmitContext& ec, int64_t units,
-               const std::function<void(llvm::Value* tile, llvm::Value* unit)>& body);
-int64_t units_per_kernel_tile(EmitContext& ec, int64_t units);
-
 // True when `v` is an output operand of the group that the plan lets share bytes with
 // another operand (KernelGroup::may_alias).
 bool output_may_alias(EmitContext& ec, ir::ValueId v);
-
-// The batched, blocked GEMM used by matmul, gemm and conv2d (f32/f64):
-//   C[b](i, j) = epilogue(alpha * sum_k A[b](i, k) * B[b](k, j) + cterm(b, i, j))
-// Per work unit (batch b, row tile, column tile of tiling::GemmTiles) it packs a K-block
-// of B's column tile into a panel (scratch slot of the kernel tile, or a stack buffer)
-// and runs an MR x (2 vectors) register-blocked FMA micro-kernel, K innermost.
-struct GemmSpec {
-  ir::DType dtype = ir::DType::kF32;  // f32 or f64
-  // Address of A[b](0, 0); element (i, k) at + i * a_rs + k * a_cs.
-  std::function<llvm::Value*(llvm::Value* b)> a_base;
-  int64_t a_rs = 0, a_cs = 1;
-  // Packs B[b] rows [k0, k0 + kc) x columns [j0, j0 + nc) into dst (row stride ld
-  // elements); columns past nc may be left unset.
-  std::function<void(llvm::Value* b, llvm::Value* k0, llvm::Value* kc, llvm::Value* j0,
-                     llvm::Value* nc, llvm::Value* dst, int64_t ld)>
-      pack_b;
-  // Linear index (in the anchor output) of C[b](0, 0); element (i, j) at + i * ldc + j.
-  std::function<llvm::Value*(llvm::Value* b)> out_base;
-  int64_t ldc = 0;
-  double alpha = 1.0;
-  // Optional term added after alpha: scalar (lanes 0) or <lanes x T> for columns j...
-  std::function<llvm::Value*(llvm::Value* b, llvm::Value* i, llvm::Value* j, int lanes)> cterm;
-  ir::ValueId out_value = ir::kNoValue;  // anchor output value
-};
-Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles& tiles,
-                 const GemmSpec& spec, const Epilogue& epilogue);
 // Copies n (runtime) contiguous elements of type t from src to dst (vectorised).
 void copy_run(EmitContext& ec, llvm::Type* t, llvm::Value* dst, llvm::Value* src, llvm::Value* n);
+
+// ---- node attributes (the fallback when absent or of another kind)
+double attr_float(const ir::Node& n, const char* name, double fallback);  // ints widen
+int64_t attr_int(const ir::Node& n, const char* name, int64_t fallback);
+std::vector<int64_t> attr_ints(const ir::Node& n, const char* name, std::vector<int64_t> fallback);
 
 }  // namespace carve::jit::detail::util

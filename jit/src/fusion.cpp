@@ -4,8 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 
 #include "carve/ir/op.h"
 #include "carve/jit/tiles.h"
@@ -41,11 +39,6 @@ int64_t numel(const ir::Graph& g, ir::ValueId v) {
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return b <= 0 ? a : (a + b - 1) / b; }
-
-std::array<std::atomic<TileRule>, ir::kNumOps>& tile_rules() {
-  static std::array<std::atomic<TileRule>, ir::kNumOps> rules{};
-  return rules;
-}
 
 class Grouper {
  public:
@@ -150,18 +143,10 @@ Status check_node(const ir::Graph& g, ir::NodeId id) {
 
 }  // namespace
 
-void set_tile_rule(ir::OpKind op, TileRule rule) {
-  if (!ir::is_valid_op(op)) return;
-  tile_rules()[static_cast<size_t>(op)].store(rule);
-}
-
 int64_t tiles_for(const ir::Graph& graph, const KernelGroup& group, const FusionOptions& options) {
   if (group.nodes.empty() || !graph.has_node(group.nodes.front())) return 1;
   const ir::Node& anchor = graph.node(group.nodes.front());
   if (!ir::is_valid_op(anchor.op)) return 1;
-  if (TileRule rule = tile_rules()[static_cast<size_t>(anchor.op)].load()) {
-    return std::max<int64_t>(1, rule(graph, group));
-  }
   int64_t per_tile = std::max<int64_t>(1, options.elements_per_tile);
   if (ir::is_elementwise(anchor.op) || is_layout_like(anchor.op)) {
     int64_t total = 0;
@@ -182,7 +167,7 @@ int64_t tiles_for(const ir::Graph& graph, const KernelGroup& group, const Fusion
     }
     return std::max<int64_t>(1, ceil_div(total, per_tile));
   }
-  return compute_op_tiles(graph, anchor);
+  return std::max<int64_t>(1, compute_op_tiles(graph, anchor));
 }
 
 Result<KernelGroup> make_single_node_group(const ir::Graph& graph, ir::NodeId node,

@@ -285,28 +285,3 @@ int64_t compute_op_scratch_bytes(const ir::Graph& graph, const ir::Node& node) {
 }
 
 }  // namespace carve::jit
-
-// The compute ops' tile counts for form_kernel_groups (fusion.h): registered once at
-// static initialisation of this object (which every JIT build links through the
-// emitters). The emitters accept any num_tiles, so a build that never registers these
-// rules is still correct, only split differently.
-namespace carve::jit {
-namespace {
-
-int64_t compute_rule(const ir::Graph& graph, const KernelGroup& group) {
-  if (group.nodes.empty() || !graph.has_node(group.nodes.front())) return 1;
-  return compute_op_tiles(graph, graph.node(group.nodes.front()));
-}
-
-const bool g_registered = [] {
-  for (ir::OpKind op : {OpKind::kMatmul, OpKind::kGemm, OpKind::kConv2d, OpKind::kMaxPool,
-                        OpKind::kAvgPool, OpKind::kGlobalAvgPool, OpKind::kReduceSum,
-                        OpKind::kReduceMean, OpKind::kReduceMax, OpKind::kSoftmax,
-                        OpKind::kLayerNorm, OpKind::kBatchNorm}) {
-    set_tile_rule(op, &compute_rule);
-  }
-  return true;
-}();
-
-}  // namespace
-}  // namespace carve::jit

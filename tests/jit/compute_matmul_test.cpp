@@ -247,7 +247,7 @@ TEST_CASE("jit/compute/tiles/rules_and_registration") {
     const ir::Node& anchor = g->node(grp.nodes.front());
     CAPTURE(anchor.name);
     CHECK(is_compute_op(anchor.op));
-    // The fusion pass uses the rules registered by the compute emitters.
+    // The fusion pass tiles compute groups by the compute emitters' rules.
     CHECK(grp.num_tiles == compute_op_tiles(*g, anchor));
     CHECK(grp.num_tiles >= 1);
   }

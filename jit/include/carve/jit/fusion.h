@@ -35,8 +35,7 @@
 // those emitters accept any num_tiles >= 1. Compute groups (matmul, conv, pools,
 // reductions) use the compute emitters' rules (tiles.h), see tiles_for().
 //
-// Thread-safety: pure functions over a const Graph; set_tile_rule must be called before
-// concurrent use (typically from static initialisation).
+// Thread-safety: pure functions over a const Graph.
 // Errors: kInvalidArgument when `order` is not a permutation of the graph's nodes or names
 // a node that does not exist; kVerifyError for a node with bad input/output ids.
 #pragma once
@@ -67,17 +66,11 @@ Result<KernelGroup> make_single_node_group(const ir::Graph& graph, ir::NodeId no
                                            const FusionOptions& options = {});
 
 // Tile count for a group whose operands are set. Elementwise and layout anchors:
-// ceil(elements / elements_per_tile), at least 1. Compute anchors: the rule registered with
-// set_tile_rule for the anchor op, else compute_op_tiles (tiles.h), which the compute
-// emitters split by. Compute groups also get scratch_bytes = compute_op_scratch_bytes and,
+// ceil(elements / elements_per_tile), at least 1. Compute anchors: compute_op_tiles
+// (tiles.h), at least 1, which the compute emitters split by. Compute groups also get scratch_bytes = compute_op_scratch_bytes and,
 // when that is > 0, a last operand {scratch, kNoValue}.
 int64_t tiles_for(const ir::Graph& graph, const KernelGroup& group,
                   const FusionOptions& options = {});
-
-// Overrides tiles_for for groups anchored at `op` (nullptr restores the default). For the
-// compute emitters' owners; not thread-safe against concurrent tiles_for calls.
-using TileRule = int64_t (*)(const ir::Graph& graph, const KernelGroup& group);
-void set_tile_rule(ir::OpKind op, TileRule rule);
 
 // One line for the CLI, e.g.
 // "fused_add_gelu_3: add_3 -> gelu_4 | in x:f32[4,8], b:f32[8] | out gelu_4:f32[4,8] | tiles 1"
