@@ -47,6 +47,9 @@
 //                  (e.g. Pad mode 'reflect', a non-constant Reshape shape);
 //   kInvalidArgument / kShapeError / kTypeMismatch  an inconsistent model or node.
 // Thread-safety: no shared state; concurrent imports are fine.
+// Layering: the frontend depends on ir and reference (folding at import), and on runtime
+// only for runtime::Buffer, the FileBacked mapping of external-data weights that
+// CompileOptions::constants takes without a copy.
 #pragma once
 
 #include <cstddef>

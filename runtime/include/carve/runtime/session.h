@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "carve/jit/jit.h"
+#include "carve/runtime/compile_options.h"
 #include "carve/runtime/cuda/device_program.h"
 #include "carve/runtime/device.h"
 #include "carve/runtime/program.h"
@@ -76,28 +77,6 @@ struct SessionOptions {
   Device device{};  // cpu, or {DeviceType::kCuda, ordinal}
   int streams = 4;  // device: streams the hazard DAG is spread over (1 = in order)
   bool cuda_graphs = true;  // device: capture a run once as a CUDA graph and replay it
-};
-
-struct CompileOptions {
-  std::string strategy = "greedy-size";  // any planner strategy name
-  std::string order = "given";           // "given" (topological, insertion order) | "memory"
-  bool inplace = true;
-  bool fuse = true;
-  bool parallel_safe = false;            // no byte sharing between DAG-unordered buffers
-  double plan_time_limit_seconds = 10.0;
-  std::vector<std::shared_ptr<BufferHandle>> handles{};  // bound by name to graph handles
-  // Execution (schedule.h). schedule.sequential = one launch after another in program order
-  // (the DAG is still built, for statistics and the hazard checker); on a device, all
-  // launches on one stream. schedule.threads 0 = the session's.
-  ScheduleOptions schedule{};
-  // Per-node placement by node name. Every named node must exist (kNotFound). A cuda
-  // Session may place nodes on cpu (a mixed program, see above); a CPU Session placing a
-  // node on cuda is kUnsupported.
-  std::map<std::string, DeviceType> placement{};
-  // Bytes for graph constants that carry no data, by value name, used in place (never
-  // copied; the program keeps them alive), e.g. the mmapped external-data weights of an
-  // ONNX import. Each must have the constant's dtype and shape (kTypeMismatch/kShapeError).
-  std::map<std::string, Buffer> constants{};
 };
 
 // Per-run switches (ParallelRunOptions without the thread count, which is fixed at compile).

@@ -1,0 +1,41 @@
+// CompileOptions: how Session::compile turns a graph into a program (session.h): planner
+// strategy and order, in-place reuse and fusion, the handles and external constants to
+// bind, placement of nodes on devices, and the schedule of the hazard DAG.
+// A plain value type; copying it copies handle and buffer references, not bytes.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "carve/runtime/buffer.h"
+#include "carve/runtime/device.h"
+#include "carve/runtime/handle.h"
+#include "carve/runtime/schedule.h"
+
+namespace carve::runtime {
+
+struct CompileOptions {
+  std::string strategy = "greedy-size";  // any planner strategy name
+  std::string order = "given";           // "given" (topological, insertion order) | "memory"
+  bool inplace = true;
+  bool fuse = true;
+  bool parallel_safe = false;            // no byte sharing between DAG-unordered buffers
+  double plan_time_limit_seconds = 10.0;
+  std::vector<std::shared_ptr<BufferHandle>> handles{};  // bound by name to graph handles
+  // Execution (schedule.h). schedule.sequential = one launch after another in program order
+  // (the DAG is still built, for statistics and the hazard checker); on a device, all
+  // launches on one stream. schedule.threads 0 = the session's.
+  ScheduleOptions schedule{};
+  // Per-node placement by node name. Every named node must exist (kNotFound). A cuda
+  // Session may place nodes on cpu (a mixed program, see above); a CPU Session placing a
+  // node on cuda is kUnsupported.
+  std::map<std::string, DeviceType> placement{};
+  // Bytes for graph constants that carry no data, by value name, used in place (never
+  // copied; the program keeps them alive), e.g. the mmapped external-data weights of an
+  // ONNX import. Each must have the constant's dtype and shape (kTypeMismatch/kShapeError).
+  std::map<std::string, Buffer> constants{};
+};
+
+}  // namespace carve::runtime
