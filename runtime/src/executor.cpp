@@ -1,5 +1,7 @@
 #include "carve/runtime/executor.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 
 namespace carve::runtime {
@@ -31,24 +33,61 @@ std::byte* operand_address(const Program& program, const RegionBases& bases, con
   return base + ref.offset;
 }
 
+namespace {
+
+// Operand `i` of a launch: its kernel operands, then its position checks.
+const MemoryRef& operand_or_check(const Launch& launch, size_t i) {
+  return i < launch.operands.size() ? launch.operands[i] : launch.position_checks[i - launch.operands.size()].position;
+}
+
+}  // namespace
+
 LaunchOperands::LaunchOperands(const Program& program, const RegionBases& bases) {
   first_.reserve(program.launches.size());
   for (size_t l = 0; l < program.launches.size(); ++l) {
     first_.push_back(pointers_.size());
-    const std::vector<MemoryRef>& refs = program.launches[l].operands;
-    for (size_t i = 0; i < refs.size(); ++i) {
-      if (is_bound_region(refs[i].region))
+    const Launch& launch = program.launches[l];
+    for (size_t i = 0; i < launch.operands.size() + launch.position_checks.size(); ++i) {
+      const MemoryRef& ref = operand_or_check(launch, i);
+      if (is_bound_region(ref.region))
         bound_.push_back({pointers_.size(), static_cast<int32_t>(l), static_cast<int32_t>(i)});
-      pointers_.push_back(operand_address(program, bases, refs[i]));
+      pointers_.push_back(operand_address(program, bases, ref));
     }
   }
 }
 
 void LaunchOperands::bind(const Program& program, const RegionBases& bases) {
   for (const BoundOperand& b : bound_) {
-    const MemoryRef& ref = program.launches[static_cast<size_t>(b.launch)].operands[static_cast<size_t>(b.operand)];
-    pointers_[b.position] = operand_address(program, bases, ref);
+    const Launch& launch = program.launches[static_cast<size_t>(b.launch)];
+    pointers_[b.position] = operand_address(program, bases, operand_or_check(launch, static_cast<size_t>(b.operand)));
   }
+  failed_->launch.store(-1, std::memory_order_relaxed);
+}
+
+bool LaunchOperands::positions_in_range(const Program& program, int32_t launch) const {
+  const Launch& l = program.launches[static_cast<size_t>(launch)];
+  void* const* checks = operands(launch) + l.operands.size();
+  for (size_t c = 0; c < l.position_checks.size(); ++c) {
+    int64_t position = 0;
+    std::memcpy(&position, checks[c], sizeof(position));
+    if (position >= 0 && position <= l.position_checks[c].max) continue;
+    int32_t none = -1;
+    if (failed_->launch.compare_exchange_strong(none, launch, std::memory_order_acq_rel)) {
+      failed_->check = static_cast<int32_t>(c);
+      failed_->position = position;
+    }
+    return false;
+  }
+  return true;
+}
+
+Status LaunchOperands::failed_check(const Program& program) const {
+  const int32_t launch = failed_->launch.load(std::memory_order_acquire);
+  if (launch < 0) return Status();
+  const PositionCheck& c =
+      program.launches[static_cast<size_t>(launch)].position_checks[static_cast<size_t>(failed_->check)];
+  return Status(ErrorCode::kOutOfBounds, fmt::format("{}: position {} is out of range: it needs 0 <= position <= {}",
+                                                     c.what, failed_->position, c.max));
 }
 
 void execute_launch(const Program& program, const LaunchOperands& operands, int32_t launch, int64_t tile_begin,
@@ -59,6 +98,7 @@ void execute_launch(const Program& program, const LaunchOperands& operands, int3
     std::memmove(ptrs[1], ptrs[0], static_cast<size_t>(l.operands[0].bytes));
     return;
   }
+  if (!l.position_checks.empty() && !operands.positions_in_range(program, launch)) return;
   program.kernels[static_cast<size_t>(l.kernel)].fn(ptrs, tile_begin, tile_end);
 }
 

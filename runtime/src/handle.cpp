@@ -37,7 +37,9 @@ Status BufferHandle::set(const Buffer& value) {
   CARVE_RETURN_IF_ERROR(check_value(ir::TensorType{value.dtype(), value.shape()}));
   std::lock_guard lock(mutex_);
   Buffer target = buffer_;
-  return target.copy_from(value);
+  CARVE_RETURN_IF_ERROR(target.copy_from(value));
+  mark_valid();
+  return Status();
 }
 
 Status BufferHandle::set_bytes(std::span<const std::byte> bytes) {
@@ -46,10 +48,13 @@ Status BufferHandle::set_bytes(std::span<const std::byte> bytes) {
                                                            buffer_.size(), bytes.size()));
   std::lock_guard lock(mutex_);
   Buffer target = buffer_;
-  return target.copy_in(bytes);
+  CARVE_RETURN_IF_ERROR(target.copy_in(bytes));
+  mark_valid();
+  return Status();
 }
 
 Result<Buffer> BufferHandle::read() const {
+  CARVE_RETURN_IF_ERROR(check_valid());
   CARVE_ASSIGN_OR_RETURN(Buffer copy, Buffer::allocate(cpu_allocator(), type_.dtype, type_.shape));
   std::lock_guard lock(mutex_);
   CARVE_RETURN_IF_ERROR(copy.copy_from(buffer_));
@@ -61,7 +66,30 @@ Status BufferHandle::reset() {
   Buffer target = buffer_;
   CARVE_ASSIGN_OR_RETURN(auto bytes, target.mutable_bytes());
   std::memset(bytes.data(), 0, bytes.size());
+  mark_valid();
   return Status();
+}
+
+std::string BufferHandle::invalid_reason() const {
+  std::lock_guard lock(state_mutex_);
+  return invalid_reason_;
+}
+
+Status BufferHandle::check_valid() const {
+  std::lock_guard lock(state_mutex_);
+  if (invalid_reason_.empty()) return Status();
+  return Status(ErrorCode::kInvalidArgument,
+                fmt::format("handle '{}' has no defined value ({}); set() or reset() it", name_, invalid_reason_));
+}
+
+void BufferHandle::invalidate(std::string reason) {
+  std::lock_guard lock(state_mutex_);
+  invalid_reason_ = std::move(reason);
+}
+
+void BufferHandle::mark_valid() {
+  std::lock_guard lock(state_mutex_);
+  invalid_reason_.clear();
 }
 
 }  // namespace carve::runtime

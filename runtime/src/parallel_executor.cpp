@@ -144,7 +144,7 @@ Status ParallelExecutor::run(const Program& program, const Schedule& schedule, c
       execute_sequential(program, operands);
     }
     rec.end_ns = now_ns();
-    return Status();
+    return operands.failed_check(program);
   }
 
   rec.parallel = true;
@@ -184,7 +184,7 @@ Status ParallelExecutor::run(const Program& program, const Schedule& schedule, c
       return Status(ErrorCode::kInternal, fmt::format("hazard checker: {} race(s); first: {}", rec.hazards.size(),
                                                       rec.hazards.front().to_string()));
   }
-  return Status();
+  return operands.failed_check(program);
 }
 
 Status execute_parallel(const Program& program, const Schedule& schedule, const LaunchOperands& operands,

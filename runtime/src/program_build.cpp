@@ -230,6 +230,33 @@ Status make_arena(Program& p, std::shared_ptr<Allocator> allocator, const std::v
   return Status();
 }
 
+// The run-time range check of every write_handle_at position in the group.
+Status add_position_checks(const Program& p, const jit::KernelGroup& group, Launch& launch) {
+  for (ir::NodeId id : group.nodes) {
+    const ir::Node& node = p.graph.node(id);
+    if (node.op != ir::OpKind::kWriteHandleAt) continue;
+    CARVE_ASSIGN_OR_RETURN(int32_t h, handle_index(p.graph, node));
+    const ir::Handle& handle = p.graph.handles[static_cast<size_t>(h)];
+    const ir::TensorType& value = p.graph.value(node.inputs[0]).type;
+    const int rank = handle.type.shape.rank();
+    auto axis_attr = node.attrs.find("axis");
+    int64_t axis = axis_attr != node.attrs.end() && axis_attr->second.is_int() ? axis_attr->second.as_int() : 0;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank || value.shape.rank() != rank)
+      return Status(ErrorCode::kInvalidArgument, fmt::format("{}: bad axis for handle '{}' {}",
+                                                             ir::describe_node(p.graph, id), handle.name,
+                                                             handle.type.to_string()));
+    const int64_t extent = handle.type.shape[static_cast<int>(axis)];
+    const int64_t len = value.shape[static_cast<int>(axis)];
+    CARVE_ASSIGN_OR_RETURN(MemoryRef position, value_ref(p, node.inputs[1]));
+    launch.position_checks.push_back(
+        {position, extent - len,
+         fmt::format("write_handle_at '{}' of {} into handle '{}' {} along axis {}", node.name, value.to_string(),
+                     handle.name, handle.type.to_string(), axis)});
+  }
+  return Status();
+}
+
 // Operand references, aliasing pairs and the hazard sets of one kernel group.
 Result<Launch> bind_group(const Program& p, jit::KernelGroup& group, int32_t scratch_buffer, int32_t scratch_view) {
   Launch launch;
@@ -260,6 +287,7 @@ Result<Launch> bind_group(const Program& p, jit::KernelGroup& group, int32_t scr
     for (size_t j = i + 1; j < launch.operands.size(); ++j)
       if (launch.operands[i].overlaps(launch.operands[j]))
         group.may_alias.emplace_back(static_cast<int32_t>(i), static_cast<int32_t>(j));
+  CARVE_RETURN_IF_ERROR(add_position_checks(p, group, launch));
   launch.tile_begin = 0;
   launch.tile_end = group.num_tiles;
   return launch;

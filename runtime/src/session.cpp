@@ -273,17 +273,24 @@ Status CompiledProgram::check_run_args(std::span<const Buffer> inputs, std::span
 
 namespace {
 
-// Copies of the bytes of every handle some launch writes (CPU programs).
-Result<std::vector<std::pair<BufferHandle*, std::vector<std::byte>>>> save_written_handles(const Program& p) {
+// Every handle some launch writes.
+std::vector<BufferHandle*> written_handles(const Program& p) {
   std::vector<bool> written(p.handles.size(), false);
   for (const Launch& launch : p.launches)
     for (const MemoryRef& w : launch.writes)
       if (w.region == Region::kHandle) written[static_cast<size_t>(w.slot)] = true;
+  std::vector<BufferHandle*> handles;
+  for (size_t h = 0; h < p.handles.size(); ++h)
+    if (written[h]) handles.push_back(p.handles[h].get());
+  return handles;
+}
+
+// Copies of the bytes of every handle some launch writes (CPU programs).
+Result<std::vector<std::pair<BufferHandle*, std::vector<std::byte>>>> save_written_handles(const Program& p) {
   std::vector<std::pair<BufferHandle*, std::vector<std::byte>>> saved;
-  for (size_t h = 0; h < p.handles.size(); ++h) {
-    if (!written[h]) continue;
-    CARVE_ASSIGN_OR_RETURN(std::span<const std::byte> bytes, p.handles[h]->memory().bytes());
-    saved.emplace_back(p.handles[h].get(), std::vector<std::byte>(bytes.begin(), bytes.end()));
+  for (BufferHandle* h : written_handles(p)) {
+    CARVE_ASSIGN_OR_RETURN(std::span<const std::byte> bytes, h->memory().bytes());
+    saved.emplace_back(h, std::vector<std::byte>(bytes.begin(), bytes.end()));
   }
   return saved;
 }
@@ -324,6 +331,7 @@ Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> ou
   handles.erase(std::unique(handles.begin(), handles.end()), handles.end());
   std::vector<std::unique_lock<std::mutex>> handle_locks;
   for (BufferHandle* h : handles) handle_locks.emplace_back(h->run_mutex());
+  for (BufferHandle* h : handles) CARVE_RETURN_IF_ERROR(h->check_valid());
 
   if (device_) return device_->run(p, inputs, outputs, record);
   // Only the caller-bound operands are re-resolved; arena operands come from their views.
@@ -344,8 +352,14 @@ Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> ou
     CARVE_ASSIGN_OR_RETURN(saved, save_written_handles(p));
   }
   Status status = executor_.run(p, schedule_, operands_, run_options, record);
-  if (!status.ok())
+  if (status.ok()) return status;
+  if (!saved.empty()) {
     for (auto& [handle, bytes] : saved) std::memcpy(handle->memory().unsafe_data(), bytes.data(), bytes.size());
+    return status;
+  }
+  // Kernels may have written handles before the failure: their values are undefined now.
+  for (BufferHandle* h : written_handles(p)) h->invalidate(fmt::format("a run of '{}' failed: {}", p.graph.name,
+                                                                       status.message()));
   return status;
 }
 

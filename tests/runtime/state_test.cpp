@@ -221,3 +221,49 @@ TEST_CASE("runtime/state/a run failed by the hazard checker leaves its handles a
   }
   CHECK(failures == 1);
 }
+
+TEST_CASE("runtime/state/write_handle_at out of range fails the run and marks the handle invalid") {
+  if (!have_jit()) return;
+  // cache[4,2] <- row at pos; y = cache (read after the write).
+  ir::GraphBuilder b("kv");
+  b.handle("cache", DType::kF32, {4, 2});
+  auto row = b.input("row", DType::kF32, {1, 2});
+  auto pos = b.input("pos", DType::kI64, {});
+  b.write_handle_at("cache", row, pos, 0);
+  b.output(b.rename(b.neg(row), "y"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  for (bool sequential : {true, false}) {
+    CAPTURE(sequential);
+    auto session = runtime::Session::create({.threads = 2});
+    REQUIRE(session.ok());
+    auto cache = runtime::BufferHandle::create("cache", DType::kF32, {4, 2});
+    REQUIRE(cache.ok());
+    runtime::CompileOptions options{.handles = {*cache}};
+    options.schedule.sequential = sequential;
+    auto program = (*session)->compile(*g, options);
+    REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+    const std::vector<float> r{5.0f, 6.0f};
+    auto run_at = [&](int64_t p) {
+      std::span<const std::byte> pos_bytes(reinterpret_cast<const std::byte*>(&p), sizeof(p));
+      std::vector<runtime::Buffer> inputs{borrow(r, {1, 2}), *runtime::Buffer::borrow(pos_bytes, DType::kI64, {})};
+      return (*program)->run(inputs);
+    };
+    REQUIRE(run_at(3).ok());  // the last row: in range
+    CHECK(floats_of(*(*cache)->read()) == std::vector<float>{0, 0, 0, 0, 0, 0, 5, 6});
+    for (int64_t bad : {int64_t{9}, int64_t{4}, int64_t{1000}, INT64_MAX, int64_t{-5}}) {
+      CAPTURE(bad);
+      auto failed = run_at(bad);
+      REQUIRE_FALSE(failed.ok());
+      CHECK(failed.status().code() == ErrorCode::kOutOfBounds);
+      CHECK(failed.status().message().find("handle 'cache'") != std::string::npos);
+      CHECK(failed.status().message().find(fmt::format("position {}", bad)) != std::string::npos);
+      CHECK(failed.status().message().find("<= 3") != std::string::npos);
+      // The handle's value is undefined now: reading it, or running with it, says why.
+      CHECK((*cache)->read().status().code() == ErrorCode::kInvalidArgument);
+      CHECK(run_at(0).status().message().find("no defined value") != std::string::npos);
+      REQUIRE((*cache)->reset().ok());
+      REQUIRE(run_at(3).ok());
+    }
+  }
+}

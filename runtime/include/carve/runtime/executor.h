@@ -10,8 +10,10 @@
 // time and read concurrently by the workers of one run.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "carve/runtime/program.h"
@@ -32,9 +34,10 @@ struct RegionBases {
 // rejects a Program whose arena refs lack one), any other region as base + offset.
 std::byte* operand_address(const Program& program, const RegionBases& bases, const MemoryRef& ref);
 
-// Every launch's operand addresses, in Kernel ABI order, for one binding. Arena operands
-// are resolved from their views when created; bind() re-resolves only the operands in
-// caller-bound regions (inputs, outputs, constants, handles).
+// Every launch's operand addresses, in Kernel ABI order, for one binding (then the
+// addresses of its position checks). Arena operands are resolved from their views when
+// created; bind() re-resolves only the operands in caller-bound regions (inputs, outputs,
+// constants, handles) and clears the run's failed check.
 class LaunchOperands {
  public:
   LaunchOperands() = default;
@@ -42,7 +45,19 @@ class LaunchOperands {
   void bind(const Program& program, const RegionBases& bases);
   void* const* operands(int32_t launch) const { return pointers_.data() + first_[static_cast<size_t>(launch)]; }
 
+  // Reads launch `launch`'s position checks; on the first value out of range records the
+  // failure (kept until bind()) and returns false: the launch must not run.
+  bool positions_in_range(const Program& program, int32_t launch) const;
+  // kOutOfBounds naming the check, position and bound when one failed since bind().
+  Status failed_check(const Program& program) const;
+
  private:
+  struct FailedCheck {
+    std::atomic<int32_t> launch{-1};
+    int32_t check = -1;
+    int64_t position = 0;
+  };
+  std::unique_ptr<FailedCheck> failed_ = std::make_unique<FailedCheck>();
   struct BoundOperand {
     size_t position;      // in pointers_
     int32_t launch, operand;

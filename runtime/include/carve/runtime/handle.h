@@ -9,6 +9,10 @@
 //    Kernels read and write the handle's bytes in place: no copies.
 //  - Host access: set() / read() / reset(). A wrong dtype, shape or size is an error and
 //    leaves the handle unchanged.
+//  - Invalid state: a run that fails after it may have written the handle (a position out
+//    of range in write_handle_at) marks it invalid with the reason; read() and every run
+//    that binds it then fail with kInvalidArgument quoting the reason, until set() or
+//    reset() gives it a defined value again.
 //  - Thread-safety: every method is safe to call concurrently. A run holds the handle's
 //    lock for its duration, so host access waits for (never interleaves with) runs that
 //    use the handle; two programs sharing a handle run one at a time.
@@ -41,6 +45,13 @@ class BufferHandle {
   // All bytes zero again.
   Status reset();
 
+  // Empty while the value is defined; else why it is not (see "Invalid state").
+  std::string invalid_reason() const;
+  // kInvalidArgument quoting the reason when invalid.
+  Status check_valid() const;
+  // For the runtime: marks the value undefined. Call with run_mutex() held.
+  void invalidate(std::string reason);
+
   // For the runtime: the memory kernels use, and the lock a run holds.
   const Buffer& memory() const { return buffer_; }
   std::mutex& run_mutex() const { return mutex_; }
@@ -49,11 +60,14 @@ class BufferHandle {
   BufferHandle(std::string name, ir::TensorType type, Buffer buffer)
       : name_(std::move(name)), type_(std::move(type)), buffer_(std::move(buffer)) {}
   Status check_value(const ir::TensorType& type) const;
+  void mark_valid();
 
   std::string name_;
   ir::TensorType type_;
   Buffer buffer_;
   mutable std::mutex mutex_;
+  mutable std::mutex state_mutex_;  // guards invalid_reason_ (taken without the run lock)
+  std::string invalid_reason_;
 };
 
 }  // namespace carve::runtime

@@ -63,6 +63,15 @@ struct MemoryRef {
 enum class LaunchKind : uint8_t { kKernel, kCopy, kUpload, kDownload };
 std::string_view launch_kind_name(LaunchKind kind);
 
+// A position operand checked when its launch runs (write_handle_at): the executor reads
+// the i64 at `position` first and, outside [0, max], skips the launch and fails the run
+// with kOutOfBounds (the kernel clamps as well, so no byte outside the handle is written).
+struct PositionCheck {
+  MemoryRef position;
+  int64_t max = 0;
+  std::string what;  // "write_handle_at 'w' into handle 'k' f32[8,4] along axis 0 (1 row)"
+};
+
 struct Launch {
   std::string name;
   LaunchKind kind = LaunchKind::kKernel;
@@ -70,6 +79,7 @@ struct Launch {
   int64_t tile_begin = 0, tile_end = 1;
   std::vector<MemoryRef> operands;  // Kernel ABI order; for a copy/upload/download: {source, destination}
   std::vector<MemoryRef> reads, writes;
+  std::vector<PositionCheck> position_checks;  // CPU kernels only
   // Device program only: a kernel placed on the CPU (mixed placement, device_program.h);
   // its operands are host regions and it runs with ProgramKernel::fn on the host.
   bool on_host = false;

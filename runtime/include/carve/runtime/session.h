@@ -19,8 +19,12 @@
 //    storages: an output may not share a byte with an input or another output, and no
 //    caller buffer may share one with the program's arena, constants or handles
 //    (kInvalidArgument naming both buffers). A failed run leaves bound handles as they
-//    were: argument errors fail before anything runs; a race found by the checker with
-//    RunOptions::fail_on_hazard restores the handles the run wrote (saved before it).
+//    were, or marks them invalid: argument errors (and a bound handle marked invalid)
+//    fail before anything runs; a race found by the checker with
+//    RunOptions::fail_on_hazard restores the handles the run wrote (saved before it); a
+//    write_handle_at position out of range fails the run with kOutOfBounds naming the
+//    handle, the position and the bound, skips that write, and marks every handle the
+//    program writes invalid (handle.h: reading it fails until set() or reset()).
 //  - Ownership: a CompiledProgram owns its arena, kernels (via the Session's JIT, which
 //    it keeps alive) and a copy of the graph; it keeps bound handles alive.
 //  - Execution: compile() also builds the hazard DAG over the launches' storage byte
