@@ -38,6 +38,8 @@ std::string_view error_code_name(ErrorCode code) {
       return "Infeasible";
     case ErrorCode::kTimeout:
       return "Timeout";
+    case ErrorCode::kCancelled:
+      return "Cancelled";
     case ErrorCode::kUnavailable:
       return "Unavailable";
     case ErrorCode::kInternal:

@@ -62,6 +62,8 @@ void LaunchOperands::bind(const Program& program, const RegionBases& bases) {
     pointers_[b.position] = operand_address(program, bases, operand_or_check(launch, static_cast<size_t>(b.operand)));
   }
   failed_->launch.store(-1, std::memory_order_relaxed);
+  failed_->cancelled.store(false, std::memory_order_relaxed);
+  stop_ = {};
 }
 
 bool LaunchOperands::positions_in_range(const Program& program, int32_t launch) const {
@@ -82,6 +84,9 @@ bool LaunchOperands::positions_in_range(const Program& program, int32_t launch) 
 }
 
 Status LaunchOperands::failed_check(const Program& program) const {
+  if (failed_->cancelled.load(std::memory_order_acquire))
+    return Status(ErrorCode::kCancelled, fmt::format("run of '{}' cancelled: launches after the stop request did "
+                                                     "not run", program.graph.name));
   const int32_t launch = failed_->launch.load(std::memory_order_acquire);
   if (launch < 0) return Status();
   const PositionCheck& c =
@@ -94,6 +99,10 @@ void execute_launch(const Program& program, const LaunchOperands& operands, int3
                     int64_t tile_end) {
   const Launch& l = program.launches[static_cast<size_t>(launch)];
   void* const* ptrs = operands.operands(launch);
+  if (operands.stop_requested()) {
+    operands.note_cancelled();
+    return;
+  }
   if (l.kind != LaunchKind::kKernel) {  // on the CPU every copy is a memmove
     std::memmove(ptrs[1], ptrs[0], static_cast<size_t>(l.operands[0].bytes));
     return;

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <functional>
 #include <thread>
 
 #include "carve/jit/fusion.h"
@@ -273,6 +275,31 @@ Status CompiledProgram::check_run_args(std::span<const Buffer> inputs, std::span
 
 namespace {
 
+// The stop token of a run: the caller's, or, with a deadline, one that a timer thread
+// requests at the deadline (or when the caller's is requested). The timer ends with the run.
+class DeadlineStop {
+ public:
+  DeadlineStop(std::stop_token caller, std::optional<std::chrono::steady_clock::time_point> deadline)
+      : caller_(std::move(caller)) {
+    if (!deadline) return;
+    forward_.emplace(caller_, [this] { source_.request_stop(); });
+    timer_ = std::jthread([this, at = *deadline](std::stop_token run_ended) {
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock lock(m);
+      if (!cv.wait_until(lock, run_ended, at, [] { return false; }) && !run_ended.stop_requested())
+        source_.request_stop();
+    });
+  }
+  std::stop_token token() const { return timer_.joinable() ? source_.get_token() : caller_; }
+
+ private:
+  std::stop_token caller_;
+  std::stop_source source_;
+  std::optional<std::stop_callback<std::function<void()>>> forward_;
+  std::jthread timer_;  // declared last: joined first, before source_ goes
+};
+
 // Every handle some launch writes.
 std::vector<BufferHandle*> written_handles(const Program& p) {
   std::vector<bool> written(p.handles.size(), false);
@@ -333,12 +360,18 @@ Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> ou
   for (BufferHandle* h : handles) handle_locks.emplace_back(h->run_mutex());
   for (BufferHandle* h : handles) CARVE_RETURN_IF_ERROR(h->check_valid());
 
+  if (options.stop.stop_requested())
+    return Status(ErrorCode::kCancelled, fmt::format("run of '{}' cancelled before it started", p.graph.name));
+  if (options.deadline && std::chrono::steady_clock::now() >= *options.deadline)
+    return Status(ErrorCode::kCancelled, fmt::format("run of '{}': the deadline passed before it started", p.graph.name));
   if (device_) return device_->run(p, inputs, outputs, record);
   // Only the caller-bound operands are re-resolved; arena operands come from their views.
   for (size_t i = 0; i < inputs.size(); ++i) bases_.inputs[i] = inputs[i].unsafe_data();
   for (size_t i = 0; i < outputs.size(); ++i) bases_.outputs[i] = outputs[i].unsafe_data();
   for (size_t i = 0; i < p.handles.size(); ++i) bases_.handles[i] = p.handles[i]->memory().unsafe_data();
   operands_.bind(p, bases_);
+  DeadlineStop deadline_stop(options.stop, options.deadline);
+  operands_.set_stop(deadline_stop.token());
   ParallelRunOptions run_options;
   run_options.check_hazards = options.check_hazards;
   run_options.fail_on_hazard = options.fail_on_hazard;

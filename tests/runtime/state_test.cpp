@@ -267,3 +267,70 @@ TEST_CASE("runtime/state/write_handle_at out of range fails the run and marks th
     }
   }
 }
+
+namespace {
+
+// x -> 200 unfused launches -> y, and the chain's end written to a handle; with the
+// checker's stretch of 1 ms per task a run takes at least 200 ms.
+ir::Graph long_chain() {
+  ir::GraphBuilder b("long");
+  b.handle("state", DType::kF32, {16});
+  auto v = b.input("x", DType::kF32, {16});
+  for (int i = 0; i < 200; ++i) v = i % 2 == 0 ? b.neg(v) : b.abs(v);
+  b.write_handle("state", v);
+  b.output(b.rename(b.relu(v), "y"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(*g);
+}
+
+}  // namespace
+
+TEST_CASE("runtime/state/a run can be cancelled from another thread or by a deadline") {
+  if (!have_jit()) return;
+  const ir::Graph graph = long_chain();
+  auto session = runtime::Session::create({.threads = 2});
+  REQUIRE(session.ok());
+  auto state = runtime::BufferHandle::create("state", DType::kF32, {16});
+  REQUIRE(state.ok());
+  runtime::CompileOptions options{.fuse = false, .handles = {*state}};
+  options.schedule.sequential = true;
+  auto program = (*session)->compile(graph, options);
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  const std::vector<float> x(16, 1.0f);
+  std::vector<runtime::Buffer> inputs{borrow(x, {16})};
+  REQUIRE((*program)->run(inputs).ok());
+
+  // Before the run starts: fails before anything runs, the handle keeps its value.
+  std::stop_source early;
+  early.request_stop();
+  auto before = (*program)->run(inputs, {.stop = early.get_token()});
+  CHECK(before.status().code() == ErrorCode::kCancelled);
+  CHECK((*state)->read().ok());
+  auto past = (*program)->run(inputs, {.deadline = std::chrono::steady_clock::now()});
+  CHECK(past.status().code() == ErrorCode::kCancelled);
+  CHECK((*state)->read().ok());
+
+  // From another thread, during a run of 200 launches x 1 ms: stops launching.
+  std::stop_source source;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    source.request_stop();
+  });
+  auto during = (*program)->run(inputs, {.check_hazards = true, .stretch_us = 1000, .stop = source.get_token()});
+  canceller.join();
+  // kCancelled means launches were skipped: the stop came ~20 ms into a >= 200 ms run.
+  CHECK(during.status().code() == ErrorCode::kCancelled);
+  // The handle may have been half written: its value is undefined until reset.
+  CHECK((*state)->read().status().message().find("cancelled") != std::string::npos);
+  REQUIRE((*state)->reset().ok());
+
+  // A deadline during the run.
+  auto late = (*program)->run(inputs, {.check_hazards = true, .stretch_us = 1000,
+                                       .deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20)});
+  CHECK(late.status().code() == ErrorCode::kCancelled);
+  REQUIRE((*state)->reset().ok());
+  // And without either, the program runs as before.
+  CHECK((*program)->run(inputs).ok());
+  CHECK((*state)->read().ok());
+}

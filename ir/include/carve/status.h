@@ -31,6 +31,7 @@ enum class ErrorCode {
   kUnsupported,       // valid request carve does not do
   kInfeasible,        // e.g. no plan fits the capacity
   kTimeout,           // a time limit was reached
+  kCancelled,         // the caller cancelled (a stop request or deadline, RunOptions)
   kUnavailable,       // missing device/driver
   kInternal,          // a carve bug
 };

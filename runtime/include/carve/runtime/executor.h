@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <vector>
 
 #include "carve/runtime/program.h"
@@ -48,7 +49,14 @@ class LaunchOperands {
   // Reads launch `launch`'s position checks; on the first value out of range records the
   // failure (kept until bind()) and returns false: the launch must not run.
   bool positions_in_range(const Program& program, int32_t launch) const;
-  // kOutOfBounds naming the check, position and bound when one failed since bind().
+  // Cancellation of the current run: once `stop` is requested, no further launch starts.
+  // bind() clears it.
+  void set_stop(std::stop_token stop) { stop_ = std::move(stop); }
+  bool stop_requested() const { return stop_.stop_requested(); }
+  void note_cancelled() const { failed_->cancelled.store(true, std::memory_order_release); }
+  // Why the run since bind() failed: kCancelled when launches were skipped for a stop
+  // request, kOutOfBounds naming the check, position and bound when a position check
+  // failed; Ok otherwise.
   Status failed_check(const Program& program) const;
 
  private:
@@ -56,7 +64,9 @@ class LaunchOperands {
     std::atomic<int32_t> launch{-1};
     int32_t check = -1;
     int64_t position = 0;
+    std::atomic<bool> cancelled{false};  // a launch was skipped for the stop request
   };
+  std::stop_token stop_;
   std::unique_ptr<FailedCheck> failed_ = std::make_unique<FailedCheck>();
   struct BoundOperand {
     size_t position;      // in pointers_

@@ -22,9 +22,10 @@
 //    were, or marks them invalid: argument errors (and a bound handle marked invalid)
 //    fail before anything runs; a race found by the checker with
 //    RunOptions::fail_on_hazard restores the handles the run wrote (saved before it); a
-//    write_handle_at position out of range fails the run with kOutOfBounds naming the
-//    handle, the position and the bound, skips that write, and marks every handle the
-//    program writes invalid (handle.h: reading it fails until set() or reset()).
+//    write_handle_at position out of range (kOutOfBounds naming the handle, the position
+//    and the bound; that write is skipped) and a cancellation during the run (kCancelled,
+//    RunOptions::stop/deadline) mark every handle the program writes invalid (handle.h:
+//    reading it fails until set() or reset()).
 //  - Ownership: a CompiledProgram owns its arena, kernels (via the Session's JIT, which
 //    it keeps alive) and a copy of the graph; it keeps bound handles alive.
 //  - Execution: compile() also builds the hazard DAG over the launches' storage byte
@@ -53,9 +54,12 @@
 //    explain(), schedule(), names and types are const and may be called at any time.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stop_token>
 #include <span>
 #include <string>
 #include <vector>
@@ -89,6 +93,12 @@ struct RunOptions {
   bool fail_on_hazard = false;  // with check_hazards: kInternal naming the first race
   bool record_trace = false;    // per-task timings in RunRecord, for write_trace_json
   int64_t stretch_us = 0;       // hold each task this long (checker tests; 0 = off)
+  // Cancellation: once `stop` is requested (std::stop_source, from any thread) or the
+  // deadline passes, no further launch starts and run() returns kCancelled. A stop
+  // requested (or a deadline passed) before the run starts fails it before anything
+  // runs. Device programs check both only before they start.
+  std::stop_token stop{};
+  std::optional<std::chrono::steady_clock::time_point> deadline{};
 };
 
 class CompiledProgram {
