@@ -223,21 +223,52 @@ Result<ImportedModel> import_parsed(::onnx::ModelProto& model, bool parsed, std:
   return result;
 }
 
+Result<ImportedModel> import_file(const std::string& path, const ImportOptions& options);
+Status copy_mapped_weights(ImportedModel& model);
+
+// Runs `body` with any exception turned into a Status: the importer promises Status
+// only, and protobuf, the STL and the reference interpreter allocate (a model's sizes
+// can still exceed memory below max_folded_bytes).
+template <typename Body>
+auto no_exceptions(std::string_view name, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Status(ErrorCode::kOutOfMemory, fmt::format("'{}': out of memory while importing", name));
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kInternal, fmt::format("'{}': import failed: {}", name, e.what()));
+  } catch (...) {
+    return Status(ErrorCode::kInternal, fmt::format("'{}': import failed with an unknown exception", name));
+  }
+}
+
 }  // namespace
 
 Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::string_view name,
                                          const ImportOptions& options) {
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
-    return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
-  ::onnx::ModelProto model;
-  const bool parsed = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  return import_parsed(model, parsed, name, options);
+  return no_exceptions(name, [&]() -> Result<ImportedModel> {
+    if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+      return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
+    ::onnx::ModelProto model;
+    const bool parsed = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+    return import_parsed(model, parsed, name, options);
+  });
 }
 
 // Parses straight from the file (no copy of its bytes besides protobuf's own), so the
 // peak is the protobuf message plus the weights decoded so far (each initializer's
 // protobuf bytes are freed as soon as it is decoded).
 Result<ImportedModel> import_model_file(const std::string& path, const ImportOptions& options) {
+  return no_exceptions(path, [&]() -> Result<ImportedModel> { return import_file(path, options); });
+}
+
+Status materialize_weights(ImportedModel& model) {
+  return no_exceptions("materialize_weights", [&] { return copy_mapped_weights(model); });
+}
+
+namespace {
+
+Result<ImportedModel> import_file(const std::string& path, const ImportOptions& options) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}'", path));
   ::onnx::ModelProto model;
@@ -253,7 +284,7 @@ Result<ImportedModel> import_model_file(const std::string& path, const ImportOpt
   return import_parsed(model, parsed, path, with_dir);
 }
 
-Status materialize_weights(ImportedModel& model) {
+Status copy_mapped_weights(ImportedModel& model) {
   for (auto& [name, buffer] : model.mapped_weights) {
     const ir::Value* found = model.graph.find_value(name);
     if (found == nullptr) return Status(ErrorCode::kNotFound, fmt::format("mapped weight '{}' is not in the graph", name));
@@ -264,5 +295,7 @@ Status materialize_weights(ImportedModel& model) {
   model.mapped_weights.clear();
   return Status();
 }
+
+}  // namespace
 
 }  // namespace carve::onnx

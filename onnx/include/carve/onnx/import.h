@@ -45,7 +45,10 @@
 //   kParseError    the bytes are not an ONNX ModelProto, or a tensor's data is malformed;
 //   kUnsupported   an operator, attribute value, dtype or opset carve does not handle
 //                  (e.g. Pad mode 'reflect', a non-constant Reshape shape);
-//   kInvalidArgument / kShapeError / kTypeMismatch  an inconsistent model or node.
+//   kInvalidArgument / kShapeError / kTypeMismatch  an inconsistent model or node;
+//   kOutOfMemory   a tensor folded at import would exceed ImportOptions::max_folded_bytes,
+//                  or an allocation failed (std::bad_alloc is caught at these functions'
+//                  boundary; any other exception becomes kInternal).
 // Thread-safety: no shared state; concurrent imports are fine.
 // Layering: the frontend depends on ir and reference (folding at import), and on runtime
 // only for runtime::Buffer, the FileBacked mapping of external-data weights that
@@ -75,6 +78,12 @@ struct ImportOptions {
   int64_t symbolic_dim = 1;
   // Directory external data paths are relative to ("" = the model file's directory).
   std::string external_data_dir{};
+  // Cap on the bytes of any one tensor computed at import (folded Expand, Tile,
+  // ConstantOfShape, Range, and any op on constants), counted at 8 bytes per element for
+  // the int64/double working copy where folding builds one. Checked before allocating: a
+  // few hundred bytes of model can ask for exabytes. Over it: kOutOfMemory naming the
+  // node. Raise it for a model that really folds larger constants.
+  int64_t max_folded_bytes = int64_t{1} << 30;  // 1 GiB
 };
 
 struct ImportedModel {

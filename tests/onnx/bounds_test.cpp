@@ -1,0 +1,150 @@
+// Bad input to the ONNX importer: folded tensors are capped before allocation
+// (ImportOptions::max_folded_bytes), exceptions never escape, and malformed graphs
+// (wrong arity, no outputs, duplicate initializers, external data escaping the model's
+// folder) are rejected naming the node or file. Models are built here with the ONNX
+// protobuf classes: each reproducer is a few hundred bytes.
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "carve/onnx/import.h"
+
+namespace fs = std::filesystem;
+using carve::ErrorCode;
+namespace co = carve::onnx;
+
+namespace {
+
+::onnx::ModelProto new_model() {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(13);
+  m.mutable_graph()->set_name("g");
+  return m;
+}
+
+void add_int64_init(::onnx::GraphProto& g, const std::string& name, std::vector<int64_t> dims,
+                    const std::vector<int64_t>& values) {
+  auto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(::onnx::TensorProto::INT64);
+  for (int64_t d : dims) t->add_dims(d);
+  for (int64_t v : values) t->add_int64_data(v);
+}
+
+void add_float_init(::onnx::GraphProto& g, const std::string& name, std::vector<int64_t> dims,
+                    const std::vector<float>& values) {
+  auto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(::onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  for (float v : values) t->add_float_data(v);
+}
+
+::onnx::NodeProto* add_node(::onnx::GraphProto& g, const std::string& name, const std::string& op,
+                            const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+  auto* n = g.add_node();
+  n->set_name(name);
+  n->set_op_type(op);
+  for (const auto& i : inputs) n->add_input(i);
+  for (const auto& o : outputs) n->add_output(o);
+  return n;
+}
+
+void add_input(::onnx::GraphProto& g, const std::string& name, std::vector<int64_t> dims) {
+  auto* v = g.add_input();
+  v->set_name(name);
+  auto* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(::onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+void add_output(::onnx::GraphProto& g, const std::string& name) { g.add_output()->set_name(name); }
+
+carve::Result<co::ImportedModel> import(const ::onnx::ModelProto& m, const co::ImportOptions& options = {}) {
+  const std::string bytes = m.SerializeAsString();
+  return co::import_model_bytes(std::as_bytes(std::span(bytes.data(), bytes.size())), "bounds.onnx", options);
+}
+
+// The status names `node` with its op type and has `code`.
+void check_fails(const carve::Result<co::ImportedModel>& r, ErrorCode code, const std::string& node,
+                 const std::string& op) {
+  INFO(r.status().to_string());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == code);
+  CHECK(r.status().message().find("onnx node '" + node + "' (" + op + ")") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("onnx/bounds/constant_of_shape_over_the_cap_fails_fast") {
+  auto m = new_model();
+  auto& g = *m.mutable_graph();
+  add_int64_init(g, "shape", {2}, {int64_t{1} << 30, int64_t{1} << 30});
+  add_node(g, "fill", "ConstantOfShape", {"shape"}, {"y"});
+  add_output(g, "y");
+  check_fails(import(m), ErrorCode::kOutOfMemory, "fill", "ConstantOfShape");
+  // Past int64 element counts: a shape error, not a wrapped size.
+  g.mutable_initializer(0)->set_int64_data(0, int64_t{1} << 40);
+  g.mutable_initializer(0)->set_int64_data(1, int64_t{1} << 40);
+  auto overflow = import(m);
+  REQUIRE_FALSE(overflow.ok());
+  CHECK(overflow.status().message().find("onnx node 'fill' (ConstantOfShape)") != std::string::npos);
+}
+
+TEST_CASE("onnx/bounds/range_over_the_cap_fails_fast") {
+  auto m = new_model();
+  auto& g = *m.mutable_graph();
+  add_int64_init(g, "start", {}, {0});
+  add_int64_init(g, "limit", {}, {int64_t{1} << 40});
+  add_int64_init(g, "delta", {}, {1});
+  add_node(g, "r", "Range", {"start", "limit", "delta"}, {"y"});
+  add_output(g, "y");
+  check_fails(import(m), ErrorCode::kOutOfMemory, "r", "Range");
+  // A small cap applies too (the option is honoured, not just the default).
+  g.mutable_initializer(1)->set_int64_data(0, 1000);
+  co::ImportOptions small;
+  small.max_folded_bytes = 100;
+  check_fails(import(m, small), ErrorCode::kOutOfMemory, "r", "Range");
+  CHECK(import(m).ok());
+}
+
+TEST_CASE("onnx/bounds/expand_over_the_cap_fails_fast") {
+  auto m = new_model();
+  auto& g = *m.mutable_graph();
+  add_float_init(g, "x", {1}, {1.0f});
+  add_int64_init(g, "shape", {3}, {int64_t{1} << 20, int64_t{1} << 20, 1024});
+  add_node(g, "e", "Expand", {"x", "shape"}, {"y"});
+  add_output(g, "y");
+  check_fails(import(m), ErrorCode::kOutOfMemory, "e", "Expand");
+  // The same on a graph input: the mask alone would be exabytes.
+  auto m2 = new_model();
+  auto& g2 = *m2.mutable_graph();
+  add_input(g2, "x", {1});
+  add_int64_init(g2, "shape", {3}, {int64_t{1} << 20, int64_t{1} << 20, 1024});
+  add_node(g2, "e", "Expand", {"x", "shape"}, {"y"});
+  add_output(g2, "y");
+  check_fails(import(m2), ErrorCode::kOutOfMemory, "e", "Expand");
+}
+
+TEST_CASE("onnx/bounds/tile_over_the_cap_fails_fast") {
+  auto m = new_model();
+  auto& g = *m.mutable_graph();
+  add_float_init(g, "x", {4, 4}, std::vector<float>(16, 1.0f));
+  add_int64_init(g, "repeats", {2}, {int64_t{1} << 14, int64_t{1} << 14});
+  add_node(g, "t", "Tile", {"x", "repeats"}, {"y"});
+  add_output(g, "y");
+  check_fails(import(m), ErrorCode::kOutOfMemory, "t", "Tile");
+  // Repeats that would make the concat list itself huge are refused before it is built.
+  g.mutable_initializer(1)->set_int64_data(0, int64_t{1} << 40);
+  g.mutable_initializer(1)->set_int64_data(1, 1);
+  auto many = import(m);
+  REQUIRE_FALSE(many.ok());
+  CHECK(many.status().message().find("onnx node 't' (Tile)") != std::string::npos);
+}
