@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -147,4 +149,103 @@ TEST_CASE("onnx/bounds/tile_over_the_cap_fails_fast") {
   auto many = import(m);
   REQUIRE_FALSE(many.ok());
   CHECK(many.status().message().find("onnx node 't' (Tile)") != std::string::npos);
+}
+
+TEST_CASE("onnx/validate/fixed_arity_op_with_wrong_input_count") {
+  auto m = new_model();
+  auto& g = *m.mutable_graph();
+  add_input(g, "x", {2});
+  add_node(g, "r", "Relu", {"x", "x", "x"}, {"y"});
+  add_output(g, "y");
+  check_fails(import(m), ErrorCode::kInvalidArgument, "r", "Relu");
+  g.mutable_node(0)->set_op_type("Add");
+  check_fails(import(m), ErrorCode::kInvalidArgument, "r", "Add");
+  g.mutable_node(0)->clear_input();
+  g.mutable_node(0)->add_input("x");
+  g.mutable_node(0)->add_input("x");
+  CHECK(import(m).ok());
+}
+
+TEST_CASE("onnx/validate/node_without_outputs") {
+  auto m = new_model();
+  auto& g = *m.mutable_graph();
+  add_input(g, "x", {2});
+  add_node(g, "r", "Relu", {"x"}, {"y"});
+  add_node(g, "sink", "Relu", {"x"}, {});
+  add_output(g, "y");
+  check_fails(import(m), ErrorCode::kInvalidArgument, "sink", "Relu");
+}
+
+TEST_CASE("onnx/validate/duplicate_initializers") {
+  auto m = new_model();
+  auto& g = *m.mutable_graph();
+  add_float_init(g, "w", {1}, {1.0f});
+  add_float_init(g, "w", {1}, {2.0f});
+  add_input(g, "x", {1});
+  add_node(g, "a", "Add", {"x", "w"}, {"y"});
+  add_output(g, "y");
+  auto r = import(m);
+  INFO(r.status().to_string());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(r.status().message().find("'w'") != std::string::npos);
+}
+
+namespace {
+
+// A model in `dir` adding the external tensor at `location` (4 floats) to its input.
+fs::path write_external_model(const fs::path& dir, const std::string& location) {
+  auto m = new_model();
+  auto& g = *m.mutable_graph();
+  auto* t = g.add_initializer();
+  t->set_name("w");
+  t->set_data_type(::onnx::TensorProto::FLOAT);
+  t->add_dims(4);
+  t->set_data_location(::onnx::TensorProto::EXTERNAL);
+  auto* e = t->add_external_data();
+  e->set_key("location");
+  e->set_value(location);
+  add_input(g, "x", {4});
+  add_node(g, "a", "Add", {"x", "w"}, {"y"});
+  add_output(g, "y");
+  const fs::path path = dir / "m.onnx";
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  return path;
+}
+
+void write_floats(const fs::path& path) {
+  const float w[4] = {1, 2, 3, 4};
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(w), sizeof(w));
+}
+
+}  // namespace
+
+TEST_CASE("onnx/validate/external_data_stays_in_the_model_folder") {
+  const fs::path root = fs::temp_directory_path() / ("carve_onnx_ext_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path dir = root / "model";
+  fs::create_directories(dir / "sub");
+  write_floats(root / "secret.bin");
+  write_floats(dir / "w..bin");
+  write_floats(dir / "sub" / "w.bin");
+  fs::create_symlink(root / "secret.bin", dir / "link.bin");
+  fs::create_symlink(root, dir / "up");
+
+  // Legitimate names: two dots inside a file name, a subfolder.
+  for (const std::string& location : std::vector<std::string>{"w..bin", "sub/w.bin", "./sub/../w..bin"}) {
+    auto r = co::import_model_file(write_external_model(dir, location).string());
+    INFO(location << ": " << r.status().to_string());
+    CHECK(r.ok());
+  }
+  // Escapes: '..', an absolute path, a symlinked file or folder pointing out.
+  for (const std::string& location :
+       std::vector<std::string>{"../secret.bin", (root / "secret.bin").string(), "link.bin", "up/secret.bin",
+                                "sub/../../secret.bin"}) {
+    auto r = co::import_model_file(write_external_model(dir, location).string());
+    INFO(location << ": " << r.status().to_string());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == ErrorCode::kInvalidArgument);
+    CHECK(r.status().message().find(location) != std::string::npos);
+  }
+  fs::remove_all(root);
 }

@@ -45,7 +45,11 @@
 //   kParseError    the bytes are not an ONNX ModelProto, or a tensor's data is malformed;
 //   kUnsupported   an operator, attribute value, dtype or opset carve does not handle
 //                  (e.g. Pad mode 'reflect', a non-constant Reshape shape);
-//   kInvalidArgument / kShapeError / kTypeMismatch  an inconsistent model or node;
+//   kInvalidArgument / kShapeError / kTypeMismatch  an inconsistent model or node (among
+//                  them: an operator given more or fewer inputs than ONNX allows, a node
+//                  without outputs, an initializer name defined twice, an external-data
+//                  location that, resolved with symlinks followed, leaves the model's
+//                  directory: absolute, '..' components, or a symlink pointing out);
 //   kOutOfMemory   a tensor folded at import would exceed ImportOptions::max_folded_bytes,
 //                  or an allocation failed (std::bad_alloc is caught at these functions'
 //                  boundary; any other exception becomes kInternal).
