@@ -13,7 +13,10 @@
 #include <string>
 #include <vector>
 
+#include <sstream>
+
 #include "carve/onnx/import.h"
+#include "cli/cli.h"
 
 namespace fs = std::filesystem;
 using carve::ErrorCode;
@@ -248,4 +251,67 @@ TEST_CASE("onnx/validate/external_data_stays_in_the_model_folder") {
     CHECK(r.status().message().find(location) != std::string::npos);
   }
   fs::remove_all(root);
+}
+
+TEST_CASE("onnx/bounds/allocation_failure_is_a_status_not_an_exception") {
+  // With the cap lifted, a 2^46-element fill asks the allocator for 2^49 bytes (more than
+  // a 47-bit address space): std::bad_alloc, caught at import_model_bytes.
+  auto m = new_model();
+  auto& g = *m.mutable_graph();
+  add_int64_init(g, "shape", {1}, {int64_t{1} << 46});
+  add_node(g, "fill", "ConstantOfShape", {"shape"}, {"y"});
+  add_output(g, "y");
+  co::ImportOptions unbounded;
+  unbounded.max_folded_bytes = std::numeric_limits<int64_t>::max();
+  auto r = import(m, unbounded);
+  INFO(r.status().to_string());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == ErrorCode::kOutOfMemory);
+  CHECK(r.status().message().find("bounds.onnx") != std::string::npos);
+}
+
+TEST_CASE("onnx/cli/plan_of_a_tiny_model_folding_exabytes_fails_clearly") {
+  // The reproducers: a few hundred bytes each, one per folded op.
+  const fs::path dir = fs::temp_directory_path() / ("carve_onnx_bounds_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::vector<std::pair<std::string, ::onnx::ModelProto>> models;
+  {
+    auto m = new_model();
+    add_int64_init(*m.mutable_graph(), "shape", {2}, {int64_t{1} << 30, int64_t{1} << 30});
+    add_node(*m.mutable_graph(), "n", "ConstantOfShape", {"shape"}, {"y"});
+    models.emplace_back("ConstantOfShape", m);
+  }
+  {
+    auto m = new_model();
+    add_int64_init(*m.mutable_graph(), "s", {}, {0});
+    add_int64_init(*m.mutable_graph(), "l", {}, {int64_t{1} << 40});
+    add_int64_init(*m.mutable_graph(), "d", {}, {1});
+    add_node(*m.mutable_graph(), "n", "Range", {"s", "l", "d"}, {"y"});
+    models.emplace_back("Range", m);
+  }
+  {
+    auto m = new_model();
+    add_float_init(*m.mutable_graph(), "x", {1}, {1.0f});
+    add_int64_init(*m.mutable_graph(), "shape", {2}, {int64_t{1} << 30, int64_t{1} << 30});
+    add_node(*m.mutable_graph(), "n", "Expand", {"x", "shape"}, {"y"});
+    models.emplace_back("Expand", m);
+  }
+  {
+    auto m = new_model();
+    add_float_init(*m.mutable_graph(), "x", {1, 1}, {1.0f});
+    add_int64_init(*m.mutable_graph(), "r", {2}, {int64_t{1} << 16, int64_t{1} << 16});
+    add_node(*m.mutable_graph(), "n", "Tile", {"x", "r"}, {"y"});
+    models.emplace_back("Tile", m);
+  }
+  for (auto& [op, m] : models) {
+    add_output(*m.mutable_graph(), "y");
+    const fs::path path = dir / (op + ".onnx");
+    std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+    std::ostringstream out, err;
+    const int code = carve::cli::run({"plan", path.string()}, out, err);
+    INFO(op << ": " << out.str() << err.str());
+    CHECK(code != 0);
+    CHECK(err.str().find("onnx node 'n' (" + op + ")") != std::string::npos);
+  }
+  fs::remove_all(dir);
 }
