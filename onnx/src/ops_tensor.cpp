@@ -154,6 +154,8 @@ Status lower_trilu(NodeContext& n) {
   const ir::Shape& s = x.type.shape;
   if (s.rank() < 2) return n.invalid(fmt::format("input of rank {} (needs >= 2)", s.rank()));
   const int64_t rows = s[s.rank() - 2], cols = s[s.rank() - 1];
+  // The mask is built at import whatever x is (8 bytes per element on the way).
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kBool, ir::Shape{rows, cols}}, sizeof(int64_t)));
   std::vector<int64_t> mask(static_cast<size_t>(rows * cols));
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) mask[static_cast<size_t>(i * cols + j)] = upper ? (j - i >= k) : (j - i <= k);

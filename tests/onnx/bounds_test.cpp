@@ -315,3 +315,14 @@ TEST_CASE("onnx/cli/plan_of_a_tiny_model_folding_exabytes_fails_clearly") {
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("onnx/bounds/trilu_mask_over_the_cap_fails_fast") {
+  // The mask is a constant even when x is a graph input: its declared dims size it.
+  auto m = new_model();
+  m.mutable_opset_import(0)->set_version(14);
+  auto& g = *m.mutable_graph();
+  add_input(g, "x", {int64_t{1} << 20, int64_t{1} << 20});
+  add_node(g, "tri", "Trilu", {"x"}, {"y"});
+  add_output(g, "y");
+  check_fails(import(m), ErrorCode::kOutOfMemory, "tri", "Trilu");
+}
