@@ -34,7 +34,8 @@
 //      at import    Constant ConstantOfShape Shape Size Range, and Floor Ceil Round on
 //                   known values only
 //    Anything else, or an attribute a lowering does not read, is kUnsupported naming the
-//    node: the importer never guesses.
+//    node: the importer never guesses. Tile is lowered as a concat of copies, so more than
+//    65536 repeats on one axis is kUnsupported.
 //  - load_weights = false (`carve plan --no-weights`): float initializers of more than
 //    64 elements become constants without data (enough to plan memory); integer and small
 //    float initializers are still read because shapes may be computed from them.
