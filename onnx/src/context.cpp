@@ -65,6 +65,11 @@ Status NodeContext::error(ErrorCode code, std::string_view message) const {
   return Status(code, fmt::format("{}: {}", where(), message));
 }
 
+Status NodeContext::check_folded(const ir::TensorType& type, int64_t min_element_bytes) const {
+  Status s = check_folded_size(type, ctx.options.max_folded_bytes, min_element_bytes);
+  return s.ok() ? s : s.with_context(where());
+}
+
 Result<int64_t> normalize_axis(const NodeContext& n, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return n.invalid(fmt::format("axis {} is out of range for rank {}", axis, rank));
@@ -165,7 +170,8 @@ Result<std::vector<Tensor>> NodeContext::op_n(ir::OpKind kind, std::vector<Tenso
   bool all_known = !inputs.empty();
   for (const Tensor& t : inputs) all_known = all_known && t.is_known();
   if (all_known) {
-    Result<std::vector<Tensor>> folded = fold(kind, inputs, attrs, fmt::format("{}/{}", name_, constants_++));
+    Result<std::vector<Tensor>> folded =
+        fold(kind, inputs, attrs, fmt::format("{}/{}", name_, constants_++), ctx.options.max_folded_bytes);
     if (!folded.ok()) return folded.status().with_context(where());
     ++ctx.folded_nodes;
     return folded;

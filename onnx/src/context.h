@@ -80,9 +80,14 @@ class Context {
   std::set<std::string, std::less<>> node_names_;
 };
 
-// Evaluates `op` on known inputs with the reference interpreter (fold.cpp).
+// Evaluates `op` on known inputs with the reference interpreter (fold.cpp); an output
+// over `max_bytes` is kOutOfMemory before anything is allocated for it.
 Result<std::vector<Tensor>> fold(ir::OpKind op, std::span<const Tensor> inputs, const ir::Attrs& attrs,
-                                 const std::string& name);
+                                 const std::string& name, int64_t max_bytes);
+// kOutOfMemory when a tensor of `type` (at least `min_element_bytes` per element, for
+// the working copies folding builds) would exceed `max_bytes` or int64; kShapeError
+// when the element count overflows.
+Status check_folded_size(const ir::TensorType& type, int64_t max_bytes, int64_t min_element_bytes = 0);
 
 // Element access on known tensors (any int/float/bool dtype), widened.
 std::vector<int64_t> to_int64s(const Tensor& t);
@@ -113,6 +118,8 @@ class NodeContext {
   Status error(ErrorCode code, std::string_view message) const;
   Status unsupported(std::string_view message) const { return error(ErrorCode::kUnsupported, message); }
   Status invalid(std::string_view message) const { return error(ErrorCode::kInvalidArgument, message); }
+  // check_folded_size against ImportOptions::max_folded_bytes, naming this node.
+  Status check_folded(const ir::TensorType& type, int64_t min_element_bytes = 0) const;
 
   // --- inputs (an empty name is an omitted optional input) ---
   int num_inputs() const;

@@ -94,6 +94,8 @@ Status declare_initializers(::onnx::GraphProto& graph, Context& ctx) {
     return Status(ErrorCode::kUnsupported,
                   fmt::format("onnx sparse initializer '{}' is not supported", graph.sparse_initializer(0).values().name()));
   for (auto& proto : *graph.mutable_initializer()) {
+    if (ctx.env.contains(proto.name()))
+      return Status(ErrorCode::kInvalidArgument, fmt::format("onnx initializer '{}' is defined twice", proto.name()));
     CARVE_ASSIGN_OR_RETURN(Tensor t, detail::decode_tensor(proto, ctx, ctx.options.load_weights));
     // Decoded: free protobuf's copy now, not at the end (clear() would keep the capacity).
     std::string().swap(*proto.mutable_raw_data());
@@ -125,12 +127,42 @@ Status check_attributes(const NodeContext& n, const OpEntry& entry) {
   return Status();
 }
 
+// Input counts ONNX allows per operator over the opsets carve imports (kMany: variadic).
+// Lowerings read the inputs they know, so without this an extra input is dropped silently.
+constexpr int kMany = std::numeric_limits<int>::max();
+struct Arity {
+  int min_inputs, max_inputs;
+};
+
+Arity arity(std::string_view op) {
+  static const auto* table = new std::map<std::string_view, Arity, std::less<>>{
+      {"Add", {2, 2}}, {"Sub", {2, 2}}, {"Mul", {2, 2}}, {"Div", {2, 2}}, {"Pow", {2, 2}},
+      {"Equal", {2, 2}}, {"Less", {2, 2}}, {"LessOrEqual", {2, 2}}, {"Greater", {2, 2}},
+      {"GreaterOrEqual", {2, 2}}, {"And", {2, 2}}, {"Or", {2, 2}}, {"PRelu", {2, 2}}, {"MatMul", {2, 2}},
+      {"Expand", {2, 2}}, {"Tile", {2, 2}}, {"Gather", {2, 2}}, {"Where", {3, 3}}, {"Range", {3, 3}},
+      {"Max", {1, kMany}}, {"Min", {1, kMany}}, {"Sum", {1, kMany}}, {"Concat", {1, kMany}},
+      {"Clip", {1, 3}}, {"Dropout", {1, 3}}, {"Conv", {2, 3}}, {"Gemm", {2, 3}},
+      {"LayerNormalization", {2, 3}}, {"BatchNormalization", {5, 5}}, {"ReduceMean", {1, 2}},
+      {"ReduceSum", {1, 2}}, {"ReduceMax", {1, 2}}, {"ReduceMin", {1, 2}}, {"Reshape", {1, 2}},
+      {"Squeeze", {1, 2}}, {"Unsqueeze", {1, 2}}, {"Split", {1, 2}}, {"Slice", {1, 5}}, {"Pad", {1, 4}},
+      {"Trilu", {1, 2}}, {"Constant", {0, 0}},
+  };
+  auto it = table->find(op);
+  return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary
+}
+
 Status lower_node(const ::onnx::NodeProto& node, int index, Context& ctx) {
   NodeContext n(ctx, node, node.name().empty() ? fmt::format("{}_{}", node.op_type(), index) : node.name());
   if (!is_default_domain(node.domain()))
     return n.unsupported(fmt::format("operator domain '{}' is not supported", node.domain()));
   auto it = op_table().find(node.op_type());
   if (it == op_table().end()) return n.unsupported("operator is not supported by carve's ONNX importer");
+  const Arity a = arity(node.op_type());
+  if (n.num_inputs() < a.min_inputs || n.num_inputs() > a.max_inputs)
+    return n.invalid(a.max_inputs == kMany ? fmt::format("{} inputs, needs at least {}", n.num_inputs(), a.min_inputs)
+                     : a.min_inputs == a.max_inputs
+                         ? fmt::format("{} inputs, takes {}", n.num_inputs(), a.min_inputs)
+                         : fmt::format("{} inputs, takes {} to {}", n.num_inputs(), a.min_inputs, a.max_inputs));
   CARVE_RETURN_IF_ERROR(check_attributes(n, it->second));
   CARVE_RETURN_IF_ERROR(it->second.lower(n));
   for (int i = 0; i < n.num_outputs(); ++i)
@@ -192,6 +224,16 @@ Result<ImportedModel> import_model(::onnx::ModelProto& model, const ImportOption
   ctx.opset = opset;
   CARVE_RETURN_IF_ERROR(declare_initializers(graph, ctx));
   CARVE_RETURN_IF_ERROR(declare_inputs(graph, ctx));
+  // A node without outputs computes nothing anyone can read: a malformed graph, not a
+  // dead node to skip (checked for every node, live or not).
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto& node = graph.node(i);
+    if (node.output_size() == 0)
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("onnx node '{}' ({}): has no outputs",
+                                node.name().empty() ? fmt::format("{}_{}", node.op_type(), i) : node.name(),
+                                node.op_type()));
+  }
   const std::vector<bool> live = live_nodes(graph);
   for (int i = 0; i < graph.node_size(); ++i)
     if (live[static_cast<size_t>(i)]) CARVE_RETURN_IF_ERROR(lower_node(graph.node(i), i, ctx));
@@ -223,21 +265,52 @@ Result<ImportedModel> import_parsed(::onnx::ModelProto& model, bool parsed, std:
   return result;
 }
 
+Result<ImportedModel> import_file(const std::string& path, const ImportOptions& options);
+Status copy_mapped_weights(ImportedModel& model);
+
+// Runs `body` with any exception turned into a Status: the importer promises Status
+// only, and protobuf, the STL and the reference interpreter allocate (a model's sizes
+// can still exceed memory below max_folded_bytes).
+template <typename Body>
+auto no_exceptions(std::string_view name, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Status(ErrorCode::kOutOfMemory, fmt::format("'{}': out of memory while importing", name));
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kInternal, fmt::format("'{}': import failed: {}", name, e.what()));
+  } catch (...) {
+    return Status(ErrorCode::kInternal, fmt::format("'{}': import failed with an unknown exception", name));
+  }
+}
+
 }  // namespace
 
 Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::string_view name,
                                          const ImportOptions& options) {
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
-    return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
-  ::onnx::ModelProto model;
-  const bool parsed = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  return import_parsed(model, parsed, name, options);
+  return no_exceptions(name, [&]() -> Result<ImportedModel> {
+    if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+      return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
+    ::onnx::ModelProto model;
+    const bool parsed = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+    return import_parsed(model, parsed, name, options);
+  });
 }
 
 // Parses straight from the file (no copy of its bytes besides protobuf's own), so the
 // peak is the protobuf message plus the weights decoded so far (each initializer's
 // protobuf bytes are freed as soon as it is decoded).
 Result<ImportedModel> import_model_file(const std::string& path, const ImportOptions& options) {
+  return no_exceptions(path, [&]() -> Result<ImportedModel> { return import_file(path, options); });
+}
+
+Status materialize_weights(ImportedModel& model) {
+  return no_exceptions("materialize_weights", [&] { return copy_mapped_weights(model); });
+}
+
+namespace {
+
+Result<ImportedModel> import_file(const std::string& path, const ImportOptions& options) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}'", path));
   ::onnx::ModelProto model;
@@ -253,7 +326,7 @@ Result<ImportedModel> import_model_file(const std::string& path, const ImportOpt
   return import_parsed(model, parsed, path, with_dir);
 }
 
-Status materialize_weights(ImportedModel& model) {
+Status copy_mapped_weights(ImportedModel& model) {
   for (auto& [name, buffer] : model.mapped_weights) {
     const ir::Value* found = model.graph.find_value(name);
     if (found == nullptr) return Status(ErrorCode::kNotFound, fmt::format("mapped weight '{}' is not in the graph", name));
@@ -264,5 +337,7 @@ Status materialize_weights(ImportedModel& model) {
   model.mapped_weights.clear();
   return Status();
 }
+
+}  // namespace
 
 }  // namespace carve::onnx

@@ -130,6 +130,9 @@ Status lower_expand(NodeContext& n) {
   for (int i = 0; i < x.type.shape.rank(); ++i)
     if (x.type.shape[i] == (*out)[offset + i]) mask_dims[static_cast<size_t>(offset + i)] = 1;
   ir::Shape mask_shape(mask_dims);
+  // The mask is built here (8 bytes per element on the way); with a known x the where
+  // folds to the whole output, which fold() checks.
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kBool, mask_shape}, sizeof(int64_t)));
   const int64_t count = *mask_shape.num_elements();
   Tensor mask = n.constant_ints(ir::DType::kBool, mask_shape, std::vector<int64_t>(static_cast<size_t>(count), 1));
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {mask, x, x}));
@@ -137,13 +140,25 @@ Status lower_expand(NodeContext& n) {
 }
 
 // Tile: concatenate `repeats[axis]` copies along each axis.
+constexpr int64_t kMaxTileCopies = 65536;
 Status lower_tile(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> repeats, n.const_ints(1, "repeats"));
   if (static_cast<int>(repeats.size()) != x.type.shape.rank())
     return n.invalid(fmt::format("{} repeats for rank {}", repeats.size(), x.type.shape.rank()));
+  std::vector<int64_t> out_dims = x.type.shape.dims();
   for (size_t axis = 0; axis < repeats.size(); ++axis) {
     if (repeats[axis] < 1) return n.unsupported(fmt::format("repeats {} (empty tensors)", repeats[axis]));
+    if (!ir::checked_mul(out_dims[axis], repeats[axis], &out_dims[axis]))
+      return n.error(ErrorCode::kShapeError, fmt::format("repeats {} overflow dim {}", repeats[axis], axis));
+    // Each copy is one concat input (a Tensor, and a fold-graph value when x is known):
+    // bound their count before building the list.
+    if (repeats[axis] > kMaxTileCopies)
+      return n.unsupported(fmt::format("repeats {} on axis {} (at most {} copies per axis)", repeats[axis], axis,
+                                       kMaxTileCopies));
+  }
+  if (x.is_known()) CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{x.type.dtype, ir::Shape(out_dims)}));
+  for (size_t axis = 0; axis < repeats.size(); ++axis) {
     if (repeats[axis] == 1) continue;
     std::vector<Tensor> copies(static_cast<size_t>(repeats[axis]), x);
     CARVE_ASSIGN_OR_RETURN(x, n.op(OpKind::kConcat, copies, {{"axis", static_cast<int64_t>(axis)}}));

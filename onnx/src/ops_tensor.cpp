@@ -52,6 +52,8 @@ Status lower_constant_of_shape(NodeContext& n) {
     dtype = t->type.dtype;
     fill = to_doubles(*t)[0];
   }
+  // The fill goes through an int64/double vector: 8 bytes per element.
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{dtype, shape}, sizeof(int64_t)));
   const auto count = static_cast<size_t>(*shape.num_elements());
   if (ir::is_integer(dtype) || dtype == ir::DType::kBool) {
     // Integers go through int64 so large fill values are exact.
@@ -67,7 +69,11 @@ Status lower_range(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(double limit, n.const_scalar(1, "limit"));
   CARVE_ASSIGN_OR_RETURN(double delta, n.const_scalar(2, "delta"));
   if (delta == 0) return n.invalid("delta is 0");
-  const auto count = static_cast<int64_t>(std::max(std::ceil((limit - start) / delta), 0.0));
+  const double steps = std::max(std::ceil((limit - start) / delta), 0.0);
+  // NaN or past int64 (converting it would be undefined); the size cap then bounds it.
+  if (!(steps < 0x1p62)) return n.invalid(fmt::format("Range of {} to {} by {} has too many elements", start, limit, delta));
+  const auto count = static_cast<int64_t>(steps);
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{type.dtype, ir::Shape{count}}, sizeof(int64_t)));
   if (ir::is_integer(type.dtype)) {
     CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> s, n.const_ints(0, "start"));
     CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> d, n.const_ints(2, "delta"));
@@ -148,6 +154,8 @@ Status lower_trilu(NodeContext& n) {
   const ir::Shape& s = x.type.shape;
   if (s.rank() < 2) return n.invalid(fmt::format("input of rank {} (needs >= 2)", s.rank()));
   const int64_t rows = s[s.rank() - 2], cols = s[s.rank() - 1];
+  // The mask is built at import whatever x is (8 bytes per element on the way).
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kBool, ir::Shape{rows, cols}}, sizeof(int64_t)));
   std::vector<int64_t> mask(static_cast<size_t>(rows * cols));
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) mask[static_cast<size_t>(i * cols + j)] = upper ? (j - i >= k) : (j - i <= k);

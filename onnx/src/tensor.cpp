@@ -2,6 +2,7 @@
 // fields), external data files (mapped, not copied), and element conversions.
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
@@ -74,12 +75,27 @@ Result<std::string> external_path(const TensorProto& proto, const Context& ctx, 
     }
   }
   if (location.empty()) return tensor_error(ErrorCode::kParseError, proto, "external data without a location");
-  std::filesystem::path path(location);
-  if (path.is_absolute() || location.find("..") != std::string::npos)
-    return tensor_error(ErrorCode::kUnsupported, proto,
+  namespace fs = std::filesystem;
+  const fs::path path(location);
+  auto outside = [&] {
+    return tensor_error(ErrorCode::kInvalidArgument, proto,
                         fmt::format("external data location '{}' must be relative, inside the model's directory",
                                     location));
-  return (std::filesystem::path(ctx.options.external_data_dir) / path).string();
+  };
+  if (path.is_absolute()) return outside();
+  // Resolved with symlinks followed (weakly_canonical: realpath for the part that
+  // exists), then required to stay under the resolved directory: a '..' component or a
+  // symlink pointing out escapes, while a name like "w..bin" is just a file name.
+  const fs::path dir = ctx.options.external_data_dir.empty() ? fs::path(".") : fs::path(ctx.options.external_data_dir);
+  std::error_code ec;
+  fs::path base = fs::weakly_canonical(dir, ec);
+  if (!ec && !base.has_filename() && base.has_parent_path()) base = base.parent_path();  // "dir/" -> "dir"
+  if (ec) return tensor_error(ErrorCode::kIoError, proto, fmt::format("cannot resolve '{}': {}", dir.string(), ec.message()));
+  const fs::path resolved = fs::weakly_canonical(dir / path, ec);
+  if (ec) return tensor_error(ErrorCode::kIoError, proto, fmt::format("cannot resolve '{}': {}", (dir / path).string(), ec.message()));
+  const auto [base_end, rest] = std::mismatch(base.begin(), base.end(), resolved.begin(), resolved.end());
+  if (base_end != base.end() || resolved == base) return outside();
+  return (dir / path).string();
 }
 
 // Maps an external-data tensor read-only. A region not aligned to its element size is

@@ -22,6 +22,9 @@ constexpr size_t kMagicSize = 6;
 constexpr size_t kPrefixV1 = kMagicSize + 2 + 2;
 constexpr size_t kPrefixV2 = kMagicSize + 2 + 4;
 constexpr size_t kAlignment = 64;  // numpy aligns the data to 64 bytes
+// numpy writes headers of a few hundred bytes (and reads at most 10000 by default); a v2
+// length field can announce 4 GiB, which is refused before reading it.
+constexpr uint64_t kMaxHeaderBytes = uint64_t{1} << 20;
 
 Status npy_error(ErrorCode code, std::string_view name, std::string_view message) {
   return Status(code, fmt::format("npy '{}': {}", name, message));
@@ -228,21 +231,33 @@ uint32_t read_le(const std::byte* p, size_t n) {
   return v;
 }
 
-Result<std::vector<std::byte>> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return npy_error(ErrorCode::kIoError, path, fmt::format("cannot open: {}", std::strerror(errno)));
+// Reads up to `n` bytes into `out`; the count read (short only at the end of the stream).
+size_t read_some(std::istream& in, std::byte* out, size_t n) {
+  in.read(reinterpret_cast<char*>(out), static_cast<std::streamsize>(n));
+  return static_cast<size_t>(in.gcount());
+}
+
+// The magic, version, header length and header dict of the stream `in`, read and
+// checked before anything of the payload: the header says how much to read after it, so
+// a stream that never ends (/dev/zero, a FIFO) is read only that far.
+Result<NpyHeader> read_header(std::istream& in, const std::string& path) {
+  std::vector<std::byte> head(kPrefixV1);
+  head.resize(read_some(in, head.data(), head.size()));
+  if (head.size() >= kMagicSize + 2 && static_cast<int>(head[kMagicSize]) != 1 &&
+      head.size() == kPrefixV1) {
+    head.resize(kPrefixV2);
+    head.resize(kPrefixV1 + read_some(in, head.data() + kPrefixV1, kPrefixV2 - kPrefixV1));
   }
-  std::vector<std::byte> bytes;
-  char chunk[65536];
-  while (in) {
-    in.read(chunk, sizeof(chunk));
-    const auto got = static_cast<size_t>(in.gcount());
-    const auto* b = reinterpret_cast<const std::byte*>(chunk);
-    bytes.insert(bytes.end(), b, b + got);
-  }
-  if (in.bad()) return npy_error(ErrorCode::kIoError, path, "read failed");
-  return bytes;
+  // Magic, version and a short prefix are reported by parse_npy_header.
+  const bool v1 = head.size() >= kMagicSize + 2 && static_cast<int>(head[kMagicSize]) == 1;
+  const size_t prefix = v1 ? kPrefixV1 : kPrefixV2;
+  if (head.size() < prefix || std::memcmp(head.data(), kMagic, kMagicSize) != 0) return parse_npy_header(head, path);
+  const uint64_t header_len = read_le(head.data() + kMagicSize + 2, prefix - kMagicSize - 2);
+  if (header_len > kMaxHeaderBytes) return parse_npy_header(head, path);  // says "header of N bytes"
+  head.resize(prefix + static_cast<size_t>(header_len));
+  head.resize(prefix + read_some(in, head.data() + prefix, static_cast<size_t>(header_len)));
+  if (in.bad()) return npy_error(ErrorCode::kIoError, path, fmt::format("read failed: {}", std::strerror(errno)));
+  return parse_npy_header(head, path);
 }
 
 Status check_bools(std::span<const std::byte> data, std::string_view name) {
@@ -296,6 +311,10 @@ Result<NpyHeader> parse_npy_header(std::span<const std::byte> bytes, std::string
     return npy_error(ErrorCode::kParseError, name, "truncated header length");
   }
   const uint64_t header_len = read_le(bytes.data() + kMagicSize + 2, prefix - kMagicSize - 2);
+  if (header_len > kMaxHeaderBytes) {
+    return npy_error(ErrorCode::kParseError, name,
+                     fmt::format("header of {} bytes is over the {} carve reads", header_len, kMaxHeaderBytes));
+  }
   if (header_len > bytes.size() - prefix) {
     return npy_error(ErrorCode::kParseError, name,
                      fmt::format("truncated header: {} bytes announced, {} present", header_len,
@@ -370,8 +389,26 @@ Result<Buffer> read_npy_bytes(std::span<const std::byte> bytes, std::string_view
 }
 
 Result<Buffer> read_npy(const std::string& path) {
-  CARVE_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, read_file(path));
-  return read_npy_bytes(bytes, path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return npy_error(ErrorCode::kIoError, path, fmt::format("cannot open: {}", std::strerror(errno)));
+  }
+  CARVE_ASSIGN_OR_RETURN(NpyHeader h, read_header(in, path));
+  // Exactly the payload the header announces goes into the buffer (its size was
+  // overflow-checked by parse_npy_header), then one byte more tells trailing data apart.
+  CARVE_ASSIGN_OR_RETURN(Buffer buffer, Buffer::allocate(cpu_allocator(), h.dtype, h.shape));
+  CARVE_ASSIGN_OR_RETURN(std::span<std::byte> data, buffer.mutable_bytes());
+  const size_t got = read_some(in, data.data(), h.data_bytes);
+  if (in.bad()) return npy_error(ErrorCode::kIoError, path, fmt::format("read failed: {}", std::strerror(errno)));
+  if (got < h.data_bytes) CARVE_RETURN_IF_ERROR(check_data_size(h, h.data_offset + got, path));
+  std::byte extra{};
+  if (read_some(in, &extra, 1) != 0) {
+    return npy_error(ErrorCode::kParseError, path,
+                     fmt::format("trailing bytes after the {} data bytes of {} {}", h.data_bytes,
+                                 ir::dtype_name(h.dtype), h.shape.to_string()));
+  }
+  if (h.dtype == ir::DType::kBool) CARVE_RETURN_IF_ERROR(check_bools(data, path));
+  return buffer;
 }
 
 Result<Buffer> map_npy(const std::string& path) {
@@ -394,7 +431,7 @@ Result<Buffer> map_npy(const std::string& path) {
       want = (v1 ? kPrefixV1 : kPrefixV2) + read_le(prefix.data() + kMagicSize + 2, len_bytes);
     }
   }
-  std::vector<std::byte> head(std::min<uint64_t>(want, total));
+  std::vector<std::byte> head(std::min<uint64_t>({want, total, kPrefixV2 + kMaxHeaderBytes + 1}));
   in.clear();
   in.seekg(0);
   in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));

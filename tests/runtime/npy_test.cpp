@@ -3,7 +3,12 @@
 #include <doctest/doctest.h>
 #include <rapidcheck.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <thread>
 
 #include <atomic>
 #include <cstring>
@@ -272,6 +277,61 @@ TEST_CASE("runtime/npy/file system errors are kIoError naming the path") {
   Result<Buffer> lazy = Buffer::lazy(cpu_allocator(), DType::kF32, Shape{2});
   REQUIRE(lazy.ok());
   CHECK(write_npy_bytes(*lazy).status().code() == ErrorCode::kNotAllocated);
+}
+
+// A stream that goes on past the payload (a FIFO standing for /dev/zero or a pipe): the
+// header is read first and then exactly its payload, so the writer is cut off early.
+// Before the header came first, read_npy drained the whole stream (unbounded on
+// /dev/zero); the writer here stops at 64 MiB so the old behaviour fails, not hangs.
+TEST_CASE("runtime/npy/read_npy reads only the payload its header announces") {
+  TempPath fifo;
+  REQUIRE(::mkfifo(fifo.path.c_str(), 0600) == 0);
+  std::signal(SIGPIPE, SIG_IGN);
+  constexpr size_t kCap = size_t{64} << 20;
+  std::atomic<size_t> written{0};
+  std::thread writer([&] {
+    const int fd = ::open(fifo.path.c_str(), O_WRONLY);
+    if (fd < 0) return;
+    const std::vector<std::byte> head =
+        make_npy("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", 0);
+    std::vector<std::byte> chunk(65536);
+    std::memcpy(chunk.data(), head.data(), head.size());
+    while (written < kCap) {
+      const ssize_t n = ::write(fd, chunk.data(), chunk.size());
+      if (n <= 0) break;  // EPIPE: the reader closed its end
+      written += static_cast<size_t>(n);
+      std::fill_n(chunk.begin(), head.size(), std::byte{0});
+    }
+    ::close(fd);
+  });
+  Result<Buffer> r = read_npy(fifo.path);
+  writer.join();
+  check_error(r.status(), ErrorCode::kParseError, {fifo.path, "trailing bytes"});
+  CHECK(written.load() < kCap);
+}
+
+TEST_CASE("runtime/npy/read_npy checks the header before the payload and names the file") {
+  TempPath tmp;
+  auto write = [&](const std::vector<std::byte>& bytes) {
+    std::ofstream(tmp.path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                    static_cast<std::streamsize>(bytes.size()));
+  };
+  const std::string dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }";
+  write(make_npy(dict, 24));
+  REQUIRE(read_npy(tmp.path).ok());
+  write(make_npy(dict, 10));
+  check_error(read_npy(tmp.path).status(), ErrorCode::kParseError, {tmp.path, "truncated data", "24"});
+  write(make_npy(dict, 25));
+  check_error(read_npy(tmp.path).status(), ErrorCode::kParseError, {tmp.path, "trailing bytes"});
+  // A v2 header length of 4 GiB - 1 is refused, not read.
+  std::vector<std::byte> huge = make_npy(dict, 24, 0, 2);
+  for (int i = 8; i < 12; ++i) huge[static_cast<size_t>(i)] = std::byte{0xff};
+  write(huge);
+  check_error(read_npy(tmp.path).status(), ErrorCode::kParseError, {tmp.path, "header of 4294967295 bytes"});
+  check_error(read_npy_bytes(huge, "h.npy").status(), ErrorCode::kParseError, {"h.npy", "header of"});
+  // A shape whose byte size overflows is rejected from the header alone.
+  write(make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }", 0));
+  check_error(read_npy(tmp.path).status(), ErrorCode::kParseError, {tmp.path, "too large"});
 }
 
 }  // namespace

@@ -34,7 +34,8 @@
 //      at import    Constant ConstantOfShape Shape Size Range, and Floor Ceil Round on
 //                   known values only
 //    Anything else, or an attribute a lowering does not read, is kUnsupported naming the
-//    node: the importer never guesses.
+//    node: the importer never guesses. Tile is lowered as a concat of copies, so more than
+//    65536 repeats on one axis is kUnsupported.
 //  - load_weights = false (`carve plan --no-weights`): float initializers of more than
 //    64 elements become constants without data (enough to plan memory); integer and small
 //    float initializers are still read because shapes may be computed from them.
@@ -45,7 +46,14 @@
 //   kParseError    the bytes are not an ONNX ModelProto, or a tensor's data is malformed;
 //   kUnsupported   an operator, attribute value, dtype or opset carve does not handle
 //                  (e.g. Pad mode 'reflect', a non-constant Reshape shape);
-//   kInvalidArgument / kShapeError / kTypeMismatch  an inconsistent model or node.
+//   kInvalidArgument / kShapeError / kTypeMismatch  an inconsistent model or node (among
+//                  them: an operator given more or fewer inputs than ONNX allows, a node
+//                  without outputs, an initializer name defined twice, an external-data
+//                  location that, resolved with symlinks followed, leaves the model's
+//                  directory: absolute, '..' components, or a symlink pointing out);
+//   kOutOfMemory   a tensor folded at import would exceed ImportOptions::max_folded_bytes,
+//                  or an allocation failed (std::bad_alloc is caught at these functions'
+//                  boundary; any other exception becomes kInternal).
 // Thread-safety: no shared state; concurrent imports are fine.
 // Layering: the frontend depends on ir and reference (folding at import), and on runtime
 // only for runtime::Buffer, the FileBacked mapping of external-data weights that
@@ -75,6 +83,12 @@ struct ImportOptions {
   int64_t symbolic_dim = 1;
   // Directory external data paths are relative to ("" = the model file's directory).
   std::string external_data_dir{};
+  // Cap on the bytes of any one tensor computed at import (folded Expand, Tile,
+  // ConstantOfShape, Range, and any op on constants), counted at 8 bytes per element for
+  // the int64/double working copy where folding builds one. Checked before allocating: a
+  // few hundred bytes of model can ask for exabytes. Over it: kOutOfMemory naming the
+  // node. Raise it for a model that really folds larger constants.
+  int64_t max_folded_bytes = int64_t{1} << 30;  // 1 GiB
 };
 
 struct ImportedModel {

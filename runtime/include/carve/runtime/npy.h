@@ -14,7 +14,7 @@
 //
 // Errors (messages start with "npy '<path or name>': " and say what is wrong):
 //   kIoError     the file cannot be opened, read or written;
-//   kParseError  bad magic, malformed header dict, a shape or size that makes no sense,
+//   kParseError  bad magic, a header over 1 MiB, malformed header dict, a shape or size that makes no sense,
 //                truncated data, trailing bytes after the data, a bool byte not 0 or 1;
 //   kUnsupported a format version other than 1.x/2.x/3.x, big-endian data, Fortran
 //                order (rank >= 2), a structured or unsupported dtype, rank > 8, bf16 on
@@ -51,7 +51,9 @@ struct NpyHeader {
 // messages (a path, or e.g. "<memory>").
 Result<NpyHeader> parse_npy_header(std::span<const std::byte> bytes, std::string_view name);
 
-// A new Owned CPU buffer (cpu_allocator()) holding the array.
+// A new Owned CPU buffer (cpu_allocator()) holding the array. The header is read and
+// checked first (at most 1 MiB), then exactly the bytes it announces: a file or stream
+// that goes on (e.g. /dev/zero) is never read without bound.
 Result<Buffer> read_npy(const std::string& path);
 Result<Buffer> read_npy_bytes(std::span<const std::byte> bytes,
                               std::string_view name = "<memory>");
