@@ -9,9 +9,7 @@ cd "$(dirname "$0")/.."
 jobs="${CARVE_JOBS:-2}"
 bash scripts/setup.sh
 
-# allocator_may_return_null: a huge request fails like the real allocator (bad_alloc / null),
-# which the tests of allocation failures rely on, instead of aborting the process.
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:allocator_may_return_null=1:${ASAN_OPTIONS:-}"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:${LSAN_OPTIONS:-}"
 for config in release asan minimal; do
