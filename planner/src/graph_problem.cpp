@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "carve/ir/order.h"
 
@@ -109,21 +110,24 @@ std::string_view handle_of(const ir::Node& node) {
 // moves to the arena (its read_handle becomes a copy), so readers see the bytes as read.
 void snapshot_handle_reads(const ir::Graph& graph, std::span<const ir::NodeId> order, const NodeSpan& span,
                            const std::vector<int64_t>& root_last, GraphProblem& out) {
-  for (size_t step = 0; step < order.size(); ++step) {
-    const ir::Node& read = graph.node(order[step]);
+  std::map<std::string_view, std::vector<int64_t>> write_steps;  // handle -> steps writing it
+  for (ir::NodeId id : order) {
+    const ir::Node& w = graph.node(id);
+    if (w.op == ir::OpKind::kWriteHandle || w.op == ir::OpKind::kWriteHandleAt)
+      write_steps[handle_of(w)].push_back(span.first[static_cast<size_t>(id)]);
+  }
+  for (ir::NodeId id : order) {
+    const ir::Node& read = graph.node(id);
     if (read.op != ir::OpKind::kReadHandle || read.outputs.empty()) continue;
     const ValueId r = read.outputs[0];
     if (out.values[static_cast<size_t>(r)].placement != Placement::kHandle) continue;
-    const int64_t read_step = span.first[static_cast<size_t>(read.id)];
-    bool overwritten = false;
-    for (ir::NodeId id : order) {
-      const ir::Node& w = graph.node(id);
-      if (w.op != ir::OpKind::kWriteHandle && w.op != ir::OpKind::kWriteHandleAt) continue;
-      const int64_t w_step = span.first[static_cast<size_t>(id)];
-      if (handle_of(w) == handle_of(read) && w_step >= read_step && w_step <= root_last[static_cast<size_t>(r)])
-        overwritten = true;
-    }
-    if (!overwritten) continue;
+    auto writes = write_steps.find(handle_of(read));
+    if (writes == write_steps.end()) continue;
+    const int64_t read_step = span.first[static_cast<size_t>(id)];
+    const int64_t last_read = root_last[static_cast<size_t>(r)];
+    if (std::none_of(writes->second.begin(), writes->second.end(),
+                     [&](int64_t w) { return w >= read_step && w <= last_read; }))
+      continue;
     for (ValuePlacement& p : out.values)
       if (p.root == r && p.placement == Placement::kHandle) p.placement = Placement::kArena;
   }

@@ -236,19 +236,6 @@ bool same_bytes(const Buffer& a, const Buffer& b) {
   return pa < pb + b.size() && pb < pa + a.size();
 }
 
-// Memory the program owns or is bound to, which no caller buffer may overlap: the arena,
-// every constant and every handle, each with a name for messages.
-std::vector<std::pair<std::string, Buffer>> program_memory(const Program& p) {
-  std::vector<std::pair<std::string, Buffer>> memory;
-  if (p.arena) memory.emplace_back(fmt::format("the arena (storage #{})", p.arena->storage_id().value),
-                                   p.arena->arena());
-  for (size_t i = 0; i < p.constant_buffers.size(); ++i)
-    if (p.constant_buffers[i])
-      memory.emplace_back(fmt::format("constant '{}'", p.graph.value(p.constants[i]).name), *p.constant_buffers[i]);
-  for (const auto& h : p.handles) memory.emplace_back(fmt::format("handle '{}'", h->name()), h->memory());
-  return memory;
-}
-
 }  // namespace
 
 Status CompiledProgram::check_run_args(std::span<const Buffer> inputs, std::span<Buffer> outputs) const {
@@ -326,23 +313,34 @@ Result<std::vector<std::pair<BufferHandle*, std::vector<std::byte>>>> save_writt
 
 Status CompiledProgram::check_caller_overlaps(std::span<const Buffer> inputs, std::span<Buffer> outputs) const {
   const Program& p = *program_;
+  // Caller buffer i: the inputs, then the outputs. Names are built only for the error.
+  const size_t num_inputs = inputs.size(), num_caller = inputs.size() + outputs.size();
+  auto caller = [&](size_t i) -> const Buffer& { return i < num_inputs ? inputs[i] : outputs[i - num_inputs]; };
+  auto caller_name = [&](size_t i) {
+    return i < num_inputs ? fmt::format("input '{}'", p.graph.value(p.inputs[i]).name)
+                          : fmt::format("output '{}'", p.graph.value(p.outputs[i - num_inputs]).name);
+  };
   auto overlap_error = [](const std::string& a, const Buffer& ba, const std::string& b, const Buffer& bb) {
     return Status(ErrorCode::kInvalidArgument, fmt::format("{} (buffer #{}) overlaps {} (buffer #{})", a,
                                                            ba.id().value, b, bb.id().value));
   };
-  std::vector<std::pair<std::string, const Buffer*>> caller;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    caller.emplace_back(fmt::format("input '{}'", p.graph.value(p.inputs[i]).name), &inputs[i]);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string name = fmt::format("output '{}'", p.graph.value(p.outputs[i]).name);
-    // An output may not share bytes with an input or another output (inputs may share).
-    for (const auto& [other, buffer] : caller)
-      if (same_bytes(outputs[i], *buffer)) return overlap_error(name, outputs[i], other, *buffer);
-    caller.emplace_back(name, &outputs[i]);
+  // An output may not share bytes with an input or another output (inputs may share).
+  for (size_t o = num_inputs; o < num_caller; ++o)
+    for (size_t i = 0; i < o; ++i)
+      if (same_bytes(caller(o), caller(i))) return overlap_error(caller_name(o), caller(o), caller_name(i), caller(i));
+  // No caller buffer may share bytes with the arena, a constant or a handle.
+  for (size_t i = 0; i < num_caller; ++i) {
+    const Buffer& b = caller(i);
+    if (p.arena && same_bytes(b, p.arena->arena()))
+      return overlap_error(caller_name(i), b, fmt::format("the arena (storage #{})", p.arena->storage_id().value),
+                           p.arena->arena());
+    for (size_t c = 0; c < p.constant_buffers.size(); ++c)
+      if (p.constant_buffers[c] && same_bytes(b, *p.constant_buffers[c]))
+        return overlap_error(caller_name(i), b, fmt::format("constant '{}'", p.graph.value(p.constants[c]).name),
+                             *p.constant_buffers[c]);
+    for (const auto& h : p.handles)
+      if (same_bytes(b, h->memory())) return overlap_error(caller_name(i), b, fmt::format("handle '{}'", h->name()), h->memory());
   }
-  for (const auto& [name, memory] : program_memory(p))
-    for (const auto& [other, buffer] : caller)
-      if (same_bytes(*buffer, memory)) return overlap_error(other, *buffer, name, memory);
   return Status();
 }
 
