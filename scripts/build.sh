@@ -4,8 +4,9 @@
 #   scripts/build.sh asan      -> build/asan    (Debug + AddressSanitizer + UBSan, no benchmarks)
 #   scripts/build.sh minimal   -> build/minimal (Release without LLVM, CUDA toolkit or ONNX: the
 #                                 stand-ins a GPU machine or a bare embedder builds with)
-#   scripts/build.sh tsan      -> build/tsan    (RelWithDebInfo + ThreadSanitizer; the runtime and
-#                                 scheduler tests only: carve_runtime_tests)
+#   scripts/build.sh tsan      -> build/tsan    (RelWithDebInfo + ThreadSanitizer, with oneTBB built
+#                                 instrumented by scripts/tbb-tsan.sh; the runtime and scheduler
+#                                 tests only: carve_runtime_tests)
 #   scripts/build.sh fuzz      -> build/fuzz    (clang-22, libFuzzer + ASan + UBSan; the fuzz/
 #                                 targets only, run by scripts/fuzz.sh)
 # Extra arguments after the configuration are build targets (default: the configuration's).
@@ -20,8 +21,9 @@ case "$config" in
   asan)    args=(-DCMAKE_BUILD_TYPE=Debug -DCARVE_SANITIZE=ON -DCARVE_BUILD_BENCHMARKS=OFF) ;;
   minimal) args=(-DCMAKE_BUILD_TYPE=Release -DCARVE_WITH_LLVM=OFF -DCARVE_WITH_CUDA=OFF -DCARVE_WITH_ONNX=OFF
                  -DCARVE_BUILD_BENCHMARKS=OFF) ;;
-  tsan)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCARVE_SANITIZE=thread -DCARVE_WITH_CUDA=OFF
-                 -DCARVE_WITH_ONNX=OFF -DCARVE_BUILD_BENCHMARKS=OFF)
+  tsan)    bash scripts/tbb-tsan.sh build/tbb-tsan  # an instrumented oneTBB (see there why)
+           args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCARVE_SANITIZE=thread -DCARVE_WITH_CUDA=OFF
+                 -DCARVE_WITH_ONNX=OFF -DCARVE_BUILD_BENCHMARKS=OFF -DTBB_DIR="$PWD/build/tbb-tsan/lib/cmake/TBB")
            [ ${#targets[@]} -gt 0 ] || targets=(carve_runtime_tests) ;;
   fuzz)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
                  -DCARVE_BUILD_FUZZERS=ON -DCARVE_WITH_LLVM=OFF -DCARVE_WITH_CUDA=OFF -DCARVE_BUILD_TESTS=OFF

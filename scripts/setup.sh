@@ -13,6 +13,7 @@ PACKAGES=(
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX importer (CARVE_WITH_ONNX)
   clang-22 libclang-rt-22-dev      # libFuzzer targets (scripts/fuzz.sh)
+  curl ca-certificates xz-utils    # Debian's oneTBB source for the TSan build (scripts/tbb-tsan.sh)
 )
 # Not installed here (the build and tests do not need them): python3-torch
 # python3-torchvision python3-onnx, for scripts/make_onnx_models.py only.

@@ -20,11 +20,13 @@ for config in release asan minimal; do
   echo "test.sh: $config suite done in $(( $(date +%s) - start )) s"
 done
 
-# ThreadSanitizer: the runtime and scheduler tests (property tests at their suite size).
+# ThreadSanitizer: the runtime and scheduler tests (property tests at their suite size), with
+# an instrumented oneTBB. Left out: the tests that remove a DAG edge on purpose to make a real
+# race for the hazard checker to find ("removed edge"): TSan rightly reports that race.
 start=$(date +%s)
 bash scripts/build.sh tsan
 (cd build/tsan && TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/../../scripts/tsan.supp" \
-   ctest --output-on-failure --no-tests=error -j "$jobs" --timeout 900 -R '^(runtime|scheduler)/')
+   ctest --output-on-failure --no-tests=error -j "$jobs" --timeout 900 -R '^(runtime|scheduler)/' -E 'removed.edge')
 echo "test.sh: tsan suite done in $(( $(date +%s) - start )) s"
 
 # Fuzzing smoke: every libFuzzer target for 30 s (scripts/fuzz.sh SECONDS for longer runs).
