@@ -12,6 +12,8 @@ PACKAGES=(
   libbenchmark-dev libopenblas-dev # benchmarks (OpenBLAS is a baseline only)
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX importer (CARVE_WITH_ONNX)
+  python3-dev pybind11-dev libdlpack-dev         # the Python module (CARVE_BUILD_PYTHON)
+  python3-numpy python3-pytest                   # its tests
 )
 # Not installed here (the build and tests do not need them): python3-torch
 # python3-torchvision python3-onnx, for scripts/make_onnx_models.py only.
