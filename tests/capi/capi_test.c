@@ -286,6 +286,14 @@ CARVE_C_TEST(run_errors) {
   inputs[0] = NULL;
   EXPECT_ERROR(carve_program_run(p, inputs, 1, &y, 1, NULL), CARVE_INVALID_ARGUMENT, "'x'");
   EXPECT_ERROR(carve_program_run(NULL, inputs, 1, &y, 1, NULL), CARVE_INVALID_ARGUMENT, "'program' is NULL");
+  float x[4] = {0}, out[4];
+  carve_tensor *tx, *read_only;
+  OK(carve_tensor_wrap(CARVE_F32, dims, 1, x, sizeof x, 0, &tx));
+  OK(carve_tensor_wrap(CARVE_F32, dims, 1, out, sizeof out, 0, &read_only));
+  inputs[0] = tx;
+  EXPECT_ERROR(carve_program_run(p, inputs, 1, &read_only, 1, NULL), CARVE_READ_ONLY, "'y'");
+  carve_tensor_free(read_only);
+  carve_tensor_free(tx);
   CHECK(y == NULL);  /* no output handed out by a failed run */
   carve_run_info info = {.size = sizeof info};
   EXPECT_ERROR(carve_program_last_run(p, &info), CARVE_NOT_FOUND, "not run");

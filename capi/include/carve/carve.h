@@ -208,8 +208,9 @@ typedef struct carve_run_options {
  * one slot per output: a non-NULL slot is filled in place (writable, exactly the
  * output's type); a NULL slot receives a new carve-owned tensor on success, which the
  * caller frees. Outputs may not share a byte with inputs or with each other.
- * Errors: CARVE_INVALID_ARGUMENT (counts, overlaps, a read-only output, a handle left
- * invalid by an earlier failed run), CARVE_TYPE_MISMATCH, CARVE_SHAPE_ERROR,
+ * Errors: CARVE_INVALID_ARGUMENT (counts, overlaps, a handle left invalid by an earlier
+ * failed run), CARVE_READ_ONLY (an output wrapped read-only), CARVE_TYPE_MISMATCH,
+ * CARVE_SHAPE_ERROR,
  * CARVE_CANCELLED (cancel requested or deadline passed: no further launch starts; the
  * handles the program writes are then invalid until written), CARVE_OUT_OF_BOUNDS (a
  * position outside a handle), CARVE_INTERNAL (a race with fail_on_hazard). */
