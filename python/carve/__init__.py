@@ -73,16 +73,16 @@ class Session:
                 inplace: bool = True, fuse: bool = True, sequential: bool = False,
                 parallel_safe: bool = False, share_handles_with: Optional[Program] = None) -> Program:
         """Compiles ``model``: a path ending in ``.onnx``, a path to a text-format graph, or
-        the text itself (anything that is not an existing file and starts with ``graph``).
+        the text itself (a string that is not an existing file and holds a ``{``).
         ``share_handles_with`` binds that program's handles of the same names (e.g. a KV
         cache shared by a prefill and a decode program); the others start as zeros."""
         text = os.fspath(model)
         if text.endswith(".onnx"):
             kind = "onnx"
-        elif text.lstrip().startswith("graph") and not os.path.exists(text):
-            kind = "text"
+        elif os.path.exists(text) or "{" not in text:
+            kind = "text_file"  # a missing file is an IoError naming it
         else:
-            kind = "text_file"
+            kind = "text"
         return self._session._compile(text, kind, strategy, order, inplace, fuse, sequential, parallel_safe,
                                       share_handles_with)
 
