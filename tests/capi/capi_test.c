@@ -120,6 +120,8 @@ CARVE_C_TEST(compile_errors_name_the_problem) {
   carve_session_options threads = {.size = sizeof threads, .threads = -1};
   carve_session* s2 = NULL;
   EXPECT_ERROR(carve_session_create(&threads, &s2), CARVE_INVALID_ARGUMENT, "threads");
+  carve_session_options device = {.size = sizeof device, .device = (carve_device_type)7};
+  EXPECT_ERROR(carve_session_create(&device, &s2), CARVE_INVALID_ARGUMENT, "device type 7");
   CHECK(p == NULL && s2 == NULL);
   carve_session_free(s);
   return 0;

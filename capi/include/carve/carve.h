@@ -71,7 +71,8 @@ typedef enum carve_code {
   CARVE_TIMEOUT,
   CARVE_CANCELLED,
   CARVE_UNAVAILABLE,
-  CARVE_INTERNAL
+  CARVE_INTERNAL,
+  CARVE_CODE_MAX_ENUM = 0x7FFFFFFF /* not a code: keeps the enum 32-bit, any value checkable */
 } carve_code;
 
 typedef struct carve_status carve_status;
@@ -88,7 +89,8 @@ CARVE_API const char* carve_code_name(carve_code code);
 
 /* Same order as carve::ir::DType. Elements are little-endian; bool is one byte 0/1. */
 typedef enum carve_dtype {
-  CARVE_F32 = 0, CARVE_F16, CARVE_BF16, CARVE_F64, CARVE_I8, CARVE_I32, CARVE_I64, CARVE_U8, CARVE_BOOL
+  CARVE_F32 = 0, CARVE_F16, CARVE_BF16, CARVE_F64, CARVE_I8, CARVE_I32, CARVE_I64, CARVE_U8, CARVE_BOOL,
+  CARVE_DTYPE_MAX_ENUM = 0x7FFFFFFF /* not a dtype: keeps the enum 32-bit, any value checkable */
 } carve_dtype;
 
 /* A dtype, a row-major shape and bytes: caller memory (wrapped) or carve's (created). */
@@ -117,7 +119,11 @@ CARVE_API void* carve_tensor_data(const carve_tensor* tensor);
 
 /* ---- session ------------------------------------------------------------------------ */
 
-typedef enum carve_device_type { CARVE_DEVICE_CPU = 0, CARVE_DEVICE_CUDA = 1 } carve_device_type;
+typedef enum carve_device_type {
+  CARVE_DEVICE_CPU = 0,
+  CARVE_DEVICE_CUDA = 1,
+  CARVE_DEVICE_MAX_ENUM = 0x7FFFFFFF /* not a device: keeps the enum 32-bit, any value checkable */
+} carve_device_type;
 
 typedef struct carve_session_options {
   size_t size;               /* sizeof(carve_session_options) */
