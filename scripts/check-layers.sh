@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks one layering rule over the source tree, drawn from the #include lines:
 #   scripts/check-layers.sh RULE      (RULE: one of the names below; `all` runs every rule)
-# Dependencies point one way: ir <- planner, reference, jit <- runtime <- onnx <- tools.
+# Dependencies point one way: ir <- planner, reference, jit <- runtime <- onnx <- capi, python, tools.
 # Prints every offending include as file:line and exits 1 when there is one.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +14,11 @@ declare -A rules=(
   [reference]="reference|carve/(ir/|(status|file)\.h|reference/)"
   [jit]="jit|carve/(ir/|(status|file)\.h|jit/)"
   [runtime]="runtime|carve/(ir/|(status|file)\.h|planner/|reference/|jit/|runtime/)"
+  [onnx]="onnx|carve/(ir/|(status|file)\.h|reference/|runtime/|onnx/)"
+  # The C ABI and the Python module sit on top: anything below, never tools/ or each other
+  # (python/ may use the C ABI's header, carve/carve.h).
+  [capi]="capi|carve/(ir/|(status|file)\.h|planner/|reference/|jit/|runtime/|onnx/|carve\.h)"
+  [python]="python|carve/(ir/|(status|file)\.h|planner/|reference/|jit/|runtime/|onnx/|carve\.h)"
 )
 
 sources() { find "$@" -type f \( -name '*.h' -o -name '*.cpp' \) | sort; }
@@ -28,10 +33,10 @@ check_carve_includes() {  # folder allowed-regex
 # never in a public header (include/ folders).
 check_confined() {  # name header-regex allowed-folder-regex
   local bad
-  bad=$(sources ir planner reference jit runtime onnx tools | xargs grep -nE "^\s*#\s*include\s+<($2)" |
+  bad=$(sources ir planner reference jit runtime onnx capi python tools | xargs grep -nE "^\s*#\s*include\s+<($2)" |
         grep -vE "^($3)" || true)
   local public
-  public=$(sources ir planner reference jit runtime onnx | grep '/include/' |
+  public=$(sources ir planner reference jit runtime onnx capi | grep '/include/' |
            xargs grep -nE "^\s*#\s*include\s+<($2)" || true)
   bad=$(printf '%s\n%s' "$bad" "$public" | sed '/^$/d' | sort -u)
   if [[ -n "$bad" ]]; then echo "$1 headers outside their folders or in a public header:"; echo "$bad"; return 1; fi
@@ -50,7 +55,7 @@ run_rule() {
 rule=${1:?usage: check-layers.sh RULE|all}
 if [[ "$rule" == all ]]; then
   rc=0
-  for r in ir planner reference jit runtime llvm cuda; do run_rule "$r" || rc=1; done
+  for r in ir planner reference jit runtime onnx capi python llvm cuda; do run_rule "$r" || rc=1; done
   exit $rc
 fi
 run_rule "$rule"

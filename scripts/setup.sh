@@ -14,6 +14,8 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX importer (CARVE_WITH_ONNX)
   clang-22 libclang-rt-22-dev      # libFuzzer targets (scripts/fuzz.sh)
   curl ca-certificates xz-utils    # Debian's oneTBB source for the TSan build (scripts/tbb-tsan.sh)
+  python3-dev pybind11-dev libdlpack-dev         # the Python module (CARVE_BUILD_PYTHON)
+  python3-numpy python3-pytest                   # its tests
 )
 # Not installed here (the build and tests do not need them): python3-torch
 # python3-torchvision python3-onnx, for scripts/make_onnx_models.py only.

@@ -12,7 +12,12 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"carve: compile a tensor graph once, plan its memory, run it many times"};
   app.require_subcommand(1);
 
-  auto* demo = app.add_subcommand("demo", "build a small graph with the C++ API, verify, print, plan it");
+  DemoCommandOptions demo_options;
+  auto* demo = app.add_subcommand("demo", "the whole pipeline on a shipped model: import, plan, JIT, parallel and "
+                                          "sequential runs, KV decoding with handles");
+  demo->add_option("--model", demo_options.model, "an ONNX model (default: the shipped gpt_tiny.onnx)");
+  demo->add_option("--out-dir", demo_options.out_dir, "where plan.svg and trace.json go");
+  demo->add_option("--tokens", demo_options.tokens, "tokens the KV decoder generates")->check(CLI::PositiveNumber);
 
   PlanCommandOptions plan_options;
   auto* plan = app.add_subcommand("plan", "plan the arena of a MiniMalloc .csv, a text-format graph or an ONNX model");
@@ -63,7 +68,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e, out, err) == 0 ? 0 : 2;
   }
-  if (demo->parsed()) return run_demo_command(out, err);
+  if (demo->parsed()) return run_demo_command(demo_options, out, err);
   if (plan->parsed()) return run_plan_command(plan_options, out, err);
   if (run->parsed()) return run_run_command(run_options, out, err);
   return 2;

@@ -38,7 +38,7 @@ Result<ir::Graph> build_demo_graph() {
 
 }  // namespace
 
-int run_demo_command(std::ostream& out, std::ostream& err) {
+int run_builtin_demo(std::ostream& out, std::ostream& err) {
   auto graph = build_demo_graph();
   if (!graph.ok()) {
     fmt::print(err, "carve demo: {}\n", graph.status().to_string());
@@ -102,6 +102,17 @@ int run_demo_command(std::ostream& out, std::ostream& err) {
                problem->problem.buffers[i].id, view.id().value, view.storage_id().value, plan->plan.offsets[i], view.size());
   }
   return 0;
+}
+
+int run_demo_command(const DemoCommandOptions& options, std::ostream& out, std::ostream& err) {
+#ifdef CARVE_HAVE_ONNX
+  return run_pipeline_demo(options, out, err);
+#else
+  (void)options;
+  fmt::print(out, "(this build has no ONNX importer: showing the plan of a built-in block instead of the "
+                  "shipped model's pipeline)\n\n");
+  return run_builtin_demo(out, err);
+#endif
 }
 
 }  // namespace carve::cli
