@@ -116,7 +116,7 @@ TEST_CASE("jit/engine/a fresh JitCompiler on the same cache dir loads objects fr
     REQUIRE(k.ok());
     CHECK((*jit)->stats().codegen_count == 1);
     CHECK((*jit)->stats().disk_writes == 1);
-    CHECK(std::filesystem::exists(dir.path + "/" + (*k)[0].key + ".o"));
+    CHECK(std::filesystem::exists(dir.path + "/cpu-" + (*k)[0].key + ".obj"));
   }
   auto jit2 = JitCompiler::create(o);
   REQUIRE(jit2.ok());
