@@ -151,11 +151,16 @@ struct JitCompiler::Impl {
   };
   std::mutex mu;
   std::unordered_map<std::string, std::shared_future<Result<Entry>>> kernels;
-  // key -> served from disk (set by the compile function during materialisation)
+  // key -> where its object came from and its size (set by CarveCompiler while ORC
+  // materialises the module)
+  struct Origin {
+    bool from_disk = false;
+    size_t object_bytes = 0;
+  };
   std::mutex origin_mu;
-  std::unordered_map<std::string, bool> origin;
+  std::unordered_map<std::string, Origin> origin;
 
-  std::atomic<int64_t> requested{0}, emitted{0}, codegen{0}, memory_hits{0}, disk_hits{0};
+  std::atomic<int64_t> requested{0}, emitted{0}, codegen{0}, memory_hits{0}, disk_hits{0}, object_bytes{0};
   std::atomic<double> emit_s{0}, codegen_s{0}, link_s{0};
 
   // Builds the module for a group (function named `carve_kernel`, identifier "carve").
@@ -191,7 +196,7 @@ class CarveCompiler final : public llvm::orc::IRCompileLayer::IRCompiler {
         auto buffer = llvm::MemoryBuffer::getMemBufferCopy(*payload, key);
         std::string problem = object_problem(buffer->getMemBufferRef(), kernel_symbol(key));
         if (problem.empty()) {
-          set_origin(key, true);
+          set_origin(key, true, buffer->getBufferSize());
           return buffer;
         }
         impl_.disk->discard(key, problem);
@@ -207,14 +212,14 @@ class CarveCompiler final : public llvm::orc::IRCompileLayer::IRCompiler {
     impl_.codegen.fetch_add(1);
     atomic_add(impl_.codegen_s, seconds_since(t0));
     if (impl_.disk) impl_.disk->store(key, std::string_view((*obj)->getBufferStart(), (*obj)->getBufferSize()));
-    set_origin(key, false);
+    set_origin(key, false, (*obj)->getBufferSize());
     return obj;
   }
 
  private:
-  void set_origin(const std::string& key, bool from_disk) {
+  void set_origin(const std::string& key, bool from_disk, size_t object_bytes) {
     std::lock_guard<std::mutex> lock(impl_.origin_mu);
-    impl_.origin[key] = from_disk;
+    impl_.origin[key] = {from_disk, object_bytes};
   }
 
   llvm::orc::JITTargetMachineBuilder jtmb_;
@@ -387,16 +392,16 @@ Result<CompiledKernel> JitCompiler::Impl::compile(const ir::Graph& graph, const 
     promise.set_value(s);
     return s;
   };
-  auto from_disk = [&] {
+  auto origin_of = [&] {
     std::lock_guard<std::mutex> lock(origin_mu);
     auto it = origin.find(key);
-    return it != origin.end() && it->second;
+    return it != origin.end() ? it->second : Origin{};
   };
 
   auto t1 = Clock::now();
   double codegen_before = codegen_s.load();
   Result<uint64_t> address = materialise(lljit->getMainJITDylib(), std::move(module), std::move(ctx), key, false, group);
-  if (!address.ok() && from_disk()) {
+  if (!address.ok() && origin_of().from_disk) {
     // The entry passed its checksum and object checks yet did not link: drop it and
     // compile afresh, in a JITDylib of its own (the symbol is in error in the main one).
     if (disk) disk->discard(key, "the JIT could not load it: " + address.status().message());
@@ -411,8 +416,10 @@ Result<CompiledKernel> JitCompiler::Impl::compile(const ir::Graph& graph, const 
   atomic_add(link_s, link > 0 ? link : 0);
   Entry entry;
   entry.address = *address;
-  entry.from_disk = from_disk();
+  const Origin where = origin_of();
+  entry.from_disk = where.from_disk;
   if (entry.from_disk) disk_hits.fetch_add(1);
+  object_bytes.fetch_add(static_cast<int64_t>(where.object_bytes));
   promise.set_value(entry);
   out.fn = reinterpret_cast<KernelFn>(entry.address);
   out.from_disk_cache = entry.from_disk;
@@ -559,6 +566,7 @@ JitStats JitCompiler::stats() const {
   s.codegen_count = impl_->codegen.load();
   s.memory_hits = impl_->memory_hits.load();
   s.disk_hits = impl_->disk_hits.load();
+  s.object_bytes = impl_->object_bytes.load();
   if (impl_->disk) {
     const KernelCacheStats d = impl_->disk->stats();
     s.disk_writes = d.writes;

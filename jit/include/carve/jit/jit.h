@@ -76,6 +76,7 @@ struct JitStats {
   int64_t disk_bad_entries = 0;   // bad disk entries removed (and compiled again)
   int64_t disk_write_failures = 0;  // disk writes that failed (nothing left behind)
   int64_t disk_evictions = 0;     // entries removed to keep cache_max_bytes
+  int64_t object_bytes = 0;       // object files linked (code + data of every distinct kernel)
   double emit_seconds = 0;        // IR generation + verification + keying
   double codegen_seconds = 0;     // optimisation + machine-code generation
   double link_seconds = 0;        // ORC materialisation/linking excluding codegen
