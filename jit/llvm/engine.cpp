@@ -43,6 +43,8 @@
 #include <future>
 #include <iostream>
 #include <mutex>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 
 #include "carve/jit/host_target.h"
@@ -463,6 +465,9 @@ Result<std::unique_ptr<JitCompiler>> JitCompiler::create(const JitOptions& optio
               !llvm::InitializeNativeTargetAsmParser();
   });
   if (!init_ok) return Status(ErrorCode::kUnavailable, "LLVM has no native target for this host");
+  if (options.compile_threads < 0) {
+    return Status(ErrorCode::kInvalidArgument, fmt::format("compile_threads {} < 0", options.compile_threads));
+  }
   if (options.opt_level < 0 || options.opt_level > 3) {
     return Status(ErrorCode::kInvalidArgument, fmt::format("opt_level {} is not in 0..3", options.opt_level));
   }
@@ -531,13 +536,36 @@ Result<std::unique_ptr<JitCompiler>> JitCompiler::create(const JitOptions& optio
 }
 
 Result<std::vector<CompiledKernel>> JitCompiler::compile(const ir::Graph& graph, std::span<const KernelGroup> groups) {
+  // Workers take groups in order from a shared counter; each kernel's code depends on its
+  // group only, so the result is the same for any number of threads.
+  std::vector<std::optional<Result<CompiledKernel>>> results(groups.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < groups.size(); i = next.fetch_add(1)) results[i] = impl_->compile(graph, groups[i]);
+  };
+  std::vector<std::thread> helpers;
+  const size_t wanted = std::min(groups.size(), static_cast<size_t>(compile_threads()));
+  for (size_t t = 1; t < wanted; ++t) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: the ones running (and this one) do the rest
+    }
+  }
+  work();
+  for (std::thread& t : helpers) t.join();
   std::vector<CompiledKernel> out;
   out.reserve(groups.size());
-  for (const KernelGroup& g : groups) {
-    CARVE_ASSIGN_OR_RETURN(CompiledKernel k, impl_->compile(graph, g));
-    out.push_back(std::move(k));
+  for (auto& r : results) {  // the first error in group order
+    if (!r->ok()) return r->status();
+    out.push_back(std::move(*r).value());
   }
   return out;
+}
+
+int JitCompiler::compile_threads() const {
+  if (impl_->options.compile_threads > 0) return impl_->options.compile_threads;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 Result<CompiledKernel> JitCompiler::compile_group(const ir::Graph& graph, const KernelGroup& group) {

@@ -360,3 +360,54 @@ TEST_CASE("jit/engine/cache/the folder stays within cache_max_bytes") {
 }
 
 }  // namespace carve::jit::jittest
+
+namespace carve::jit::jittest {
+
+TEST_CASE("jit/engine/cache/a batch compiled on 1 or 4 threads gives byte-identical kernels") {
+  if (skip_without_jit()) return;
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::kF32, {16, 32});
+  auto w = b.input("w", DType::kF32, {32, 24});
+  auto s = b.input("s", DType::kF32, {24});
+  auto m = b.matmul(x, w);
+  auto n = b.layer_norm(m, s, std::nullopt);
+  auto p = b.softmax(b.tanh(n), -1);
+  b.output(b.reduce_sum(b.sigmoid(p), {1}, false));
+  b.output(b.transpose(b.exp(x), {1, 0}));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  std::mt19937_64 rng(8);
+  std::vector<HostTensor> in = {random_tensor(rng, DType::kF32, {16, 32}, -1, 1),
+                                random_tensor(rng, DType::kF32, {32, 24}, -1, 1), random_tensor(rng, DType::kF32, {24})};
+  JitRunOptions unfused;
+  unfused.fusion.fuse = false;  // one kernel per node: a batch of 9
+  std::vector<std::vector<HostTensor>> outputs;
+  std::vector<std::vector<std::string>> keys;
+  std::vector<TempDir> dirs(2);
+  for (int threads : {1, 4}) {
+    JitOptions o;
+    o.compile_threads = threads;
+    o.cache_dir = dirs[threads == 1 ? 0 : 1].path;
+    auto jit = JitCompiler::create(o);
+    REQUIRE(jit.ok());
+    CHECK((*jit)->compile_threads() == threads);
+    std::vector<CompiledKernel> kernels;
+    auto out = run_jit(**jit, *g, in, nullptr, unfused, &kernels);
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    CHECK(kernels.size() >= 8);
+    outputs.push_back(std::move(*out));
+    keys.emplace_back();
+    for (const CompiledKernel& k : kernels) keys.back().push_back(k.key);
+  }
+  CHECK(keys[0] == keys[1]);
+  REQUIRE(outputs[0].size() == outputs[1].size());
+  for (size_t i = 0; i < outputs[0].size(); ++i) CHECK(outputs[0][i].bytes == outputs[1][i].bytes);
+  REQUIRE(dirs[0].entries() == dirs[1].entries());
+  for (const std::string& name : dirs[0].entries())
+    CHECK_MESSAGE(read_file(dirs[0].path + "/" + name) == read_file(dirs[1].path + "/" + name), name);
+  JitOptions bad;
+  bad.compile_threads = -1;
+  CHECK(JitCompiler::create(bad).status().code() == ErrorCode::kInvalidArgument);
+}
+
+}  // namespace carve::jit::jittest

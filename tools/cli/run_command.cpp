@@ -188,6 +188,7 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out, std::ostre
   StartupTimes times;
   RssSamples rss;
   if (options.threads < 0) return Status(ErrorCode::kInvalidArgument, "--threads must be >= 0");
+  if (options.compile_threads < 0) return Status(ErrorCode::kInvalidArgument, "--compile-threads must be >= 0");
   if (options.sequential && options.check_hazards)
     return Status(ErrorCode::kInvalidArgument, "--check-hazards needs a parallel run: drop --sequential");
   LoadGraphOptions load;
@@ -200,6 +201,7 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out, std::ostre
   runtime::SessionOptions session_options;
   session_options.threads = options.threads;
   session_options.jit.disk_cache = !options.no_cache;
+  session_options.jit.compile_threads = options.compile_threads;
   // Cache warnings (a bad entry recompiled, a failed write) on the command's error stream.
   auto log_mutex = std::make_shared<std::mutex>();
   session_options.jit.log = [&err, log_mutex](const std::string& line) {
@@ -243,6 +245,7 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out, std::ostre
   if (options.explain) {
     rss.end = read_rss();
     fmt::print(out, "{}", program->explain());
+    times.compile_threads = session->compile_threads();
     fmt::print(out, "{}", explain_startup(*program, times));
     fmt::print(out, "{}", explain_memory(*program, session->jit_stats(), graph_constant_bytes(graph), rss));
     // A second compile of the same graph in this session: what the memory cache leaves.

@@ -40,8 +40,10 @@ std::string explain_startup(const runtime::CompiledProgram& program, const Start
   text += fmt::format("    prepare     {}  (verify, copy the graph, order, constants, kernel groups)\n", ms(c.prepare));
   text += fmt::format("    plan        {}  (arena: {})\n", ms(c.plan), p.plan_summary.strategy);
   text += fmt::format("    materialise {}  (arena storage, views, launches)\n", ms(c.materialise));
-  text += fmt::format("    kernels     {}  ({} kernels: {} compiled, {} from the memory cache, {} from the disk cache)\n",
-                      ms(c.jit), p.kernels.size(), p.kernels_compiled, p.kernels_from_memory, p.kernels_from_disk);
+  text += fmt::format("    kernels     {}  ({} kernels: {} compiled, {} from the memory cache, {} from the disk cache; "
+                      "on {} threads)\n",
+                      ms(c.jit), p.kernels.size(), p.kernels_compiled, p.kernels_from_memory, p.kernels_from_disk,
+                      t.compile_threads);
   text += fmt::format("    schedule    {}  (hazard DAG, kernel operands)\n", ms(c.schedule));
   if (t.compile > compile_parts) text += fmt::format("    rest        {}\n", ms(t.compile - compile_parts));
   text += fmt::format("  inputs        {}\n", ms(t.inputs));

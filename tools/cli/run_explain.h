@@ -21,6 +21,7 @@ struct StartupTimes {
   double inputs = 0;     // reading or generating the inputs
   double first_run = 0;
   double total = 0;      // from the command's start to the first result
+  int compile_threads = 1;  // threads the kernels were compiled on
 };
 
 // Resident set size now and its peak so far (VmRSS, VmHWM), bytes; 0 when unreadable.

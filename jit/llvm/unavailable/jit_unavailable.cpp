@@ -33,6 +33,7 @@ Result<std::string> JitCompiler::emit_ir(const ir::Graph&, const KernelGroup&, b
 }
 JitStats JitCompiler::stats() const { return {}; }
 const JitOptions& JitCompiler::options() const { return impl_->options; }
+int JitCompiler::compile_threads() const { return 1; }
 const std::string& JitCompiler::cache_dir() const { return impl_->cache_dir; }
 
 }  // namespace carve::jit

@@ -24,13 +24,15 @@
 //
 // Ownership/lifetime: kernel function pointers stay valid while their JitCompiler lives.
 // Thread-safety: compile(), compile_group(), emit_ir() and stats() may be called
-// concurrently from any number of threads (each compile runs on the calling thread with
-// its own TargetMachine; concurrent requests for one key compile it once).
+// concurrently from any number of threads (each kernel compiles on the thread that asked
+// for it -- compile() starts compile_threads - 1 helpers for its batch and joins them --
+// with its own TargetMachine; concurrent requests for one key compile it once).
 // Errors: kUnavailable in a build without LLVM (CARVE_WITH_LLVM=OFF); kUnsupported for an
 // op/dtype combination no emitter handles; kInvalidArgument for a malformed group;
 // kInternal when the emitted IR fails verification (with the verifier's message) or LLVM
-// fails; kInvalidArgument for cache_max_bytes < 1. Cache files never cause an error: an
-// unreadable, bad or unwritable cache falls back to compiling (and logs why).
+// fails; kInvalidArgument for cache_max_bytes < 1 or compile_threads < 0. Cache files
+// never cause an error: an unreadable, bad or unwritable cache falls back to compiling
+// (and logs why).
 #pragma once
 
 #include <cstdint>
@@ -48,6 +50,7 @@ namespace carve::jit {
 
 struct JitOptions {
   int opt_level = 3;  // 0..3 (0: no IR optimisation; 2/3: default O2/O3 pipelines)
+  int compile_threads = 0;  // threads compile() spreads a batch over; 0 = hardware concurrency
   // The on-disk kernel cache folder (created if missing). Empty: default_cache_dir()
   // ($CARVE_CACHE_DIR, else $XDG_CACHE_HOME/carve, else ~/.cache/carve).
   std::string cache_dir;
@@ -89,7 +92,8 @@ class JitCompiler {
   JitCompiler(const JitCompiler&) = delete;
   JitCompiler& operator=(const JitCompiler&) = delete;
 
-  // One CompiledKernel per group, in order; the first error stops the batch.
+  // One CompiledKernel per group, in order, compiled on compile_threads() threads at once
+  // (the code does not depend on how many); the first error in group order is returned.
   Result<std::vector<CompiledKernel>> compile(const ir::Graph& graph,
                                               std::span<const KernelGroup> groups);
   Result<CompiledKernel> compile_group(const ir::Graph& graph, const KernelGroup& group);
@@ -101,6 +105,7 @@ class JitCompiler {
 
   JitStats stats() const;
   const JitOptions& options() const;
+  int compile_threads() const;  // options().compile_threads, or the hardware concurrency
   // The disk cache folder in use; empty when there is none.
   const std::string& cache_dir() const;
 
