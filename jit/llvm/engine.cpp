@@ -71,8 +71,25 @@ void atomic_add(std::atomic<double>& a, double v) {
   }
 }
 
-// Module identifier suffix of a retry after a bad disk entry: compile, never read the disk.
-constexpr std::string_view kFreshSuffix = "#fresh";
+// How a module may use the disk cache, carried to CarveCompiler as a suffix of the module
+// identifier (the key): all of it; write only (a retry after a bad entry); not at all
+// (a compile() call with use_disk_cache = false).
+enum class DiskUse { kReadWrite, kWriteOnly, kNone };
+constexpr std::string_view kWriteOnlySuffix = "#write-only";
+constexpr std::string_view kNoDiskSuffix = "#no-disk";
+
+std::string module_identifier(const std::string& key, DiskUse use) {
+  if (use == DiskUse::kWriteOnly) return key + std::string(kWriteOnlySuffix);
+  if (use == DiskUse::kNone) return key + std::string(kNoDiskSuffix);
+  return key;
+}
+
+// The key of a module identifier, and its disk use.
+std::pair<std::string, DiskUse> parse_identifier(std::string id) {
+  for (auto [suffix, use] : {std::pair{kWriteOnlySuffix, DiskUse::kWriteOnly}, std::pair{kNoDiskSuffix, DiskUse::kNone}})
+    if (id.ends_with(suffix)) return {id.substr(0, id.size() - suffix.size()), use};
+  return {id, DiskUse::kReadWrite};
+}
 
 std::string kernel_symbol(const std::string& key) { return "carve_k_" + key; }
 
@@ -168,11 +185,11 @@ struct JitCompiler::Impl {
   // Builds the module for a group (function named `carve_kernel`, identifier "carve").
   Result<std::unique_ptr<llvm::Module>> build(llvm::LLVMContext& ctx, const ir::Graph& graph,
                                               const KernelGroup& group);
-  Result<CompiledKernel> compile(const ir::Graph& graph, const KernelGroup& group);
+  Result<CompiledKernel> compile(const ir::Graph& graph, const KernelGroup& group, bool use_disk);
   // Adds the module to `jd` under the kernel's symbol and looks it up (which compiles it
   // on this thread); the function address.
   Result<uint64_t> materialise(llvm::orc::JITDylib& jd, std::unique_ptr<llvm::Module> module,
-                               std::unique_ptr<llvm::LLVMContext> ctx, const std::string& key, bool fresh,
+                               std::unique_ptr<llvm::LLVMContext> ctx, const std::string& key, DiskUse use,
                                const KernelGroup& group);
   // A new JITDylib that resolves libm/libc from this process, for a retry.
   Result<llvm::orc::JITDylib*> retry_dylib();
@@ -190,10 +207,8 @@ class CarveCompiler final : public llvm::orc::IRCompileLayer::IRCompiler {
         impl_(impl) {}
 
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
-    std::string key = m.getModuleIdentifier();
-    const bool fresh = key.ends_with(kFreshSuffix);
-    if (fresh) key.resize(key.size() - kFreshSuffix.size());
-    if (impl_.disk && !fresh) {
+    const auto [key, use] = parse_identifier(m.getModuleIdentifier());
+    if (impl_.disk && use == DiskUse::kReadWrite) {
       if (std::optional<std::string> payload = impl_.disk->load(key)) {
         auto buffer = llvm::MemoryBuffer::getMemBufferCopy(*payload, key);
         std::string problem = object_problem(buffer->getMemBufferRef(), kernel_symbol(key));
@@ -213,7 +228,8 @@ class CarveCompiler final : public llvm::orc::IRCompileLayer::IRCompiler {
     if (!obj) return obj.takeError();
     impl_.codegen.fetch_add(1);
     atomic_add(impl_.codegen_s, seconds_since(t0));
-    if (impl_.disk) impl_.disk->store(key, std::string_view((*obj)->getBufferStart(), (*obj)->getBufferSize()));
+    if (impl_.disk && use != DiskUse::kNone)
+      impl_.disk->store(key, std::string_view((*obj)->getBufferStart(), (*obj)->getBufferSize()));
     set_origin(key, false, (*obj)->getBufferSize());
     return obj;
   }
@@ -340,7 +356,7 @@ Result<std::unique_ptr<llvm::Module>> JitCompiler::Impl::build(llvm::LLVMContext
   return module;
 }
 
-Result<CompiledKernel> JitCompiler::Impl::compile(const ir::Graph& graph, const KernelGroup& group) {
+Result<CompiledKernel> JitCompiler::Impl::compile(const ir::Graph& graph, const KernelGroup& group, bool use_disk) {
   requested.fetch_add(1);
   auto t0 = Clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();
@@ -402,16 +418,18 @@ Result<CompiledKernel> JitCompiler::Impl::compile(const ir::Graph& graph, const 
 
   auto t1 = Clock::now();
   double codegen_before = codegen_s.load();
-  Result<uint64_t> address = materialise(lljit->getMainJITDylib(), std::move(module), std::move(ctx), key, false, group);
+  Result<uint64_t> address = materialise(lljit->getMainJITDylib(), std::move(module), std::move(ctx), key,
+                                         use_disk ? DiskUse::kReadWrite : DiskUse::kNone, group);
   if (!address.ok() && origin_of().from_disk) {
     // The entry passed its checksum and object checks yet did not link: drop it and
     // compile afresh, in a JITDylib of its own (the symbol is in error in the main one).
     if (disk) disk->discard(key, "the JIT could not load it: " + address.status().message());
-    CARVE_ASSIGN_OR_RETURN(llvm::orc::JITDylib * jd, retry_dylib());
+    Result<llvm::orc::JITDylib*> jd = retry_dylib();
+    if (!jd.ok()) return fail(jd.status());  // (every path sets the promise: others may wait on it)
     auto retry_ctx = std::make_unique<llvm::LLVMContext>();
     auto rebuilt = build(*retry_ctx, graph, group);
     if (!rebuilt.ok()) return fail(rebuilt.status());
-    address = materialise(*jd, std::move(*rebuilt), std::move(retry_ctx), key, true, group);
+    address = materialise(**jd, std::move(*rebuilt), std::move(retry_ctx), key, DiskUse::kWriteOnly, group);
   }
   if (!address.ok()) return fail(address.status());
   double link = seconds_since(t1) - (codegen_s.load() - codegen_before);
@@ -430,11 +448,11 @@ Result<CompiledKernel> JitCompiler::Impl::compile(const ir::Graph& graph, const 
 
 Result<uint64_t> JitCompiler::Impl::materialise(llvm::orc::JITDylib& jd, std::unique_ptr<llvm::Module> module,
                                                 std::unique_ptr<llvm::LLVMContext> ctx, const std::string& key,
-                                                bool fresh, const KernelGroup& group) {
+                                                DiskUse use, const KernelGroup& group) {
   // The symbol depends on the key only: cached objects are shared between processes.
   const std::string symbol = kernel_symbol(key);
   module->getFunction("carve_kernel")->setName(symbol);
-  module->setModuleIdentifier(fresh ? key + std::string(kFreshSuffix) : key);
+  module->setModuleIdentifier(module_identifier(key, use));
   if (llvm::Error err = lljit->addIRModule(jd, llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx)))) {
     return Status(ErrorCode::kInternal, fmt::format("group '{}': adding the module to the JIT failed: {}", group.name, err_text(std::move(err))));
   }
@@ -535,13 +553,14 @@ Result<std::unique_ptr<JitCompiler>> JitCompiler::create(const JitOptions& optio
   return std::unique_ptr<JitCompiler>(new JitCompiler(std::move(impl)));
 }
 
-Result<std::vector<CompiledKernel>> JitCompiler::compile(const ir::Graph& graph, std::span<const KernelGroup> groups) {
+Result<std::vector<CompiledKernel>> JitCompiler::compile(const ir::Graph& graph, std::span<const KernelGroup> groups,
+                                                         bool use_disk_cache) {
   // Workers take groups in order from a shared counter; each kernel's code depends on its
   // group only, so the result is the same for any number of threads.
   std::vector<std::optional<Result<CompiledKernel>>> results(groups.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i = next.fetch_add(1); i < groups.size(); i = next.fetch_add(1)) results[i] = impl_->compile(graph, groups[i]);
+    for (size_t i = next.fetch_add(1); i < groups.size(); i = next.fetch_add(1)) results[i] = impl_->compile(graph, groups[i], use_disk_cache);
   };
   std::vector<std::thread> helpers;
   const size_t wanted = std::min(groups.size(), static_cast<size_t>(compile_threads()));
@@ -568,8 +587,9 @@ int JitCompiler::compile_threads() const {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-Result<CompiledKernel> JitCompiler::compile_group(const ir::Graph& graph, const KernelGroup& group) {
-  return impl_->compile(graph, group);
+Result<CompiledKernel> JitCompiler::compile_group(const ir::Graph& graph, const KernelGroup& group,
+                                                  bool use_disk_cache) {
+  return impl_->compile(graph, group, use_disk_cache);
 }
 
 Result<std::string> JitCompiler::emit_ir(const ir::Graph& graph, const KernelGroup& group, bool optimized) {

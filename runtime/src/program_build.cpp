@@ -365,7 +365,7 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
     return p;
   }
   const auto start = std::chrono::steady_clock::now();
-  CARVE_ASSIGN_OR_RETURN(auto compiled, jit->compile(p->graph, groups));
+  CARVE_ASSIGN_OR_RETURN(auto compiled, jit->compile(p->graph, groups, options.kernel_disk_cache));
   p->jit_seconds = seconds_since(start);
   p->times.jit = p->jit_seconds;
   for (auto& kernel : compiled) {

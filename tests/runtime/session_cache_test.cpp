@@ -78,14 +78,14 @@ struct Outcome {
 };
 
 // A new Session (as a new process would make) on the cache folder: compile and run once.
-Outcome compile_and_run(const std::string& cache_dir) {
+Outcome compile_and_run(const std::string& cache_dir, const runtime::CompileOptions& compile = {}) {
   Outcome o;
   runtime::SessionOptions options;
   options.jit.cache_dir = cache_dir;
   options.jit.log = [&o](const std::string& line) { o.log.push_back(line); };
   auto session = runtime::Session::create(options);
   REQUIRE_MESSAGE(session.ok(), session.status().to_string());
-  auto program = (*session)->compile(mlp_block());
+  auto program = (*session)->compile(mlp_block(), compile);
   REQUIRE_MESSAGE(program.ok(), program.status().to_string());
   const runtime::Program& p = (*program)->program();
   o.compiled = p.kernels_compiled;
@@ -170,4 +170,27 @@ TEST_CASE("runtime/session/bad cache entries are logged and recompiled and the o
   CHECK(warm.from_disk == cold.compiled);
   CHECK(warm.y == cold.y);
   CHECK(warm.log.empty());
+}
+
+TEST_CASE("runtime/session/CompileOptions kernel_disk_cache false neither reads nor writes the cache") {
+  if (!jit::cpu_jit_available()) {
+    test::skip("carve was built without the LLVM CPU JIT (CARVE_WITH_LLVM=OFF)");
+    return;
+  }
+  TempDir dir;
+  runtime::CompileOptions off;
+  off.kernel_disk_cache = false;
+  Outcome first = compile_and_run(dir.path, off);
+  CHECK(first.compiled > 0);
+  CHECK(dir.entries().empty());
+  Outcome filled = compile_and_run(dir.path);
+  const std::vector<std::string> entries = dir.entries();
+  CHECK(static_cast<int64_t>(entries.size()) == filled.compiled);
+  for (const std::string& path : entries) std::ofstream(path, std::ios::binary | std::ios::trunc) << "garbage";
+  Outcome again = compile_and_run(dir.path, off);
+  CHECK(again.from_disk == 0);
+  CHECK(again.log.empty());  // the bad entries were not read
+  for (const std::string& path : entries) CHECK(read_file(path) == "garbage");  // nor replaced
+  CHECK(again.y == first.y);
+  CHECK(filled.y == first.y);
 }

@@ -21,11 +21,10 @@ JitCompiler::~JitCompiler() = default;
 
 Result<std::unique_ptr<JitCompiler>> JitCompiler::create(const JitOptions&) { return unavailable(); }
 
-Result<std::vector<CompiledKernel>> JitCompiler::compile(const ir::Graph&,
-                                                         std::span<const KernelGroup>) {
+Result<std::vector<CompiledKernel>> JitCompiler::compile(const ir::Graph&, std::span<const KernelGroup>, bool) {
   return unavailable();
 }
-Result<CompiledKernel> JitCompiler::compile_group(const ir::Graph&, const KernelGroup&) {
+Result<CompiledKernel> JitCompiler::compile_group(const ir::Graph&, const KernelGroup&, bool) {
   return unavailable();
 }
 Result<std::string> JitCompiler::emit_ir(const ir::Graph&, const KernelGroup&, bool) {

@@ -94,9 +94,11 @@ class JitCompiler {
 
   // One CompiledKernel per group, in order, compiled on compile_threads() threads at once
   // (the code does not depend on how many); the first error in group order is returned.
-  Result<std::vector<CompiledKernel>> compile(const ir::Graph& graph,
-                                              std::span<const KernelGroup> groups);
-  Result<CompiledKernel> compile_group(const ir::Graph& graph, const KernelGroup& group);
+  // use_disk_cache = false: this call neither reads nor writes the disk cache (the memory
+  // cache still serves and keeps its kernels).
+  Result<std::vector<CompiledKernel>> compile(const ir::Graph& graph, std::span<const KernelGroup> groups,
+                                              bool use_disk_cache = true);
+  Result<CompiledKernel> compile_group(const ir::Graph& graph, const KernelGroup& group, bool use_disk_cache = true);
 
   // The group's LLVM IR as text (before optimisation, or after when `optimized`), for
   // `carve ... --explain` and debugging. Does not touch the caches or the JIT.

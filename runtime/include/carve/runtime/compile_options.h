@@ -36,6 +36,9 @@ struct CompileOptions {
   // copied; the program keeps them alive), e.g. the mmapped external-data weights of an
   // ONNX import. Each must have the constant's dtype and shape (kTypeMismatch/kShapeError).
   std::map<std::string, Buffer> constants{};
+  // false: this compile neither reads nor writes the kernel disk cache (jit/kernel_cache.h;
+  // SessionOptions::jit.disk_cache = false turns it off for the whole session).
+  bool kernel_disk_cache = true;
 };
 
 }  // namespace carve::runtime
