@@ -49,11 +49,9 @@ bool valid_key(std::string_view key) {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-// Whole file into `out`; errno-style error code, 0 on success.
-int read_all(int fd, std::string& out) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return errno;
-  out.resize(static_cast<size_t>(st.st_size));
+// `size` bytes of the file into `out`; errno-style error code, 0 on success.
+int read_all(int fd, size_t size, std::string& out) {
+  out.resize(size);
   size_t done = 0;
   while (done < out.size()) {
     ssize_t n = ::read(fd, out.data() + done, out.size() - done);
@@ -197,16 +195,24 @@ std::optional<std::string> KernelDiskCache::load(std::string_view key) {
   const std::string path = entry_path(key);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;  // a miss (or unreadable: compiling is the fallback)
-  std::string file;
-  int err = read_all(fd, file);
   struct stat st {};
-  const bool have_inode = ::fstat(fd, &st) == 0;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  if (st.st_size > max_bytes_) {  // never written by a cache with this bound: not read in
+    ::close(fd);
+    remove_bad(path, st.st_ino, fmt::format("{} bytes, more than the cache bound", st.st_size));
+    return std::nullopt;
+  }
+  std::string file;
+  int err = read_all(fd, static_cast<size_t>(st.st_size), file);
   if (err == 0) ::futimens(fd, nullptr);  // mark used (LRU); a read-only cache keeps its order
   ::close(fd);
   if (err != 0) return std::nullopt;
   auto payload = decode_cache_entry(key, file);
   if (!payload.ok()) {
-    if (have_inode) remove_bad(path, st.st_ino, payload.status().message());
+    remove_bad(path, st.st_ino, payload.status().message());
     return std::nullopt;
   }
   hits_.fetch_add(1);
@@ -230,6 +236,11 @@ bool KernelDiskCache::store(std::string_view key, std::string_view payload) {
   int err = 0;
   const char* stage = "creating";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ENOENT) {  // the folder was removed since open(): make it again
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  }
   if (fd < 0) {
     err = errno;
   } else {

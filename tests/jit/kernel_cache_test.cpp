@@ -323,3 +323,28 @@ TEST_CASE("jit/kernel_cache/open refuses a bad bound and a path that is not a fo
 }
 
 }  // namespace carve::jit
+
+namespace carve::jit {
+
+TEST_CASE("jit/kernel_cache/a folder removed while in use is made again by the next write") {
+  TempDir dir;
+  Logged log;
+  auto cache = open_cache(dir.path, log);
+  fs::remove_all(dir.path);
+  CHECK_FALSE(cache->load(key_of(1)).has_value());
+  REQUIRE(cache->store(key_of(1), payload_of(1)));
+  CHECK(cache->load(key_of(1)) == payload_of(1));
+  CHECK(log.lines.empty());
+}
+
+TEST_CASE("jit/kernel_cache/an entry larger than the bound is removed unread") {
+  TempDir dir;
+  Logged log;
+  auto cache = open_cache(dir.path, log, 4096);
+  write_file(cache->entry_path(key_of(1)), std::string(10000, 'x'));
+  CHECK_FALSE(cache->load(key_of(1)).has_value());
+  CHECK_FALSE(fs::exists(cache->entry_path(key_of(1))));
+  CHECK(log.mentions("more than the cache bound"));
+}
+
+}  // namespace carve::jit
