@@ -9,11 +9,11 @@ cd "$root"
 
 # rule name -> "folders|allowed carve include prefixes (regex)"
 declare -A rules=(
-  [ir]="ir|carve/(ir/|status\.h)"
-  [planner]="planner|carve/(ir/|status\.h|planner/)"
-  [reference]="reference|carve/(ir/|status\.h|reference/)"
-  [jit]="jit|carve/(ir/|status\.h|jit/)"
-  [runtime]="runtime|carve/(ir/|status\.h|planner/|reference/|jit/|runtime/)"
+  [ir]="ir|carve/(ir/|(status|file)\.h)"
+  [planner]="planner|carve/(ir/|(status|file)\.h|planner/)"
+  [reference]="reference|carve/(ir/|(status|file)\.h|reference/)"
+  [jit]="jit|carve/(ir/|(status|file)\.h|jit/)"
+  [runtime]="runtime|carve/(ir/|(status|file)\.h|planner/|reference/|jit/|runtime/)"
 )
 
 sources() { find "$@" -type f \( -name '*.h' -o -name '*.cpp' \) | sort; }

@@ -12,6 +12,7 @@ PACKAGES=(
   libbenchmark-dev libopenblas-dev # benchmarks (OpenBLAS is a baseline only)
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX importer (CARVE_WITH_ONNX)
+  clang-22 libclang-rt-22-dev      # libFuzzer targets (scripts/fuzz.sh)
 )
 # Not installed here (the build and tests do not need them): python3-torch
 # python3-torchvision python3-onnx, for scripts/make_onnx_models.py only.

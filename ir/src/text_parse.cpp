@@ -477,6 +477,8 @@ Result<Graph> Parser::run() {
 
 }  // namespace
 
-Result<Graph> parse(std::string_view text) { return Parser(text).run(); }
+Result<Graph> parse(std::string_view text) {
+  return no_exceptions("parsing a text-format graph", [&] { return Parser(text).run(); });
+}
 
 }  // namespace carve::ir

@@ -446,8 +446,10 @@ Result<KernelSource> KernelWriter::finish() const {
   out.family = family;
   out.launch = launch;
   out.num_params = static_cast<int>(group_.operands.size());
+  out.error_word = error_word;
   out.source.reserve(kPrelude.size() + helpers.size() + body.size() + 512);
   out.source += kPrelude;
+  if (error_word) out.source += fmt::format("__device__ long long {}[2];\n", kErrorWord);
   out.source += helpers;
   std::string bounds = max_threads > 0 ? fmt::format(" __launch_bounds__({})", max_threads) : "";
   out.source += fmt::format("extern \"C\" __global__ void{} {}({}) {{\n", bounds, kKernelEntry, params);

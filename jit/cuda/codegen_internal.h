@@ -75,6 +75,7 @@ class KernelWriter {
   // Device helper functions placed before the kernel (e.g. an int pow).
   std::string helpers;
   int max_threads = 0;  // __launch_bounds__ when > 0
+  bool error_word = false;  // define kErrorWord (cuda_codegen.h) before the kernel
 
   void launch_1d(int64_t work_items);  // grid-stride 1-D config over work items
   // "for (long long i = ...; i < n; i += stride)" grid-stride loop header over `n` items.

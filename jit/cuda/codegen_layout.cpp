@@ -1,7 +1,8 @@
 // Layout ops as element copies (raw storage values, so every dtype works): views as copies,
 // transpose/slice (strided gathers), pad, concat, split, gather, and the state ops.
-// Out-of-range behaviour matches the CPU JIT: a gather index outside [-n, n) writes zeros;
-// write_handle_at clamps pos to [0, handle_dim - value_dim].
+// Out of range: a gather index outside [-n, n) writes zeros (as the CPU JIT); a
+// write_handle_at position outside [0, handle_dim - value_dim] writes nothing and sets the
+// module's error word (cuda_codegen.h), which fails the run.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -92,13 +93,18 @@ Status emit_layout(KernelWriter& w) {
       const Split3 v = around(dims_in(0), axis);
       const int64_t extent = hd.empty() ? 1 : hd[static_cast<size_t>(axis)];
       std::string code;
-      code += fmt::format("    long long pos = {}[0];\n", KernelWriter::param(pos));
-      code += fmt::format("    if (pos > {0}LL) pos = {0}LL;\n    if (pos < 0) pos = 0;\n", extent - v.len);
+      // The position is uniform: every thread skips; the first thread reports it once.
+      code += fmt::format("    const long long pos = {}[0];\n", KernelWriter::param(pos));
+      code += fmt::format("    if (pos < 0 || pos > {}LL) {{\n", extent - v.len);
+      code += fmt::format("      if (i == 0 && atomicCAS((unsigned long long*)&{0}[0], 0ULL, 1ULL) == 0ULL) {0}[1] = pos;\n",
+                          kErrorWord);
+      code += "      continue;\n    }\n";
       code += fmt::format("    const long long r = i % {0}LL, a = (i / {0}LL) % {1}LL, o = i / ({0}LL * {1}LL);\n",
                           v.inner, v.len);
       code += fmt::format("    {}[(o * {}LL + pos + a) * {}LL + r] = {}[i];\n", KernelWriter::param(h), extent, v.inner,
                           KernelWriter::param(a));
       w.body = loop(w, numel(dims_in(0)), code);
+      w.error_word = true;
       return Status();
     }
     case OpKind::kTranspose: {

@@ -268,27 +268,11 @@ Result<ImportedModel> import_parsed(::onnx::ModelProto& model, bool parsed, std:
 Result<ImportedModel> import_file(const std::string& path, const ImportOptions& options);
 Status copy_mapped_weights(ImportedModel& model);
 
-// Runs `body` with any exception turned into a Status: the importer promises Status
-// only, and protobuf, the STL and the reference interpreter allocate (a model's sizes
-// can still exceed memory below max_folded_bytes).
-template <typename Body>
-auto no_exceptions(std::string_view name, Body&& body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return Status(ErrorCode::kOutOfMemory, fmt::format("'{}': out of memory while importing", name));
-  } catch (const std::exception& e) {
-    return Status(ErrorCode::kInternal, fmt::format("'{}': import failed: {}", name, e.what()));
-  } catch (...) {
-    return Status(ErrorCode::kInternal, fmt::format("'{}': import failed with an unknown exception", name));
-  }
-}
-
 }  // namespace
 
 Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::string_view name,
                                          const ImportOptions& options) {
-  return no_exceptions(name, [&]() -> Result<ImportedModel> {
+  return no_exceptions(fmt::format("importing '{}'", name), [&]() -> Result<ImportedModel> {
     if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
       return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
     ::onnx::ModelProto model;
@@ -301,7 +285,8 @@ Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::
 // peak is the protobuf message plus the weights decoded so far (each initializer's
 // protobuf bytes are freed as soon as it is decoded).
 Result<ImportedModel> import_model_file(const std::string& path, const ImportOptions& options) {
-  return no_exceptions(path, [&]() -> Result<ImportedModel> { return import_file(path, options); });
+  return no_exceptions(fmt::format("importing '{}'", path),
+                       [&]() -> Result<ImportedModel> { return import_file(path, options); });
 }
 
 Status materialize_weights(ImportedModel& model) {

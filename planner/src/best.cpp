@@ -26,7 +26,7 @@ class BestStrategy final : public Strategy {
  public:
   std::string_view name() const override { return "best"; }
 
-  Result<PlanResult> plan(const Problem& problem, const PlanOptions& options) const override {
+  Result<PlanResult> plan_impl(const Problem& problem, const PlanOptions& options) const override {
     const detail::Clock::time_point t0 = detail::Clock::now();
     const detail::Deadline deadline = detail::Deadline::from(options);
     CARVE_RETURN_IF_ERROR(check_plannable_here(problem));

@@ -1,4 +1,5 @@
 // MiniMalloc CSV reader/writer (see csv.h for the format and error contract).
+#include "carve/file.h"
 #include "carve/planner/csv.h"
 
 #include <fmt/format.h>
@@ -51,93 +52,95 @@ Status parse_error(size_t line, std::string msg) {
 }  // namespace
 
 Result<Problem> parse_minimalloc_csv(std::string_view text) {
-  Problem problem;
-  size_t line_no = 0;
-  size_t pos = 0;
-  bool have_header = false;
-  size_t n_columns = 0;
-  int col_id = -1, col_lower = -1, col_upper = -1, col_size = -1, col_align = -1;
-  std::unordered_map<std::string, size_t> id_line;
+  return no_exceptions("MiniMalloc CSV", [&]() -> Result<Problem> {
+    Problem problem;
+    size_t line_no = 0;
+    size_t pos = 0;
+    bool have_header = false;
+    size_t n_columns = 0;
+    int col_id = -1, col_lower = -1, col_upper = -1, col_size = -1, col_align = -1;
+    std::unordered_map<std::string, size_t> id_line;
 
-  while (pos <= text.size()) {
-    size_t nl = text.find('\n', pos);
-    std::string_view raw = text.substr(pos, nl == std::string_view::npos ? text.size() - pos : nl - pos);
-    pos = (nl == std::string_view::npos) ? text.size() + 1 : nl + 1;
-    ++line_no;
-    if (trim(raw).empty()) continue;
-    std::vector<std::string_view> fields = split_commas(raw);
+    while (pos <= text.size()) {
+      size_t nl = text.find('\n', pos);
+      std::string_view raw = text.substr(pos, nl == std::string_view::npos ? text.size() - pos : nl - pos);
+      pos = (nl == std::string_view::npos) ? text.size() + 1 : nl + 1;
+      ++line_no;
+      if (trim(raw).empty()) continue;
+      std::vector<std::string_view> fields = split_commas(raw);
 
-    if (!have_header) {
-      have_header = true;
-      n_columns = fields.size();
-      for (size_t c = 0; c < fields.size(); ++c) {
-        std::string_view name = fields[c];
-        int* slot = nullptr;
-        if (name == "id") slot = &col_id;
-        else if (name == "lower") slot = &col_lower;
-        else if (name == "upper") slot = &col_upper;
-        else if (name == "size") slot = &col_size;
-        else if (name == "alignment") slot = &col_align;
-        if (slot == nullptr) continue;  // extra column: ignored
-        if (*slot != -1) return parse_error(line_no, fmt::format("column '{}' appears twice", name));
-        *slot = static_cast<int>(c);
+      if (!have_header) {
+        have_header = true;
+        n_columns = fields.size();
+        for (size_t c = 0; c < fields.size(); ++c) {
+          std::string_view name = fields[c];
+          int* slot = nullptr;
+          if (name == "id") slot = &col_id;
+          else if (name == "lower") slot = &col_lower;
+          else if (name == "upper") slot = &col_upper;
+          else if (name == "size") slot = &col_size;
+          else if (name == "alignment") slot = &col_align;
+          if (slot == nullptr) continue;  // extra column: ignored
+          if (*slot != -1) return parse_error(line_no, fmt::format("column '{}' appears twice", name));
+          *slot = static_cast<int>(c);
+        }
+        std::string missing;
+        auto need = [&](int col, const char* name) {
+          if (col == -1) missing += (missing.empty() ? "" : ", ") + std::string(name);
+        };
+        need(col_id, "id");
+        need(col_lower, "lower");
+        need(col_upper, "upper");
+        need(col_size, "size");
+        if (!missing.empty()) {
+          return parse_error(line_no, fmt::format("header lacks required column(s) {} (expected "
+                                                  "id,lower,upper,size[,alignment])",
+                                                  missing));
+        }
+        continue;
       }
-      std::string missing;
-      auto need = [&](int col, const char* name) {
-        if (col == -1) missing += (missing.empty() ? "" : ", ") + std::string(name);
+
+      if (fields.size() != n_columns) {
+        return parse_error(line_no, fmt::format("expected {} fields, found {}", n_columns, fields.size()));
+      }
+      BufferRequest b;
+      b.id = std::string(fields[col_id]);
+      if (b.id.empty()) return parse_error(line_no, "empty id");
+      auto number = [&](int col, const char* name, int64_t& out) -> Status {
+        std::optional<int64_t> v = parse_int(fields[col]);
+        if (!v) {
+          return parse_error(line_no, fmt::format("{} '{}' of buffer '{}' is not an integer", name,
+                                                  fields[col], b.id));
+        }
+        out = *v;
+        return Status();
       };
-      need(col_id, "id");
-      need(col_lower, "lower");
-      need(col_upper, "upper");
-      need(col_size, "size");
-      if (!missing.empty()) {
-        return parse_error(line_no, fmt::format("header lacks required column(s) {} (expected "
-                                                "id,lower,upper,size[,alignment])",
-                                                missing));
+      CARVE_RETURN_IF_ERROR(number(col_lower, "lower", b.start));
+      CARVE_RETURN_IF_ERROR(number(col_upper, "upper", b.end));
+      CARVE_RETURN_IF_ERROR(number(col_size, "size", b.size));
+      if (col_align != -1) CARVE_RETURN_IF_ERROR(number(col_align, "alignment", b.alignment));
+      if (b.size < 0) {
+        return parse_error(line_no, fmt::format("buffer '{}' has negative size {}", b.id, b.size));
       }
-      continue;
-    }
-
-    if (fields.size() != n_columns) {
-      return parse_error(line_no, fmt::format("expected {} fields, found {}", n_columns, fields.size()));
-    }
-    BufferRequest b;
-    b.id = std::string(fields[col_id]);
-    if (b.id.empty()) return parse_error(line_no, "empty id");
-    auto number = [&](int col, const char* name, int64_t& out) -> Status {
-      std::optional<int64_t> v = parse_int(fields[col]);
-      if (!v) {
-        return parse_error(line_no, fmt::format("{} '{}' of buffer '{}' is not an integer", name,
-                                                fields[col], b.id));
+      if (b.start >= b.end) {
+        return parse_error(line_no, fmt::format("buffer '{}' has lower {} >= upper {} (the interval "
+                                                "[lower,upper) is half-open)",
+                                                b.id, b.start, b.end));
       }
-      out = *v;
-      return Status();
-    };
-    CARVE_RETURN_IF_ERROR(number(col_lower, "lower", b.start));
-    CARVE_RETURN_IF_ERROR(number(col_upper, "upper", b.end));
-    CARVE_RETURN_IF_ERROR(number(col_size, "size", b.size));
-    if (col_align != -1) CARVE_RETURN_IF_ERROR(number(col_align, "alignment", b.alignment));
-    if (b.size < 0) {
-      return parse_error(line_no, fmt::format("buffer '{}' has negative size {}", b.id, b.size));
+      if (b.alignment < 1) {
+        return parse_error(line_no, fmt::format("buffer '{}' has alignment {} < 1", b.id, b.alignment));
+      }
+      auto [it, inserted] = id_line.emplace(b.id, line_no);
+      if (!inserted) {
+        return parse_error(line_no, fmt::format("duplicate id '{}' (first on line {})", b.id, it->second));
+      }
+      problem.buffers.push_back(std::move(b));
     }
-    if (b.start >= b.end) {
-      return parse_error(line_no, fmt::format("buffer '{}' has lower {} >= upper {} (the interval "
-                                              "[lower,upper) is half-open)",
-                                              b.id, b.start, b.end));
+    if (!have_header) {
+      return parse_error(1, "empty input: expected a header id,lower,upper,size[,alignment]");
     }
-    if (b.alignment < 1) {
-      return parse_error(line_no, fmt::format("buffer '{}' has alignment {} < 1", b.id, b.alignment));
-    }
-    auto [it, inserted] = id_line.emplace(b.id, line_no);
-    if (!inserted) {
-      return parse_error(line_no, fmt::format("duplicate id '{}' (first on line {})", b.id, it->second));
-    }
-    problem.buffers.push_back(std::move(b));
-  }
-  if (!have_header) {
-    return parse_error(1, "empty input: expected a header id,lower,upper,size[,alignment]");
-  }
-  return problem;
+    return problem;
+  });
 }
 
 Result<Problem> read_minimalloc_csv(const std::string& path) {
@@ -185,12 +188,7 @@ Result<std::string> write_minimalloc_csv(const Problem& problem, const MemoryPla
 Status write_minimalloc_csv_file(const std::string& path, const Problem& problem,
                                  const MemoryPlan& plan) {
   CARVE_ASSIGN_OR_RETURN(std::string text, write_minimalloc_csv(problem, plan));
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}' for writing", path));
-  out << text;
-  out.flush();
-  if (!out) return Status(ErrorCode::kIoError, fmt::format("error writing '{}'", path));
-  return Status();
+  return write_file(path, text);
 }
 
 }  // namespace carve::planner

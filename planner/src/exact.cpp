@@ -167,7 +167,7 @@ MemoryPlan to_plan(const Problem& problem, const Prepared& p,
 class ExactStrategy final : public Strategy {
  public:
   std::string_view name() const override { return "exact"; }
-  Result<PlanResult> plan(const Problem& problem, const PlanOptions& options) const override {
+  Result<PlanResult> plan_impl(const Problem& problem, const PlanOptions& options) const override {
     return plan_exact(problem, options);
   }
 };

@@ -170,7 +170,7 @@ class OffsetsStrategy final : public Strategy {
  public:
   OffsetsStrategy(std::string_view name, OffsetsFn fn) : name_(name), fn_(fn) {}
   std::string_view name() const override { return name_; }
-  Result<PlanResult> plan(const Problem& problem, const PlanOptions& options) const override {
+  Result<PlanResult> plan_impl(const Problem& problem, const PlanOptions& options) const override {
     const Clock::time_point t0 = Clock::now();
     const Deadline deadline = Deadline::from(options);
     CARVE_RETURN_IF_ERROR(check_plannable(problem).with_context(name_));

@@ -13,6 +13,10 @@ std::vector<std::string> strategy_names() {
   return {"naive", "greedy-size", "greedy-breadth", "greedy-xla", "online", "exact", "best"};
 }
 
+Result<PlanResult> Strategy::plan(const Problem& problem, const PlanOptions& options) const {
+  return no_exceptions(fmt::format("planner strategy '{}'", name()), [&] { return plan_impl(problem, options); });
+}
+
 Result<std::unique_ptr<Strategy>> make_strategy(std::string_view name) {
   if (name == "naive") return make_naive_strategy();
   if (name == "greedy-size") return make_greedy_size_strategy();

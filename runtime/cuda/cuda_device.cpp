@@ -247,6 +247,36 @@ CudaModule::~CudaModule() {
   if (api.ok() && module_ != nullptr && ctx_->make_current().ok()) (*api)->cuModuleUnload(static_cast<CUmodule>(module_));
 }
 
+Result<DevicePtr> CudaModule::global(std::string_view name, size_t bytes) const {
+  CARVE_RETURN_IF_ERROR(ctx_->make_current());
+  CARVE_ASSIGN_OR_RETURN(const DriverApi* api, detail::driver());
+  CUdeviceptr ptr = 0;
+  size_t size = 0;
+  const std::string n(name);
+  CUresult r = api->cuModuleGetGlobal(&ptr, &size, static_cast<CUmodule>(module_), n.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) return Status(ErrorCode::kNotFound, fmt::format("module has no global '{}'", n));
+  if (r != CUDA_SUCCESS) return cu_status(*api, r, fmt::format("cuModuleGetGlobal('{}')", n));
+  if (size != bytes)
+    return Status(ErrorCode::kInvalidArgument, fmt::format("global '{}' has {} bytes, not {}", n, size, bytes));
+  return static_cast<DevicePtr>(ptr);
+}
+
+Status CudaModule::read_global(std::string_view name, std::span<std::byte> bytes) const {
+  CARVE_ASSIGN_OR_RETURN(DevicePtr ptr, global(name, bytes.size()));
+  CARVE_ASSIGN_OR_RETURN(const DriverApi* api, detail::driver());
+  CARVE_CU_TRY(*api, api->cuMemcpyDtoH(bytes.data(), static_cast<CUdeviceptr>(ptr), bytes.size()),
+               fmt::format("reading global '{}'", name));
+  return Status();
+}
+
+Status CudaModule::write_global(std::string_view name, std::span<const std::byte> bytes) const {
+  CARVE_ASSIGN_OR_RETURN(DevicePtr ptr, global(name, bytes.size()));
+  CARVE_ASSIGN_OR_RETURN(const DriverApi* api, detail::driver());
+  CARVE_CU_TRY(*api, api->cuMemcpyHtoD(static_cast<CUdeviceptr>(ptr), bytes.data(), bytes.size()),
+               fmt::format("writing global '{}'", name));
+  return Status();
+}
+
 Status CudaModule::launch(const jit::cuda::LaunchConfig& c, std::span<const DevicePtr> params, CudaStream* stream) const {
   CARVE_RETURN_IF_ERROR(ctx_->make_current());
   CARVE_ASSIGN_OR_RETURN(const DriverApi* api, detail::driver());

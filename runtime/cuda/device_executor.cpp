@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+#include <span>
+
 #include "carve/jit/cuda/cuda_codegen.h"
 
 namespace carve::runtime::detail {
@@ -54,6 +57,7 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
     if (!device_kernel[ki]) {
       ex->modules_.push_back(nullptr);
       ex->configs_.emplace_back();
+      ex->error_word_.push_back(false);
       continue;
     }
     CARVE_ASSIGN_OR_RETURN(cu::KernelSource src, cu::generate_kernel(p.graph, k.group));
@@ -62,6 +66,7 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
     CARVE_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaModule> module, cuda::CudaModule::load(ctx, **bin));
     ex->modules_.push_back(std::move(module));
     ex->configs_.push_back(src.launch);
+    ex->error_word_.push_back(src.error_word);
   }
   auto alloc = std::static_pointer_cast<Allocator>(backend->allocator);
   for (const auto& host : p.constant_buffers) {  // uploaded once
@@ -150,6 +155,7 @@ Status DeviceExecutor::enqueue(const Program& p, const RegionBases& bases, const
     if (capture && is_transfer(launch)) continue;
     if (launch.on_host) {  // mixed placement: the host waits for the device, then runs the kernel
       for (auto& s : streams_) CARVE_RETURN_IF_ERROR(named(p, l, s->synchronize()));
+      CARVE_RETURN_IF_ERROR(host_position_checks(p, launch, bases));
       std::vector<void*> operands;
       for (const MemoryRef& r : launch.operands) operands.push_back(operand_address(p, bases, r));
       p.kernels[static_cast<size_t>(launch.kernel)].fn(operands.data(), launch.tile_begin, launch.tile_end);
@@ -201,16 +207,53 @@ Status DeviceExecutor::transfers(const Program& p, const RegionBases& bases, con
   return Status();
 }
 
+// A CPU-placed write_handle_at of a mixed program: its position is host memory, checked
+// before the kernel runs, as the CPU executor does.
+Status DeviceExecutor::host_position_checks(const Program& p, const Launch& launch, const RegionBases& bases) const {
+  for (const PositionCheck& check : launch.position_checks) {
+    int64_t position = 0;
+    std::memcpy(&position, operand_address(p, bases, check.position), sizeof(position));
+    if (position < 0 || position > check.max) return check.out_of_range(position);
+  }
+  return Status();
+}
+
+// Every kernel with an error word: read it, clear a set one, and report the first.
+Status DeviceExecutor::read_error_words(const Program& p) const {
+  Status first;
+  for (const Launch& launch : p.launches) {
+    if (launch.kind != LaunchKind::kKernel || launch.on_host) continue;
+    const auto k = static_cast<size_t>(launch.kernel);
+    if (!error_word_[k]) continue;
+    int64_t word[2] = {0, 0};
+    CARVE_RETURN_IF_ERROR(modules_[k]->read_global(cu::kErrorWord, std::as_writable_bytes(std::span(word))));
+    if (word[0] == 0) continue;
+    const int64_t zero[2] = {0, 0};
+    CARVE_RETURN_IF_ERROR(modules_[k]->write_global(cu::kErrorWord, std::as_bytes(std::span(zero))));
+    if (!first.ok()) continue;
+    first = launch.position_checks.empty()
+                ? Status(ErrorCode::kOutOfBounds, fmt::format("launch '{}': position {} is out of range", launch.name,
+                                                              word[1]))
+                : launch.position_checks.front().out_of_range(word[1]);
+  }
+  return first;
+}
+
+Status DeviceExecutor::check_arguments(const Program& p, std::span<const Buffer> inputs,
+                                       std::span<const Buffer> outputs) const {
+  if (!p.mixed()) return Status();
+  for (const Buffer& b : inputs)
+    if (on_device(b))
+      return Status(ErrorCode::kUnsupported, "a program with CPU-placed nodes takes host inputs and outputs");
+  for (const Buffer& b : outputs)
+    if (on_device(b))
+      return Status(ErrorCode::kUnsupported, "a program with CPU-placed nodes takes host inputs and outputs");
+  return Status();
+}
+
 Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std::span<Buffer> outputs,
                            RunRecord* record) {
-  if (p.mixed()) {
-    for (const Buffer& b : inputs)
-      if (on_device(b))
-        return Status(ErrorCode::kUnsupported, "a program with CPU-placed nodes takes host inputs and outputs");
-    for (const Buffer& b : outputs)
-      if (on_device(b))
-        return Status(ErrorCode::kUnsupported, "a program with CPU-placed nodes takes host inputs and outputs");
-  }
+  CARVE_RETURN_IF_ERROR(check_arguments(p, inputs, outputs));
   RegionBases bases;
   if (host_arena_) bases.host_arena = host_arena_->unsafe_data();
   for (const auto& c : p.constant_buffers) bases.host_constants.push_back(c ? c->unsafe_data() : nullptr);
@@ -247,9 +290,13 @@ Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std
     record->fallback_reason = record->parallel ? "" : "one stream";
   }
   if (!backend_->graphs || p.mixed()) {  // host kernels cannot be captured: streams
-    CARVE_RETURN_IF_ERROR(enqueue(p, bases, skip, /*capture=*/false));
-    for (auto& s : streams_) CARVE_RETURN_IF_ERROR(s->synchronize());
-    return Status();
+    Status status = enqueue(p, bases, skip, /*capture=*/false);
+    for (auto& s : streams_) {  // every stream drained even after an error, so no work is left in flight
+      Status synced = s->synchronize();
+      if (status.ok()) status = synced;
+    }
+    CARVE_RETURN_IF_ERROR(status);
+    return read_error_words(p);
   }
   CARVE_RETURN_IF_ERROR(transfers(p, bases, skip, LaunchKind::kUpload));
   bool recapture = !graph_;
@@ -270,7 +317,8 @@ Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std
   }
   CARVE_RETURN_IF_ERROR(graph_->launch(streams_[0].get()).with_context("cuGraphLaunch"));
   CARVE_RETURN_IF_ERROR(transfers(p, bases, skip, LaunchKind::kDownload));
-  return streams_[0]->synchronize();
+  CARVE_RETURN_IF_ERROR(streams_[0]->synchronize());
+  return read_error_words(p);
 }
 
 }  // namespace carve::runtime::detail

@@ -54,6 +54,11 @@ class DeviceExecutor {
                                                         const Program& program, const Schedule& schedule,
                                                         bool sequential);
   ~DeviceExecutor();
+  // Errors run() would find before launching anything (nothing written yet).
+  Status check_arguments(const Program& program, std::span<const Buffer> inputs,
+                         std::span<const Buffer> outputs) const;
+  // After the device work: kOutOfBounds when a write_handle_at position was out of range
+  // (that write skipped, the rest of the run done; cuda_codegen.h's error word).
   Status run(const Program& program, std::span<const Buffer> inputs, std::span<Buffer> outputs,
              RunRecord* record);
   const StreamPlan& stream_plan() const { return plan_; }
@@ -68,12 +73,15 @@ class DeviceExecutor {
   Status capture(const Program& program, const RegionBases& bases);
   Status transfers(const Program& program, const RegionBases& bases, const std::vector<uint8_t>& skip,
                    LaunchKind kind);
+  Status host_position_checks(const Program& program, const Launch& launch, const RegionBases& bases) const;
+  Status read_error_words(const Program& program) const;
 
   std::shared_ptr<DeviceBackend> backend_;
   const Schedule* schedule_ = nullptr;
   StreamPlan plan_;
   std::vector<std::unique_ptr<runtime::cuda::CudaModule>> modules_;  // per Program kernel
   std::vector<jit::cuda::LaunchConfig> configs_;
+  std::vector<bool> error_word_;  // per Program kernel: its module has cuda_codegen.h's error word
   std::vector<std::optional<Buffer>> constants_, handle_mirrors_;
   std::vector<Buffer> input_staging_, output_staging_;
   std::optional<Buffer> host_arena_;  // mixed programs: the CPU-placed kernels' arena

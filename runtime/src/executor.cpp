@@ -91,8 +91,7 @@ Status LaunchOperands::failed_check(const Program& program) const {
   if (launch < 0) return Status();
   const PositionCheck& c =
       program.launches[static_cast<size_t>(launch)].position_checks[static_cast<size_t>(failed_->check)];
-  return Status(ErrorCode::kOutOfBounds, fmt::format("{}: position {} is out of range: it needs 0 <= position <= {}",
-                                                     c.what, failed_->position, c.max));
+  return c.out_of_range(failed_->position);
 }
 
 void execute_launch(const Program& program, const LaunchOperands& operands, int32_t launch, int64_t tile_begin,

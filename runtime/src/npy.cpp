@@ -1,4 +1,5 @@
 // NumPy .npy reading and writing (see npy.h for the format and the error contract).
+#include "carve/file.h"
 #include "carve/runtime/npy.h"
 
 #include <bit>
@@ -492,15 +493,7 @@ Status write_npy(const std::string& path, const Buffer& buffer) {
   if (!bytes.ok()) {
     return Status(bytes.status().code(), fmt::format("npy '{}': {}", path, bytes.status().message()));
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    return npy_error(ErrorCode::kIoError, path,
-                     fmt::format("cannot open for writing: {}", std::strerror(errno)));
-  }
-  out.write(reinterpret_cast<const char*>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
-  out.flush();
-  if (!out) return npy_error(ErrorCode::kIoError, path, "write failed");
-  return Status();
+  return write_file(path, *bytes);
 }
 
 }  // namespace carve::runtime

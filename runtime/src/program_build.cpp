@@ -121,7 +121,27 @@ Status check_bound_constant(const ir::Value& v, const Buffer& b) {
   return Status();
 }
 
+// Every CompileOptions::constants key must name a graph constant that carries no data: a
+// misspelt key would otherwise leave the constant unbound and be silently ignored.
+Status check_constant_keys(const ir::Graph& g, const CompileOptions& options) {
+  for (const auto& [name, buffer] : options.constants) {
+    auto it = std::find_if(g.values.begin(), g.values.end(), [&](const ir::Value& v) {
+      return v.kind == ir::ValueKind::kConstant && v.name == name;
+    });
+    if (it == g.values.end())
+      return Status(ErrorCode::kNotFound,
+                    fmt::format("CompileOptions::constants binds '{}', which is no constant of graph '{}'", name,
+                                g.name));
+    if (it->data)
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("CompileOptions::constants binds '{}', a constant that already carries its data",
+                                name));
+  }
+  return Status();
+}
+
 Status bind_constants(Program& p, const CompileOptions& options) {
+  CARVE_RETURN_IF_ERROR(check_constant_keys(p.graph, options));
   for (const ir::Value& v : p.graph.values) {
     if (v.kind != ir::ValueKind::kConstant) continue;
     p.constants.push_back(v.id);
@@ -142,7 +162,24 @@ Status bind_constants(Program& p, const CompileOptions& options) {
   return Status();
 }
 
+// CompileOptions::handles: no null entry and no two with one name (which one would be bound
+// is ambiguous). Handles the graph does not declare are allowed: one set may serve several
+// graphs (prefill and decode), and a declared handle left unbound is an error of its own.
+Status check_handle_bindings(const CompileOptions& options) {
+  for (size_t i = 0; i < options.handles.size(); ++i) {
+    const auto& h = options.handles[i];
+    if (!h) return Status(ErrorCode::kInvalidArgument, fmt::format("CompileOptions::handles[{}] is null", i));
+    for (size_t j = 0; j < i; ++j)
+      if (options.handles[j]->name() == h->name())
+        return Status(ErrorCode::kInvalidArgument,
+                      fmt::format("CompileOptions::handles binds two handles named '{}' (entries {} and {})",
+                                  h->name(), j, i));
+  }
+  return Status();
+}
+
 Status bind_handles(Program& p, const CompileOptions& options) {
+  CARVE_RETURN_IF_ERROR(check_handle_bindings(options));
   for (const ir::Handle& declared : p.graph.handles) {
     auto it = std::find_if(options.handles.begin(), options.handles.end(),
                            [&](const auto& h) { return h && h->name() == declared.name; });

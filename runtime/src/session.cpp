@@ -32,6 +32,11 @@ std::string_view region_name(Region region) {
   return "?";
 }
 
+Status PositionCheck::out_of_range(int64_t position) const {
+  return Status(ErrorCode::kOutOfBounds,
+                fmt::format("{}: position {} is out of range: it needs 0 <= position <= {}", what, position, max));
+}
+
 std::string_view launch_kind_name(LaunchKind kind) {
   switch (kind) {
     case LaunchKind::kKernel: return "kernel";
@@ -191,19 +196,23 @@ Result<std::unique_ptr<CompiledProgram>> Session::compile_for_device(const ir::G
 }
 
 Result<std::unique_ptr<CompiledProgram>> Session::compile(const ir::Graph& graph, const CompileOptions& options) {
-  if (options.schedule.threads < 0)
-    return Status(ErrorCode::kInvalidArgument,
-                  fmt::format("CompileOptions::schedule.threads is {} (< 0)", options.schedule.threads));
-  CARVE_RETURN_IF_ERROR(check_placement(graph, options, device()));
-  if (device_) return compile_for_device(graph, options);
-  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, detail::build_program(graph, options, jit_.get()));
-  const auto start = std::chrono::steady_clock::now();
-  ScheduleOptions schedule_options = options.schedule;
-  if (schedule_options.threads == 0) schedule_options.threads = threads_;
-  CARVE_ASSIGN_OR_RETURN(Schedule schedule, build_schedule(*program, schedule_options));
-  std::unique_ptr<CompiledProgram> compiled(new CompiledProgram(jit_, std::move(program), std::move(schedule)));
-  compiled->program_->times.schedule = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return compiled;
+  using Compiled = Result<std::unique_ptr<CompiledProgram>>;
+  return no_exceptions(fmt::format("compiling graph '{}'", graph.name), [&]() -> Compiled {
+    if (options.schedule.threads < 0)
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("CompileOptions::schedule.threads is {} (< 0)", options.schedule.threads));
+    CARVE_RETURN_IF_ERROR(check_placement(graph, options, device()));
+    if (device_) return compile_for_device(graph, options);
+    CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, detail::build_program(graph, options, jit_.get()));
+    const auto start = std::chrono::steady_clock::now();
+    ScheduleOptions schedule_options = options.schedule;
+    if (schedule_options.threads == 0) schedule_options.threads = threads_;
+    CARVE_ASSIGN_OR_RETURN(Schedule schedule, build_schedule(*program, schedule_options));
+    std::unique_ptr<CompiledProgram> compiled(new CompiledProgram(jit_, std::move(program), std::move(schedule)));
+    compiled->program_->times.schedule =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return compiled;
+  });
 }
 
 namespace {
@@ -303,6 +312,12 @@ std::vector<BufferHandle*> written_handles(const Program& p) {
   return handles;
 }
 
+// Kernels may have written handles before a failure: their values are undefined now.
+void invalidate_written_handles(const Program& p, const Status& failure) {
+  for (BufferHandle* h : written_handles(p))
+    h->invalidate(fmt::format("a run of '{}' failed: {}", p.graph.name, failure.message()));
+}
+
 // Copies of the bytes of every handle some launch writes (CPU programs).
 Result<std::vector<std::pair<BufferHandle*, std::vector<std::byte>>>> save_written_handles(const Program& p) {
   std::vector<std::pair<BufferHandle*, std::vector<std::byte>>> saved;
@@ -350,52 +365,57 @@ Status CompiledProgram::check_caller_overlaps(std::span<const Buffer> inputs, st
 
 Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> outputs, const RunOptions& options,
                             RunRecord* record) {
-  std::lock_guard run_lock(run_mutex_);
-  CARVE_RETURN_IF_ERROR(check_run_args(inputs, outputs));
-  const Program& p = *program_;
-  // Handles shared with other programs: lock in address order so two programs never deadlock.
-  std::vector<BufferHandle*> handles;
-  for (const auto& h : p.handles) handles.push_back(h.get());
-  std::sort(handles.begin(), handles.end());
-  handles.erase(std::unique(handles.begin(), handles.end()), handles.end());
-  std::vector<std::unique_lock<std::mutex>> handle_locks;
-  for (BufferHandle* h : handles) handle_locks.emplace_back(h->run_mutex());
-  for (BufferHandle* h : handles) CARVE_RETURN_IF_ERROR(h->check_valid());
+  return no_exceptions(fmt::format("running graph '{}'", program_->graph.name), [&]() -> Status {
+    std::lock_guard run_lock(run_mutex_);
+    CARVE_RETURN_IF_ERROR(check_run_args(inputs, outputs));
+    const Program& p = *program_;
+    // Handles shared with other programs: lock in address order so two programs never deadlock.
+    std::vector<BufferHandle*> handles;
+    for (const auto& h : p.handles) handles.push_back(h.get());
+    std::sort(handles.begin(), handles.end());
+    handles.erase(std::unique(handles.begin(), handles.end()), handles.end());
+    std::vector<std::unique_lock<std::mutex>> handle_locks;
+    for (BufferHandle* h : handles) handle_locks.emplace_back(h->run_mutex());
+    for (BufferHandle* h : handles) CARVE_RETURN_IF_ERROR(h->check_valid());
 
-  if (options.stop.stop_requested())
-    return Status(ErrorCode::kCancelled, fmt::format("run of '{}' cancelled before it started", p.graph.name));
-  if (options.deadline && std::chrono::steady_clock::now() >= *options.deadline)
-    return Status(ErrorCode::kCancelled, fmt::format("run of '{}': the deadline passed before it started", p.graph.name));
-  if (device_) return device_->run(p, inputs, outputs, record);
-  // Only the caller-bound operands are re-resolved; arena operands come from their views.
-  for (size_t i = 0; i < inputs.size(); ++i) bases_.inputs[i] = inputs[i].unsafe_data();
-  for (size_t i = 0; i < outputs.size(); ++i) bases_.outputs[i] = outputs[i].unsafe_data();
-  for (size_t i = 0; i < p.handles.size(); ++i) bases_.handles[i] = p.handles[i]->memory().unsafe_data();
-  operands_.bind(p, bases_);
-  DeadlineStop deadline_stop(options.stop, options.deadline);
-  operands_.set_stop(deadline_stop.token());
-  ParallelRunOptions run_options;
-  run_options.check_hazards = options.check_hazards;
-  run_options.fail_on_hazard = options.fail_on_hazard;
-  run_options.record_trace = options.record_trace;
-  run_options.stretch_us = options.stretch_us;
-  // A run that can fail after its kernels ran (the checker finds a race) first saves the
-  // handles it writes, and puts them back when it fails: a failed run leaves handles as
-  // they were.
-  std::vector<std::pair<BufferHandle*, std::vector<std::byte>>> saved;
-  if (options.check_hazards && options.fail_on_hazard) {
-    CARVE_ASSIGN_OR_RETURN(saved, save_written_handles(p));
-  }
-  Status status = executor_.run(p, schedule_, operands_, run_options, record);
-  if (status.ok()) return status;
-  if (!saved.empty()) {
-    for (auto& [handle, bytes] : saved) std::memcpy(handle->memory().unsafe_data(), bytes.data(), bytes.size());
+    if (options.stop.stop_requested())
+      return Status(ErrorCode::kCancelled, fmt::format("run of '{}' cancelled before it started", p.graph.name));
+    if (options.deadline && std::chrono::steady_clock::now() >= *options.deadline)
+      return Status(ErrorCode::kCancelled, fmt::format("run of '{}': the deadline passed before it started", p.graph.name));
+    if (device_) {
+      CARVE_RETURN_IF_ERROR(device_->check_arguments(p, inputs, outputs));  // before anything runs
+      Status status = device_->run(p, inputs, outputs, record);
+      if (!status.ok()) invalidate_written_handles(p, status);
+      return status;
+    }
+    // Only the caller-bound operands are re-resolved; arena operands come from their views.
+    for (size_t i = 0; i < inputs.size(); ++i) bases_.inputs[i] = inputs[i].unsafe_data();
+    for (size_t i = 0; i < outputs.size(); ++i) bases_.outputs[i] = outputs[i].unsafe_data();
+    for (size_t i = 0; i < p.handles.size(); ++i) bases_.handles[i] = p.handles[i]->memory().unsafe_data();
+    operands_.bind(p, bases_);
+    DeadlineStop deadline_stop(options.stop, options.deadline);
+    operands_.set_stop(deadline_stop.token());
+    ParallelRunOptions run_options;
+    run_options.check_hazards = options.check_hazards;
+    run_options.fail_on_hazard = options.fail_on_hazard;
+    run_options.record_trace = options.record_trace;
+    run_options.stretch_us = options.stretch_us;
+    // A run that can fail after its kernels ran (the checker finds a race) first saves the
+    // handles it writes, and puts them back when it fails: a failed run leaves handles as
+    // they were.
+    std::vector<std::pair<BufferHandle*, std::vector<std::byte>>> saved;
+    if (options.check_hazards && options.fail_on_hazard) {
+      CARVE_ASSIGN_OR_RETURN(saved, save_written_handles(p));
+    }
+    Status status = executor_.run(p, schedule_, operands_, run_options, record);
+    if (status.ok()) return status;
+    if (!saved.empty()) {
+      for (auto& [handle, bytes] : saved) std::memcpy(handle->memory().unsafe_data(), bytes.data(), bytes.size());
+      return status;
+    }
+    invalidate_written_handles(p, status);
     return status;
-  }
-  // Kernels may have written handles before the failure: their values are undefined now.
-  for (BufferHandle* h : written_handles(p)) h->invalidate(fmt::format("a run of '{}' failed: {}", p.graph.name,
-                                                                       status.message()));
-  return status;
+  });
 }
 
 CompiledProgram::CompiledProgram(std::shared_ptr<jit::JitCompiler> jit, std::unique_ptr<Program> program,

@@ -1,10 +1,10 @@
 // Chrome / Perfetto trace-event JSON for a parallel run (trace.h).
 #include "carve/runtime/trace.h"
+#include "carve/file.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -97,12 +97,7 @@ Result<std::string> trace_json(const Program& program, const Schedule& schedule,
 Status write_trace_json(const std::string& path, const Program& program, const Schedule& schedule,
                         const RunRecord& record) {
   CARVE_ASSIGN_OR_RETURN(std::string text, trace_json(program, schedule, record));
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}' for writing", path));
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.close();
-  if (!out) return Status(ErrorCode::kIoError, fmt::format("cannot write '{}'", path));
-  return Status();
+  return write_file(path, text);
 }
 
 }  // namespace carve::runtime

@@ -43,6 +43,31 @@ TEST_CASE("cuda/codegen/kernel signature and launch") {
   CHECK(a->source.find("unsigned short* p2") != std::string::npos);
 }
 
+TEST_CASE("cuda/codegen/write_handle_at checks its position and reports through the error word") {
+  GraphBuilder b;
+  b.handle("cache", DType::kF32, {4, 2});
+  b.write_handle_at("cache", b.input("row", DType::kF32, {1, 2}), b.input("pos", DType::kI64, {}), 0);
+  b.output(b.neg(b.input("x", DType::kF32, {2})));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto order = ir::execution_order(*g);
+  auto groups = form_kernel_groups(*g, *order);
+  REQUIRE(groups.ok());
+  int checked = 0;
+  for (const KernelGroup& group : *groups) {
+    auto src = generate_kernel(*g, group);
+    REQUIRE_MESSAGE(src.ok(), src.status().to_string());
+    const bool writes_at = g->node(group.nodes.front()).op == ir::OpKind::kWriteHandleAt;
+    CHECK(src->error_word == writes_at);
+    CHECK((src->source.find("__device__ long long carve_error[2];") != std::string::npos) == writes_at);
+    if (!writes_at) continue;
+    ++checked;
+    CHECK(src->source.find("if (pos < 0 || pos > 3LL)") != std::string::npos);  // 4 rows, 1 written: max 3
+    CHECK(src->num_params == static_cast<int>(group.operands.size()));           // no extra parameter
+  }
+  CHECK(checked == 1);
+}
+
 TEST_CASE("cuda/codegen/malformed groups are rejected") {
   GraphBuilder b;
   auto x = b.input("x", DType::kF32, {4});

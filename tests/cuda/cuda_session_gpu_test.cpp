@@ -166,4 +166,50 @@ TEST_CASE("cuda/gpu/session/kv decoder logits match the CPU reference within 1e-
   }
 }
 
+TEST_CASE("cuda/gpu/session/write_handle_at out of range fails the run and marks the handle invalid") {
+  if (skip_without_gpu()) return;
+  ir::GraphBuilder b("kv");
+  b.handle("cache", DType::kF32, {4, 2});
+  auto row = b.input("row", DType::kF32, {1, 2});
+  auto pos = b.input("pos", DType::kI64, {});
+  b.write_handle_at("cache", row, pos, 0);
+  b.output(b.rename(b.neg(row), "y"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  for (bool graphs : {true, false}) {
+    CAPTURE(graphs);
+    auto session = rt::Session::create(device_options(2, graphs));
+    REQUIRE_MESSAGE(session.ok(), session.status().to_string());
+    auto cache = rt::BufferHandle::create("cache", DType::kF32, {4, 2});
+    REQUIRE(cache.ok());
+    auto program = (*session)->compile(*g, {.handles = {*cache}});
+    REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+    const std::vector<float> r{5.0f, 6.0f};
+    auto run_at = [&](int64_t p) {
+      std::span<const std::byte> row_bytes(reinterpret_cast<const std::byte*>(r.data()), 8);
+      std::span<const std::byte> pos_bytes(reinterpret_cast<const std::byte*>(&p), sizeof(p));
+      std::vector<rt::Buffer> inputs{*rt::Buffer::borrow(row_bytes, DType::kF32, {1, 2}),
+                                     *rt::Buffer::borrow(pos_bytes, DType::kI64, {})};
+      return (*program)->run(inputs);
+    };
+    REQUIRE(run_at(3).ok());
+    for (int64_t bad : {int64_t{4}, int64_t{1000}, INT64_MAX, int64_t{-5}}) {
+      CAPTURE(bad);
+      auto failed = run_at(bad);
+      REQUIRE_FALSE(failed.ok());
+      CHECK(failed.status().code() == ErrorCode::kOutOfBounds);
+      CHECK(failed.status().message().find("handle 'cache'") != std::string::npos);
+      CHECK(failed.status().message().find("position " + std::to_string(bad)) != std::string::npos);
+      CHECK((*cache)->read().status().code() == ErrorCode::kInvalidArgument);
+      REQUIRE((*cache)->reset().ok());
+      REQUIRE(run_at(1).ok());  // the error word was cleared: the next run is clean
+      auto value = (*cache)->read();
+      REQUIRE(value.ok());
+      auto floats = value->span<float>();
+      REQUIRE(floats.ok());
+      CHECK(std::vector<float>(floats->begin(), floats->end()) == std::vector<float>{0, 0, 5, 6, 0, 0, 0, 0});
+    }
+  }
+}
+
 }  // namespace carve::jit::cuda

@@ -6,6 +6,9 @@
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -332,4 +335,93 @@ TEST_CASE("onnx/bounds/trilu_mask_over_the_cap_fails_fast") {
   add_node(g, "tri", "Trilu", {"x"}, {"y"});
   add_output(g, "y");
   check_fails(import(m), ErrorCode::kOutOfMemory, "tri", "Trilu");
+}
+
+namespace {
+
+// Runs `carve ARGS` as a child process with its address space limited to 4 GiB; returns
+// the wait status.
+int run_carve_limited(const std::vector<std::string>& args) {
+  std::vector<std::string> all{CARVE_CLI_PATH};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // only async-signal-safe calls until exec
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    if (null_fd >= 0) ::dup2(null_fd, 1);
+    rlimit limit{rlim_t{4} << 30, rlim_t{4} << 30};
+    ::setrlimit(RLIMIT_AS, &limit);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("onnx/cli/reproducers exit with an error within a 4 GB address space") {
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan reserves terabytes of shadow address space: it cannot start under RLIMIT_AS.
+  carve::test::skip("AddressSanitizer cannot run under an address-space limit (the Release build checks this)");
+  return;
+#else
+  const fs::path dir = fs::temp_directory_path() / ("carve_onnx_limit_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::vector<std::vector<std::string>> runs;
+  auto model_file = [&](const std::string& op, ::onnx::ModelProto m) {
+    add_output(*m.mutable_graph(), "y");
+    const fs::path path = dir / (op + ".onnx");
+    std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+    return path.string();
+  };
+  {
+    auto m = new_model();
+    add_int64_init(*m.mutable_graph(), "shape", {2}, {int64_t{1} << 30, int64_t{1} << 30});
+    add_node(*m.mutable_graph(), "n", "ConstantOfShape", {"shape"}, {"y"});
+    runs.push_back({"plan", model_file("ConstantOfShape", m)});
+  }
+  {
+    auto m = new_model();
+    add_int64_init(*m.mutable_graph(), "s", {}, {0});
+    add_int64_init(*m.mutable_graph(), "l", {}, {int64_t{1} << 40});
+    add_int64_init(*m.mutable_graph(), "d", {}, {1});
+    add_node(*m.mutable_graph(), "n", "Range", {"s", "l", "d"}, {"y"});
+    runs.push_back({"plan", model_file("Range", m)});
+  }
+  {
+    auto m = new_model();
+    add_float_init(*m.mutable_graph(), "x", {1}, {1.0f});
+    add_int64_init(*m.mutable_graph(), "shape", {2}, {int64_t{1} << 30, int64_t{1} << 30});
+    add_node(*m.mutable_graph(), "n", "Expand", {"x", "shape"}, {"y"});
+    runs.push_back({"plan", model_file("Expand", m)});
+  }
+  {
+    auto m = new_model();
+    add_float_init(*m.mutable_graph(), "x", {1, 1}, {1.0f});
+    add_int64_init(*m.mutable_graph(), "r", {2}, {int64_t{1} << 16, int64_t{1} << 16});
+    add_node(*m.mutable_graph(), "n", "Tile", {"x", "r"}, {"y"});
+    runs.push_back({"plan", model_file("Tile", m)});
+  }
+  const std::string big = (dir / "big.csv").string();
+  std::ofstream(big) << "id,lower,upper,size\nb,0,1,2305843009213693952\n";
+  runs.push_back({"plan", big});  // a valid problem: planned exactly (exit 0), no crash
+  const std::string small = carve::test::minimalloc_dir() + "/examples__input.12.csv";
+  runs.push_back({"plan", small, "--align", "4611686018427387904"});
+  const std::string graph = (dir / "g.carve").string();
+  std::ofstream(graph) << "graph g {\n  input x: f32[4]\n  n = neg(x) -> y: f32[4]\n  output y\n}\n";
+  runs.push_back({"run", graph, "--input", "x=/dev/zero"});
+  for (const auto& args : runs) {
+    CAPTURE(args.back());
+    CAPTURE(args[1]);
+    const int status = run_carve_limited(args);
+    REQUIRE(WIFEXITED(status));  // no signal: no crash, no kill for memory
+    CHECK(WEXITSTATUS(status) < 127);  // carve ran and decided
+    if (args[1] != big) CHECK(WEXITSTATUS(status) == 1);  // and failed with its own error
+  }
+  fs::remove_all(dir);
+#endif
 }

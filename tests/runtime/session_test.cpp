@@ -208,6 +208,38 @@ TEST_CASE("runtime/session/compile errors name what is missing") {
   CHECK(session->compile(*hg, {.strategy = "nope"}).status().code() != ErrorCode::kOk);
 }
 
+TEST_CASE("runtime/session/compile rejects ambiguous or misspelt bindings") {
+  auto session = session_or_skip();
+  if (!session) return;
+  ir::GraphBuilder b;
+  b.handle("state", DType::kF32, {4});
+  auto x = b.input("x", DType::kF32, {4});
+  auto w = b.constant("w", DType::kF32, {4});  // no data: bound through CompileOptions::constants
+  b.output(b.add(b.add(x, w), b.read_handle("state")));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto first = runtime::BufferHandle::create("state", DType::kF32, {4});
+  auto second = runtime::BufferHandle::create("state", DType::kF32, {4});
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  std::vector<float> ones(4, 1.0f);
+  auto weights = runtime::Buffer::borrow(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(ones.data()), 16), DType::kF32, {4});
+  REQUIRE(weights.ok());
+  REQUIRE(session->compile(*g, {.handles = {*first}, .constants = {{"w", *weights}}}).ok());
+
+  auto twice = session->compile(*g, {.handles = {*first, *second}, .constants = {{"w", *weights}}});
+  CHECK(twice.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(twice.status().message().find("two handles named 'state'") != std::string::npos);
+  auto null_entry = session->compile(*g, {.handles = {*first, nullptr}, .constants = {{"w", *weights}}});
+  CHECK(null_entry.status().code() == ErrorCode::kInvalidArgument);
+  auto misspelt = session->compile(*g, {.handles = {*first}, .constants = {{"w", *weights}, {"W", *weights}}});
+  CHECK(misspelt.status().code() == ErrorCode::kNotFound);
+  CHECK(misspelt.status().message().find("'W'") != std::string::npos);
+  auto not_constant = session->compile(*g, {.handles = {*first}, .constants = {{"w", *weights}, {"x", *weights}}});
+  CHECK(not_constant.status().code() == ErrorCode::kNotFound);
+}
+
 TEST_CASE("runtime/session/handles persist across runs and programs") {
   auto session = session_or_skip();
   if (!session) return;

@@ -100,6 +100,17 @@ TEST_CASE("tools/plan/malformed csv is an error with its line number") {
   CHECK(r.err.find("line 3") != std::string::npos);
 }
 
+TEST_CASE("tools/plan/json and svg write errors give the reason") {
+  const std::string csv = carve::test::minimalloc_dir() + "/examples__input.12.csv";
+  CliRun full = carve_cli({"plan", csv, "--strategy", "greedy-size", "--json", "/dev/full"});
+  CHECK(full.code == 1);
+  CHECK(full.err.find("'/dev/full'") != std::string::npos);
+  CHECK(full.err.find("No space left on device") != std::string::npos);
+  CliRun missing = carve_cli({"plan", csv, "--strategy", "greedy-size", "--svg", "/nonexistent-carve-dir/p.svg"});
+  CHECK(missing.code == 1);
+  CHECK(missing.err.find("No such file or directory") != std::string::npos);
+}
+
 TEST_CASE("tools/plan/unknown strategy is a usage error") {
   const std::string csv = carve::test::minimalloc_dir() + "/examples__input.12.csv";
   CliRun r = carve_cli({"plan", csv, "--strategy", "nope"});

@@ -121,6 +121,8 @@ TEST_CASE("tools/run/threads sequential check-hazards and trace") {
   std::stringstream text;
   text << trace.rdbuf();
   CHECK(text.str().find("\"traceEvents\"") != std::string::npos);
+  CHECK(carve_cli({"run", graph, "--random-inputs", "3", "--trace", "/dev/full"}, &out, &err) == 1);
+  CHECK(err.find("No space left on device") != std::string::npos);
 
   REQUIRE(carve_cli({"run", graph, "--random-inputs", "3", "--sequential"}, &out, &err) == 0);
   CHECK(out.find("sequentially (sequential execution requested)") != std::string::npos);

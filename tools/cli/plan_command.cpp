@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "carve/file.h"
 #include "carve/planner/csv.h"
 #include "carve/planner/parallel_safe.h"
 #include "carve/planner/strategy.h"
@@ -23,14 +23,6 @@ struct Row {
   planner::PlanResult result;
   Status valid;  // from the validator
 };
-
-Status write_file(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary);
-  if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}' for writing", path));
-  file << text;
-  if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot write '{}'", path));
-  return Status();
-}
 
 std::vector<std::string> chosen_strategies(const std::string& name) {
   if (name != "all") return {name};

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cassert>
+#include <exception>
+#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -90,6 +92,22 @@ class [[nodiscard]] Result {
  private:
   std::variant<T, Status> data_;
 };
+
+// Runs `body` (returning Status or Result<T>) so that no exception leaves it: std::bad_alloc
+// becomes kOutOfMemory and any other exception kInternal, the message led by `what`. Public
+// entry points whose work allocates by the size of their input wrap their body in it.
+template <typename Body>
+auto no_exceptions(std::string_view what, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Status(ErrorCode::kOutOfMemory, std::string(what) + ": out of memory");
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kInternal, std::string(what) + ": unexpected exception: " + e.what());
+  } catch (...) {
+    return Status(ErrorCode::kInternal, std::string(what) + ": unexpected exception");
+  }
+}
 
 }  // namespace carve
 

@@ -50,6 +50,9 @@ Result<std::unique_ptr<CudaModule>> CudaModule::load(std::shared_ptr<CudaContext
 }
 CudaModule::~CudaModule() = default;
 Status CudaModule::launch(const jit::cuda::LaunchConfig&, std::span<const DevicePtr>, CudaStream*) const { return no_device(); }
+Status CudaModule::read_global(std::string_view, std::span<std::byte>) const { return no_device(); }
+Status CudaModule::write_global(std::string_view, std::span<const std::byte>) const { return no_device(); }
+Result<DevicePtr> CudaModule::global(std::string_view, size_t) const { return no_device(); }
 
 Result<std::vector<reference::HostTensor>> run_graph(const ir::Graph&, std::span<const reference::HostTensor>, reference::ReferenceHandles*, const RunnerOptions&) {
   return no_device();

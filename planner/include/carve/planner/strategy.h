@@ -44,8 +44,13 @@ class Strategy {
   virtual ~Strategy() = default;
   virtual std::string_view name() const = 0;
   // Errors: invalid problem (check_problem), kInfeasible when a capacity is given and no
-  // plan fits (exact proved it), kTimeout when the limit passed before any plan within capacity.
-  virtual Result<PlanResult> plan(const Problem& problem, const PlanOptions& options) const = 0;
+  // plan fits (exact proved it), kTimeout when the limit passed before any plan within
+  // capacity, kOutOfMemory when memory ran out (no exception escapes).
+  Result<PlanResult> plan(const Problem& problem, const PlanOptions& options) const;
+
+ protected:
+  // What each strategy implements; plan() calls it with exceptions turned into a Status.
+  virtual Result<PlanResult> plan_impl(const Problem& problem, const PlanOptions& options) const = 0;
 };
 
 // Names: naive, greedy-size, greedy-breadth, greedy-xla, online, exact, best.

@@ -23,7 +23,10 @@ struct CompileOptions {
   bool fuse = true;
   bool parallel_safe = false;            // no byte sharing between DAG-unordered buffers
   double plan_time_limit_seconds = 10.0;
-  std::vector<std::shared_ptr<BufferHandle>> handles{};  // bound by name to graph handles
+  // Bound by name to the graph's handles. Two entries with one name, or a null entry:
+  // kInvalidArgument. Entries the graph does not declare are ignored (one set may serve
+  // several graphs); a declared handle with no entry is kInvalidArgument.
+  std::vector<std::shared_ptr<BufferHandle>> handles{};
   // Execution (schedule.h). schedule.sequential = one launch after another in program order
   // (the DAG is still built, for statistics and the hazard checker); on a device, all
   // launches on one stream. schedule.threads 0 = the session's.
@@ -34,7 +37,9 @@ struct CompileOptions {
   std::map<std::string, DeviceType> placement{};
   // Bytes for graph constants that carry no data, by value name, used in place (never
   // copied; the program keeps them alive), e.g. the mmapped external-data weights of an
-  // ONNX import. Each must have the constant's dtype and shape (kTypeMismatch/kShapeError).
+  // ONNX import. Each must have the constant's dtype and shape (kTypeMismatch/kShapeError);
+  // a key naming no graph constant is kNotFound, one naming a constant that has its data
+  // kInvalidArgument (a misspelt key is never ignored).
   std::map<std::string, Buffer> constants{};
   // false: this compile neither reads nor writes the kernel disk cache (jit/kernel_cache.h;
   // SessionOptions::jit.disk_cache = false turns it off for the whole session).

@@ -70,6 +70,9 @@ struct PositionCheck {
   MemoryRef position;
   int64_t max = 0;
   std::string what;  // "write_handle_at 'w' into handle 'k' f32[8,4] along axis 0 (1 row)"
+  // kOutOfBounds "<what>: position P is out of range: it needs 0 <= position <= max";
+  // every executor (CPU, device, host kernels of a mixed program) reports this one text.
+  Status out_of_range(int64_t position) const;
 };
 
 struct Launch {
@@ -79,7 +82,9 @@ struct Launch {
   int64_t tile_begin = 0, tile_end = 1;
   std::vector<MemoryRef> operands;  // Kernel ABI order; for a copy/upload/download: {source, destination}
   std::vector<MemoryRef> reads, writes;
-  std::vector<PositionCheck> position_checks;  // CPU kernels only
+  // CPU kernels: checked by the executor before the launch. Device kernels check on the
+  // GPU and report through their error word (cuda_codegen.h), read after the run.
+  std::vector<PositionCheck> position_checks;
   // Device program only: a kernel placed on the CPU (mixed placement, device_program.h);
   // its operands are host regions and it runs with ProgramKernel::fn on the host.
   bool on_host = false;

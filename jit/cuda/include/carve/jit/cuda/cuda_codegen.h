@@ -28,8 +28,14 @@
 //    when CodegenOptions::double_accumulation (default), matmul/gemm/conv in float (f64 in
 //    double, integers wrap exactly). Summation order differs from the reference (parallel
 //    trees), so float results agree within a tolerance, not bit for bit.
-//  - out-of-range behaviour matches the CPU JIT: a gather index outside [-n, n) yields zeros;
-//    write_handle_at clamps pos to [0, handle_dim - value_dim].
+//  - out of range: a gather index outside [-n, n) yields zeros (as on the CPU); a
+//    write_handle_at position outside [0, handle_dim - value_dim] writes nothing and is
+//    reported through the module's error word (below), so the run fails with kOutOfBounds.
+//
+// Error word: a kernel with KernelSource::error_word defines
+//   __device__ long long carve_error[2];   // kErrorWord; zero-initialised at module load
+// and, on the first out-of-range position, sets it to {1, position}. The executor reads
+// it after the run (cuModuleGetGlobal), clears it and fails the run naming the check.
 //
 // Thread-safety: pure functions. Errors: kUnsupported for an op/dtype the generator does not
 // handle; kInvalidArgument for a malformed group (no nodes, unknown ids, operand mismatch).
@@ -49,6 +55,8 @@ namespace carve::jit::cuda {
 inline constexpr std::string_view kCodegenVersion = "carve-cuda-codegen-1";
 // The name of the one __global__ function in every generated source.
 inline constexpr std::string_view kKernelEntry = "carve_kernel";
+// The name of the error word's __device__ array (see above).
+inline constexpr std::string_view kErrorWord = "carve_error";
 
 struct CodegenOptions {
   int block_size = 256;             // threads per block of 1-D kernels (multiple of 32, <= 1024)
@@ -68,6 +76,7 @@ struct KernelSource {
   LaunchConfig launch;
   int num_params = 0;        // == group.operands.size()
   std::string family;        // "elementwise", "layout", "reduce", "softmax", "gemm", "conv", ...
+  bool error_word = false;   // the source defines kErrorWord (it checks a position)
 };
 
 // The kernel for one group. Every non-view op of ir::OpKind is supported, views too (as

@@ -150,9 +150,15 @@ class CudaModule {
   ~CudaModule();
   // Launches the entry with one device pointer per kernel parameter (the operand order).
   Status launch(const jit::cuda::LaunchConfig& config, std::span<const DevicePtr> params, CudaStream* stream = nullptr) const;
+  // Copies a __device__ variable of the module out / in (synchronous: call after the work
+  // that writes it is complete). kNotFound for an unknown name, kInvalidArgument when
+  // `bytes` is not the variable's size.
+  Status read_global(std::string_view name, std::span<std::byte> bytes) const;
+  Status write_global(std::string_view name, std::span<const std::byte> bytes) const;
 
  private:
   CudaModule() = default;
+  Result<DevicePtr> global(std::string_view name, size_t bytes) const;
   std::shared_ptr<CudaContext> ctx_;
   void* module_ = nullptr;
   void* function_ = nullptr;
