@@ -178,7 +178,8 @@ std::string KernelDiskCache::entry_path(std::string_view key) const {
   return fmt::format("{}/{}{}{}", dir_, kEntryPrefix, key, kEntrySuffix);
 }
 
-void KernelDiskCache::warn(const std::string& line) const {
+void KernelDiskCache::warn(const std::string& line) {
+  std::lock_guard<std::mutex> lock(log_mu_);  // one line at a time, whatever thread writes
   if (log_) log_(line);
 }
 

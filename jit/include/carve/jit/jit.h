@@ -57,7 +57,8 @@ struct JitOptions {
   bool disk_cache = true;  // false: never read or write a disk cache, whatever is set
   int64_t cache_max_bytes = kDefaultCacheMaxBytes;  // the folder's LRU size bound
   // Where cache warnings go (a bad entry removed, a failed write, a folder that cannot be
-  // made), one line each; empty: standard error, prefixed "carve: ".
+  // made), one line each, one call at a time per JitCompiler; empty: standard error,
+  // prefixed "carve: ".
   CacheLog log;
 };
 

@@ -19,8 +19,9 @@
 // Writes are atomic: a temp file in the same folder (".tmp-cpu-<key>.<pid>.<n>") is
 // written, fsynced and renamed over the entry; any failure removes the temp file, so a
 // reader sees a whole entry or none, and a full disk leaves nothing behind.
-// Bad entries (wrong size, magic, version, key or checksum, or refused by the JIT:
-// discard()) are logged naming the file, removed and treated as a miss -- never an error.
+// Bad entries (wrong size, magic, version, key or checksum, larger than the bound, or
+// refused by the JIT: discard()) are logged naming the file, removed and treated as a
+// miss -- never an error. A folder removed while in use is made again by the next write.
 //
 // Size: bounded by max_bytes (default kDefaultCacheMaxBytes). A hit touches the entry's
 // mtime; when writes take the folder's total above the bound, the least recently used
@@ -53,7 +54,8 @@ namespace carve::jit {
 inline constexpr int64_t kDefaultCacheMaxBytes = int64_t{512} << 20;  // 512 MiB
 inline constexpr uint32_t kCacheFormatVersion = 1;
 
-// Receives one line per event worth a warning (a bad entry removed, a failed write).
+// Receives one line per event worth a warning (a bad entry removed, a failed write); a
+// cache calls it from one thread at a time.
 using CacheLog = std::function<void(const std::string&)>;
 
 // $CARVE_CACHE_DIR, else $XDG_CACHE_HOME/carve (an absolute XDG_CACHE_HOME only, as the
@@ -98,13 +100,14 @@ class KernelDiskCache {
  private:
   KernelDiskCache(std::string dir, int64_t max_bytes, CacheLog log)
       : dir_(std::move(dir)), max_bytes_(max_bytes), log_(std::move(log)) {}
-  void warn(const std::string& line) const;
+  void warn(const std::string& line);
   void remove_bad(const std::string& path, ino_t inode, std::string_view why);
 
   std::string dir_;
   int64_t max_bytes_;
   CacheLog log_;
   std::mutex evict_mu_;
+  std::mutex log_mu_;
   std::atomic<int64_t> approx_bytes_{-1};  // entries' bytes at the last scan + own writes; -1: not scanned
   std::atomic<uint64_t> temp_counter_{0};
   std::atomic<bool> write_failure_logged_{false};
