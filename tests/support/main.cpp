@@ -4,9 +4,10 @@
 //  - test cases that call carve::test::skip() make the process exit with 77, which
 //    CTest reports as skipped (SKIP_RETURN_CODE), unless something failed.
 // And one guard for the user's home: the kernel disk cache is on by default (in
-// ~/.cache/carve), so unless CARVE_CACHE_DIR is set, each test process gets a cache
-// folder of its own under the temp directory, removed when it exits; child processes
-// (the CLI, helper cases) inherit it.
+// ~/.cache/carve, or CARVE_CACHE_DIR), so each test process started by CTest or by hand
+// points CARVE_CACHE_DIR at a folder of its own under the temp directory, removed when it
+// exits. Processes a test starts (the CLI, helper cases) keep the CARVE_CACHE_DIR they are
+// given: CARVE_TEST_CACHE_OWNER marks them.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -47,8 +48,7 @@ struct CountingListener : doctest::IReporter {
 struct PrivateCacheDir {
   std::string path;
   PrivateCacheDir() {
-    const char* set = std::getenv("CARVE_CACHE_DIR");
-    if (set != nullptr && *set != 0) return;
+    if (std::getenv("CARVE_TEST_CACHE_OWNER") != nullptr) return;  // started by a test
     std::string tmpl = (std::filesystem::temp_directory_path() / "carve_test_cache_XXXXXX").string();
     if (::mkdtemp(tmpl.data()) == nullptr) {
       std::perror("carve tests: mkdtemp for CARVE_CACHE_DIR");
@@ -56,6 +56,7 @@ struct PrivateCacheDir {
     }
     path = tmpl;
     ::setenv("CARVE_CACHE_DIR", path.c_str(), 1);
+    ::setenv("CARVE_TEST_CACHE_OWNER", std::to_string(::getpid()).c_str(), 1);
   }
   ~PrivateCacheDir() {
     std::error_code ec;
