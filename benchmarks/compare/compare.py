@@ -67,7 +67,7 @@ def run_child(cmd, env, timeout=900):
 
 def child_env(threads):
     env = dict(os.environ)
-    env.pop("CARVE_CACHE_DIR", None)  # carve compiles every kernel in every process (no disk cache)
+    env.pop("CARVE_CACHE_DIR", None)  # with --no-cache (carve_model_run): every process compiles every kernel
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = str(threads)
     return env
@@ -147,7 +147,7 @@ def model_inputs(models_dir, name):
 
 def carve_model_run(args, name, out_dir, extra=()):
     cmd = [args.carve, "run", os.path.join(args.models, name + ".onnx"), "--threads", str(args.threads),
-           "--iters", str(args.iters), "--output-dir", out_dir, *extra]
+           "--iters", str(args.iters), "--output-dir", out_dir, "--no-cache", *extra]
     for n, f in model_inputs(args.models, name):
         cmd += ["--input", f"{n}={f}"]
     rc, out, err, wall, rss = run_child(cmd, child_env(args.threads))

@@ -543,7 +543,9 @@ Epilogue make_epilogue(EmitContext& ec) {
   BroadcastLayout layout = broadcast_layout(out_shape, shapes);
   DType final_dtype = g.value(nodes.back()->outputs[0]).type.dtype;
 
-  return [=](EmitContext& ec2, Value* value, Value* linear) -> Value* {
+  // `g` by reference: [=] alone would copy the whole graph, constants included, per kernel.
+  // The epilogue is used while this group is emitted, when the graph is alive.
+  return [=, &g](EmitContext& ec2, Value* value, Value* linear) -> Value* {
     llvm::IRBuilder<>& b = ec2.b;
     auto run_scalar = [&](Value* v, Value* lin) -> Value* {
       std::map<ir::ValueId, Value*> known{{anchor_out, v}};

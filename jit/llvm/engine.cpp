@@ -9,11 +9,13 @@
 //
 // Compilation path for one group (compile_group):
 //   emit IR -> verify -> key = SHA-256(IR text, triple, cpu, features, LLVM version,
-//   opt level, engine tag) -> memory cache? -> add the module to LLJIT under the symbol
-//   "carve_k_<key>" -> lookup triggers CarveCompiler (on this thread): disk object? else
-//   optimise (O2/O3 PassBuilder pipeline with the TargetMachine) + codegen + write
-//   `<key>.o` atomically (temp file + rename).
-#include <llvm/ExecutionEngine/ObjectCache.h>
+//   carve version, opt level, engine tag) -> memory cache? -> add the module to LLJIT
+//   under the symbol "carve_k_<key>" -> lookup triggers CarveCompiler (on this thread):
+//   disk entry (kernel_cache.h) that is an object defining exactly that symbol? else
+//   optimise (O2/O3 PassBuilder pipeline with the TargetMachine) + codegen + store the
+//   entry. If the JIT cannot link an object that came from disk, the entry is discarded
+//   and the kernel compiled afresh in a JITDylib of its own (the failed symbol stays in
+//   error in the main one), so a bad entry never fails a compile.
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -24,6 +26,7 @@
 #include <llvm/IR/Attributes.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/SHA256.h>
@@ -34,16 +37,13 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <future>
+#include <iostream>
 #include <mutex>
-#include <sstream>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -71,51 +71,46 @@ void atomic_add(std::atomic<double>& a, double v) {
   }
 }
 
-// `<dir>/<module identifier>.o`; the identifier is the cache key (hex).
-class DiskObjectCache final : public llvm::ObjectCache {
- public:
-  explicit DiskObjectCache(std::string dir) : dir_(std::move(dir)) {}
+// How a module may use the disk cache, carried to CarveCompiler as a suffix of the module
+// identifier (the key): all of it; write only (a retry after a bad entry); not at all
+// (a compile() call with use_disk_cache = false).
+enum class DiskUse { kReadWrite, kWriteOnly, kNone };
+constexpr std::string_view kWriteOnlySuffix = "#write-only";
+constexpr std::string_view kNoDiskSuffix = "#no-disk";
 
-  std::string path_for(const std::string& key) const { return dir_ + "/" + key + ".o"; }
+std::string module_identifier(const std::string& key, DiskUse use) {
+  if (use == DiskUse::kWriteOnly) return key + std::string(kWriteOnlySuffix);
+  if (use == DiskUse::kNone) return key + std::string(kNoDiskSuffix);
+  return key;
+}
 
-  std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module* m) override {
-    std::string path = path_for(m->getModuleIdentifier());
-    auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-    if (!buf) return nullptr;
-    if ((*buf)->getBufferSize() == 0) return nullptr;
-    return std::move(*buf);
+// The key of a module identifier, and its disk use.
+std::pair<std::string, DiskUse> parse_identifier(std::string id) {
+  for (auto [suffix, use] : {std::pair{kWriteOnlySuffix, DiskUse::kWriteOnly}, std::pair{kNoDiskSuffix, DiskUse::kNone}})
+    if (id.ends_with(suffix)) return {id.substr(0, id.size() - suffix.size()), use};
+  return {id, DiskUse::kReadWrite};
+}
+
+std::string kernel_symbol(const std::string& key) { return "carve_k_" + key; }
+
+// Why a disk object cannot serve `symbol`, or "" when it can: it must parse as an object
+// file and define exactly that one global symbol (a foreign object would add others to
+// the JIT's symbol table).
+std::string object_problem(llvm::MemoryBufferRef buffer, const std::string& symbol) {
+  auto obj = llvm::object::ObjectFile::createObjectFile(buffer);
+  if (!obj) return "not an object file: " + err_text(obj.takeError());
+  bool found = false;
+  for (const llvm::object::SymbolRef& sym : (*obj)->symbols()) {
+    auto flags = sym.getFlags();
+    if (!flags) return "unreadable symbol table: " + err_text(flags.takeError());
+    if (!(*flags & llvm::object::SymbolRef::SF_Global) || (*flags & llvm::object::SymbolRef::SF_Undefined)) continue;
+    auto name = sym.getName();
+    if (!name) return "unreadable symbol name: " + err_text(name.takeError());
+    if (*name != symbol) return fmt::format("defines '{}', not only '{}'", name->str(), symbol);
+    found = true;
   }
-
-  void notifyObjectCompiled(const llvm::Module* m, llvm::MemoryBufferRef obj) override {
-    std::string path = path_for(m->getModuleIdentifier());
-    std::ostringstream tid;
-    tid << std::this_thread::get_id();
-    std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), tid.str());
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out) return;  // an unwritable cache is not an error
-      out.write(obj.getBufferStart(), static_cast<std::streamsize>(obj.getBufferSize()));
-      if (!out) {
-        out.close();
-        std::error_code ec;
-        std::filesystem::remove(tmp, ec);
-        return;
-      }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-    writes.fetch_add(1);
-  }
-
-  std::atomic<int64_t> writes{0};
-
- private:
-  std::string dir_;
-};
+  return found ? "" : fmt::format("does not define '{}'", symbol);
+}
 
 int vector_width_f32(const std::string& features) {
   if (features.find("+avx512f") != std::string::npos) return 16;
@@ -164,8 +159,10 @@ struct JitCompiler::Impl {
   HostTarget host;
   std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;
   llvm::DataLayout data_layout{""};
-  std::unique_ptr<DiskObjectCache> disk;
+  std::unique_ptr<KernelDiskCache> disk;
+  CacheLog log;
   std::unique_ptr<llvm::orc::LLJIT> lljit;
+  std::atomic<int64_t> retry_dylibs{0};
 
   struct Entry {
     uint64_t address = 0;
@@ -173,17 +170,29 @@ struct JitCompiler::Impl {
   };
   std::mutex mu;
   std::unordered_map<std::string, std::shared_future<Result<Entry>>> kernels;
-  // key -> served from disk (set by the compile function during materialisation)
+  // key -> where its object came from and its size (set by CarveCompiler while ORC
+  // materialises the module)
+  struct Origin {
+    bool from_disk = false;
+    size_t object_bytes = 0;
+  };
   std::mutex origin_mu;
-  std::unordered_map<std::string, bool> origin;
+  std::unordered_map<std::string, Origin> origin;
 
-  std::atomic<int64_t> requested{0}, emitted{0}, codegen{0}, memory_hits{0}, disk_hits{0};
+  std::atomic<int64_t> requested{0}, emitted{0}, codegen{0}, memory_hits{0}, disk_hits{0}, object_bytes{0};
   std::atomic<double> emit_s{0}, codegen_s{0}, link_s{0};
 
   // Builds the module for a group (function named `carve_kernel`, identifier "carve").
   Result<std::unique_ptr<llvm::Module>> build(llvm::LLVMContext& ctx, const ir::Graph& graph,
                                               const KernelGroup& group);
-  Result<CompiledKernel> compile(const ir::Graph& graph, const KernelGroup& group);
+  Result<CompiledKernel> compile(const ir::Graph& graph, const KernelGroup& group, bool use_disk);
+  // Adds the module to `jd` under the kernel's symbol and looks it up (which compiles it
+  // on this thread); the function address.
+  Result<uint64_t> materialise(llvm::orc::JITDylib& jd, std::unique_ptr<llvm::Module> module,
+                               std::unique_ptr<llvm::LLVMContext> ctx, const std::string& key, DiskUse use,
+                               const KernelGroup& group);
+  // A new JITDylib that resolves libm/libc from this process, for a retry.
+  Result<llvm::orc::JITDylib*> retry_dylib();
 };
 
 namespace {
@@ -198,13 +207,16 @@ class CarveCompiler final : public llvm::orc::IRCompileLayer::IRCompiler {
         impl_(impl) {}
 
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
-    const std::string key = m.getModuleIdentifier();
-    if (impl_.disk) {
-      if (auto obj = impl_.disk->getObject(&m)) {
-        impl_.disk_hits.fetch_add(1);
-        std::lock_guard<std::mutex> lock(impl_.origin_mu);
-        impl_.origin[key] = true;
-        return obj;
+    const auto [key, use] = parse_identifier(m.getModuleIdentifier());
+    if (impl_.disk && use == DiskUse::kReadWrite) {
+      if (std::optional<std::string> payload = impl_.disk->load(key)) {
+        auto buffer = llvm::MemoryBuffer::getMemBufferCopy(*payload, key);
+        std::string problem = object_problem(buffer->getMemBufferRef(), kernel_symbol(key));
+        if (problem.empty()) {
+          set_origin(key, true, buffer->getBufferSize());
+          return buffer;
+        }
+        impl_.disk->discard(key, problem);
       }
     }
     auto t0 = Clock::now();
@@ -216,15 +228,18 @@ class CarveCompiler final : public llvm::orc::IRCompileLayer::IRCompiler {
     if (!obj) return obj.takeError();
     impl_.codegen.fetch_add(1);
     atomic_add(impl_.codegen_s, seconds_since(t0));
-    if (impl_.disk) impl_.disk->notifyObjectCompiled(&m, (*obj)->getMemBufferRef());
-    {
-      std::lock_guard<std::mutex> lock(impl_.origin_mu);
-      impl_.origin[key] = false;
-    }
+    if (impl_.disk && use != DiskUse::kNone)
+      impl_.disk->store(key, std::string_view((*obj)->getBufferStart(), (*obj)->getBufferSize()));
+    set_origin(key, false, (*obj)->getBufferSize());
     return obj;
   }
 
  private:
+  void set_origin(const std::string& key, bool from_disk, size_t object_bytes) {
+    std::lock_guard<std::mutex> lock(impl_.origin_mu);
+    impl_.origin[key] = {from_disk, object_bytes};
+  }
+
   llvm::orc::JITTargetMachineBuilder jtmb_;
   JitCompiler::Impl& impl_;
 };
@@ -341,7 +356,7 @@ Result<std::unique_ptr<llvm::Module>> JitCompiler::Impl::build(llvm::LLVMContext
   return module;
 }
 
-Result<CompiledKernel> JitCompiler::Impl::compile(const ir::Graph& graph, const KernelGroup& group) {
+Result<CompiledKernel> JitCompiler::Impl::compile(const ir::Graph& graph, const KernelGroup& group, bool use_disk) {
   requested.fetch_add(1);
   auto t0 = Clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();
@@ -358,7 +373,7 @@ Result<CompiledKernel> JitCompiler::Impl::compile(const ir::Graph& graph, const 
     sha.update(llvm::StringRef("\0", 1));
     sha.update(*part);
   }
-  sha.update(fmt::format("|O{}|{}", options.opt_level, kEngineTag));
+  sha.update(fmt::format("|O{}|{}|carve {}", options.opt_level, kEngineTag, CARVE_VERSION));
   const std::string key = hex(sha.final());
   atomic_add(emit_s, seconds_since(t0));
 
@@ -389,38 +404,72 @@ Result<CompiledKernel> JitCompiler::Impl::compile(const ir::Graph& graph, const 
     return out;
   }
 
-  // A failed key stays failed: its symbol may already be in the JIT, so a retry could not
-  // add the module again.
+  // A failed key stays failed (the failure is deterministic: a disk entry the JIT could not
+  // link was already retried below).
   auto fail = [&](Status s) -> Status {
     promise.set_value(s);
     return s;
   };
+  auto origin_of = [&] {
+    std::lock_guard<std::mutex> lock(origin_mu);
+    auto it = origin.find(key);
+    return it != origin.end() ? it->second : Origin{};
+  };
 
-  const std::string symbol = "carve_k_" + key;
-  module->getFunction("carve_kernel")->setName(symbol);
-  module->setModuleIdentifier(key);
   auto t1 = Clock::now();
   double codegen_before = codegen_s.load();
-  if (llvm::Error err = lljit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx)))) {
-    return fail(Status(ErrorCode::kInternal, fmt::format("group '{}': adding the module to the JIT failed: {}", group.name, err_text(std::move(err)))));
+  Result<uint64_t> address = materialise(lljit->getMainJITDylib(), std::move(module), std::move(ctx), key,
+                                         use_disk ? DiskUse::kReadWrite : DiskUse::kNone, group);
+  if (!address.ok() && origin_of().from_disk) {
+    // The entry passed its checksum and object checks yet did not link: drop it and
+    // compile afresh, in a JITDylib of its own (the symbol is in error in the main one).
+    if (disk) disk->discard(key, "the JIT could not load it: " + address.status().message());
+    Result<llvm::orc::JITDylib*> jd = retry_dylib();
+    if (!jd.ok()) return fail(jd.status());  // (every path sets the promise: others may wait on it)
+    auto retry_ctx = std::make_unique<llvm::LLVMContext>();
+    auto rebuilt = build(*retry_ctx, graph, group);
+    if (!rebuilt.ok()) return fail(rebuilt.status());
+    address = materialise(**jd, std::move(*rebuilt), std::move(retry_ctx), key, DiskUse::kWriteOnly, group);
   }
-  auto sym = lljit->lookup(symbol);
-  if (!sym) {
-    return fail(Status(ErrorCode::kInternal, fmt::format("group '{}': JIT compilation failed: {}", group.name, err_text(sym.takeError()))));
-  }
+  if (!address.ok()) return fail(address.status());
   double link = seconds_since(t1) - (codegen_s.load() - codegen_before);
   atomic_add(link_s, link > 0 ? link : 0);
   Entry entry;
-  entry.address = sym->getValue();
-  {
-    std::lock_guard<std::mutex> lock(origin_mu);
-    auto it = origin.find(key);
-    entry.from_disk = it != origin.end() && it->second;
-  }
+  entry.address = *address;
+  const Origin where = origin_of();
+  entry.from_disk = where.from_disk;
+  if (entry.from_disk) disk_hits.fetch_add(1);
+  object_bytes.fetch_add(static_cast<int64_t>(where.object_bytes));
   promise.set_value(entry);
-  out.fn = sym->toPtr<KernelFn>();
+  out.fn = reinterpret_cast<KernelFn>(entry.address);
   out.from_disk_cache = entry.from_disk;
   return out;
+}
+
+Result<uint64_t> JitCompiler::Impl::materialise(llvm::orc::JITDylib& jd, std::unique_ptr<llvm::Module> module,
+                                                std::unique_ptr<llvm::LLVMContext> ctx, const std::string& key,
+                                                DiskUse use, const KernelGroup& group) {
+  // The symbol depends on the key only: cached objects are shared between processes.
+  const std::string symbol = kernel_symbol(key);
+  module->getFunction("carve_kernel")->setName(symbol);
+  module->setModuleIdentifier(module_identifier(key, use));
+  if (llvm::Error err = lljit->addIRModule(jd, llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx)))) {
+    return Status(ErrorCode::kInternal, fmt::format("group '{}': adding the module to the JIT failed: {}", group.name, err_text(std::move(err))));
+  }
+  auto sym = lljit->lookup(jd, symbol);
+  if (!sym) {
+    return Status(ErrorCode::kInternal, fmt::format("group '{}': JIT compilation failed: {}", group.name, err_text(sym.takeError())));
+  }
+  return sym->getValue();
+}
+
+Result<llvm::orc::JITDylib*> JitCompiler::Impl::retry_dylib() {
+  auto jd = lljit->createJITDylib(fmt::format("carve-retry-{}", retry_dylibs.fetch_add(1)));
+  if (!jd) return Status(ErrorCode::kInternal, "creating a JITDylib failed: " + err_text(jd.takeError()));
+  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(lljit->getDataLayout().getGlobalPrefix());
+  if (!gen) return Status(ErrorCode::kInternal, "process symbol search failed: " + err_text(gen.takeError()));
+  jd->addGenerator(std::move(*gen));
+  return &*jd;
 }
 
 JitCompiler::JitCompiler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -434,6 +483,9 @@ Result<std::unique_ptr<JitCompiler>> JitCompiler::create(const JitOptions& optio
               !llvm::InitializeNativeTargetAsmParser();
   });
   if (!init_ok) return Status(ErrorCode::kUnavailable, "LLVM has no native target for this host");
+  if (options.compile_threads < 0) {
+    return Status(ErrorCode::kInvalidArgument, fmt::format("compile_threads {} < 0", options.compile_threads));
+  }
   if (options.opt_level < 0 || options.opt_level > 3) {
     return Status(ErrorCode::kInvalidArgument, fmt::format("opt_level {} is not in 0..3", options.opt_level));
   }
@@ -441,17 +493,19 @@ Result<std::unique_ptr<JitCompiler>> JitCompiler::create(const JitOptions& optio
   impl->options = options;
   CARVE_ASSIGN_OR_RETURN(impl->host, host_target());
 
+  impl->log = options.log ? options.log : CacheLog([](const std::string& line) { std::cerr << "carve: " << line << std::endl; });
+  if (options.cache_max_bytes < 1) {
+    return Status(ErrorCode::kInvalidArgument, fmt::format("cache_max_bytes {} < 1", options.cache_max_bytes));
+  }
   if (options.disk_cache) {
-    std::string dir = options.cache_dir;
-    if (dir.empty()) {
-      if (const char* env = std::getenv("CARVE_CACHE_DIR")) dir = env;
-    }
+    std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
     if (!dir.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      if (!ec && std::filesystem::is_directory(dir, ec)) {
+      auto disk = KernelDiskCache::open(dir, options.cache_max_bytes, impl->log);
+      if (disk.ok()) {
         impl->cache_dir = dir;
-        impl->disk = std::make_unique<DiskObjectCache>(dir);
+        impl->disk = std::move(*disk);
+      } else {
+        impl->log(disk.status().message() + "; running without a disk cache");
       }
     }
   }
@@ -499,18 +553,43 @@ Result<std::unique_ptr<JitCompiler>> JitCompiler::create(const JitOptions& optio
   return std::unique_ptr<JitCompiler>(new JitCompiler(std::move(impl)));
 }
 
-Result<std::vector<CompiledKernel>> JitCompiler::compile(const ir::Graph& graph, std::span<const KernelGroup> groups) {
+Result<std::vector<CompiledKernel>> JitCompiler::compile(const ir::Graph& graph, std::span<const KernelGroup> groups,
+                                                         bool use_disk_cache) {
+  // Workers take groups in order from a shared counter; each kernel's code depends on its
+  // group only, so the result is the same for any number of threads.
+  std::vector<std::optional<Result<CompiledKernel>>> results(groups.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < groups.size(); i = next.fetch_add(1)) results[i] = impl_->compile(graph, groups[i], use_disk_cache);
+  };
+  std::vector<std::thread> helpers;
+  const size_t wanted = std::min(groups.size(), static_cast<size_t>(compile_threads()));
+  for (size_t t = 1; t < wanted; ++t) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: the ones running (and this one) do the rest
+    }
+  }
+  work();
+  for (std::thread& t : helpers) t.join();
   std::vector<CompiledKernel> out;
   out.reserve(groups.size());
-  for (const KernelGroup& g : groups) {
-    CARVE_ASSIGN_OR_RETURN(CompiledKernel k, impl_->compile(graph, g));
-    out.push_back(std::move(k));
+  for (auto& r : results) {  // the first error in group order
+    if (!r->ok()) return r->status();
+    out.push_back(std::move(*r).value());
   }
   return out;
 }
 
-Result<CompiledKernel> JitCompiler::compile_group(const ir::Graph& graph, const KernelGroup& group) {
-  return impl_->compile(graph, group);
+int JitCompiler::compile_threads() const {
+  if (impl_->options.compile_threads > 0) return impl_->options.compile_threads;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+Result<CompiledKernel> JitCompiler::compile_group(const ir::Graph& graph, const KernelGroup& group,
+                                                  bool use_disk_cache) {
+  return impl_->compile(graph, group, use_disk_cache);
 }
 
 Result<std::string> JitCompiler::emit_ir(const ir::Graph& graph, const KernelGroup& group, bool optimized) {
@@ -535,7 +614,14 @@ JitStats JitCompiler::stats() const {
   s.codegen_count = impl_->codegen.load();
   s.memory_hits = impl_->memory_hits.load();
   s.disk_hits = impl_->disk_hits.load();
-  s.disk_writes = impl_->disk ? impl_->disk->writes.load() : 0;
+  s.object_bytes = impl_->object_bytes.load();
+  if (impl_->disk) {
+    const KernelCacheStats d = impl_->disk->stats();
+    s.disk_writes = d.writes;
+    s.disk_bad_entries = d.bad_entries;
+    s.disk_write_failures = d.write_failures;
+    s.disk_evictions = d.evictions;
+  }
   s.emit_seconds = impl_->emit_s.load();
   s.codegen_seconds = impl_->codegen_s.load();
   s.link_seconds = impl_->link_s.load();

@@ -349,6 +349,12 @@ Status add_output_copies(Program& p) {
 
 Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const CompileOptions& options,
                                                jit::JitCompiler* jit, std::shared_ptr<Allocator> arena_allocator) {
+  auto phase_start = std::chrono::steady_clock::now();
+  auto phase_seconds = [&phase_start] {  // since the previous call
+    const double s = seconds_since(phase_start);
+    phase_start = std::chrono::steady_clock::now();
+    return s;
+  };
   CARVE_RETURN_IF_ERROR(ir::verify(graph));
   auto p = std::make_unique<Program>();
   p->on_device = jit == nullptr;
@@ -377,8 +383,10 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
   }
   CARVE_ASSIGN_OR_RETURN(p->problem, planner::build_graph_problem(p->graph, p->order, plan_options));
   CARVE_ASSIGN_OR_RETURN(auto groups, reconcile_groups(*p, std::move(fused)));
+  p->times.prepare = phase_seconds();
   std::vector<int32_t> scratch_buffer;
   CARVE_RETURN_IF_ERROR(plan_memory(*p, options, groups, scratch_buffer));
+  p->times.plan = phase_seconds();
   std::vector<int32_t> scratch_view;
   CARVE_RETURN_IF_ERROR(make_arena(*p, std::move(arena_allocator), groups, scratch_buffer, scratch_view));
 
@@ -387,16 +395,21 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
     launch.kernel = static_cast<int32_t>(p->launches.size());
     p->launches.push_back(std::move(launch));
   }
+  p->times.materialise = phase_seconds();
   if (p->on_device) {  // the device executor compiles the same groups with NVRTC
     for (auto& group : groups) p->kernels.push_back({std::move(group), nullptr, false});
     CARVE_RETURN_IF_ERROR(add_output_copies(*p));
     return p;
   }
   const auto start = std::chrono::steady_clock::now();
-  CARVE_ASSIGN_OR_RETURN(auto compiled, jit->compile(p->graph, groups));
+  CARVE_ASSIGN_OR_RETURN(auto compiled, jit->compile(p->graph, groups, options.kernel_disk_cache));
   p->jit_seconds = seconds_since(start);
+  p->times.jit = p->jit_seconds;
   for (auto& kernel : compiled) {
     p->kernels_from_cache += kernel.from_memory_cache || kernel.from_disk_cache;
+    p->kernels_from_memory += kernel.from_memory_cache;
+    p->kernels_from_disk += kernel.from_disk_cache;
+    p->kernels_compiled += !kernel.from_memory_cache && !kernel.from_disk_cache;
     p->kernels.push_back({std::move(kernel.group), kernel.fn, kernel.from_memory_cache || kernel.from_disk_cache});
   }
   CARVE_RETURN_IF_ERROR(add_output_copies(*p));

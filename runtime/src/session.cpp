@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <thread>
@@ -203,10 +204,14 @@ Result<std::unique_ptr<CompiledProgram>> Session::compile(const ir::Graph& graph
     CARVE_RETURN_IF_ERROR(check_placement(graph, options, device()));
     if (device_) return compile_for_device(graph, options);
     CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, detail::build_program(graph, options, jit_.get()));
+    const auto start = std::chrono::steady_clock::now();
     ScheduleOptions schedule_options = options.schedule;
     if (schedule_options.threads == 0) schedule_options.threads = threads_;
     CARVE_ASSIGN_OR_RETURN(Schedule schedule, build_schedule(*program, schedule_options));
-    return std::unique_ptr<CompiledProgram>(new CompiledProgram(jit_, std::move(program), std::move(schedule)));
+    std::unique_ptr<CompiledProgram> compiled(new CompiledProgram(jit_, std::move(program), std::move(schedule)));
+    compiled->program_->times.schedule =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return compiled;
   });
 }
 
@@ -548,8 +553,9 @@ std::string CompiledProgram::explain() const {
       s.strategy, s.arena_bytes, s.lower_bound_bytes,
       s.lower_bound_bytes > 0 ? double(s.arena_bytes) / double(s.lower_bound_bytes) : 1.0, s.no_reuse_bytes,
       s.buffers, s.views, s.inplace, s.plan_seconds * 1e3);
-  text += fmt::format("jit: {} kernels in {:.1f} ms, {} from cache\n", p.kernels.size(), p.jit_seconds * 1e3,
-                      p.kernels_from_cache);
+  text += fmt::format("jit: {} kernels in {:.1f} ms: {} compiled, {} from the memory cache, {} from the disk cache\n",
+                      p.kernels.size(), p.jit_seconds * 1e3, p.kernels_compiled, p.kernels_from_memory,
+                      p.kernels_from_disk);
   text += explain_views(p);
   text += fmt::format("schedule: {}\n", schedule_.stats().to_string());
   return text;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "engine_test_util.h"
@@ -116,7 +117,7 @@ TEST_CASE("jit/engine/a fresh JitCompiler on the same cache dir loads objects fr
     REQUIRE(k.ok());
     CHECK((*jit)->stats().codegen_count == 1);
     CHECK((*jit)->stats().disk_writes == 1);
-    CHECK(std::filesystem::exists(dir.path + "/" + (*k)[0].key + ".o"));
+    CHECK(std::filesystem::exists(dir.path + "/cpu-" + (*k)[0].key + ".obj"));
   }
   auto jit2 = JitCompiler::create(o);
   REQUIRE(jit2.ok());
@@ -304,6 +305,57 @@ TEST_CASE("jit/engine/matmul with a fused epilogue equals the reference") {
     double tol = d == DType::kF16 ? 4.0 / 1024 : 1e-5;
     CHECK(compare((*out)[0], (*ref)[0], tol, tol) == "");
   }
+}
+
+}  // namespace carve::jit::jittest
+
+namespace carve::jit::jittest {
+namespace {
+
+int64_t status_kb(const char* field) {
+  std::ifstream status("/proc/self/status");
+  std::string name;
+  int64_t kb = -1;
+  while (status >> name) {
+    if (name == field) {
+      status >> kb;
+      return kb;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("jit/engine/emitting a fused kernel does not copy the graph and its constants") {
+  if (skip_without_jit()) return;
+  // matmul + bias: a group with an epilogue; beside it, 256 MB of constant data.
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::kF32, {8, 64});
+  auto w = b.input("w", DType::kF32, {64, 64});
+  auto bias = b.input("bias", DType::kF32, {64});
+  b.output(b.add(b.matmul(x, w), bias));
+  b.output(b.neg(b.constant("big", DType::kF32, {64 << 20}, std::vector<uint8_t>(size_t{256} << 20, 0))));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto groups = groups_of(*g);
+  const KernelGroup* fused = nullptr;
+  for (const KernelGroup& k : groups)
+    if (k.nodes.size() > 1) fused = &k;
+  REQUIRE(fused != nullptr);
+  JitOptions o;
+  o.disk_cache = false;
+  auto jit = JitCompiler::create(o);
+  REQUIRE(jit.ok());
+  REQUIRE((*jit)->emit_ir(*g, *fused).ok());  // LLVM's one-time set-up, before measuring
+  // Reset the peak RSS to the current RSS (Linux: clear_refs 5), then emit and compile.
+  std::ofstream("/proc/self/clear_refs") << "5";
+  const int64_t before = status_kb("VmRSS:");
+  REQUIRE(before > 0);
+  for (int i = 0; i < 3; ++i) REQUIRE((*jit)->emit_ir(*g, *fused).ok());
+  REQUIRE((*jit)->compile_group(*g, *fused).ok());
+  const int64_t growth_mb = (status_kb("VmHWM:") - before) / 1024;
+  CHECK_MESSAGE(growth_mb < 128, "peak RSS grew by ", growth_mb, " MB while emitting one kernel");
 }
 
 }  // namespace carve::jit::jittest

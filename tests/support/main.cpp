@@ -3,12 +3,22 @@
 //    passing silently, so a renamed or mis-escaped test cannot turn green;
 //  - test cases that call carve::test::skip() make the process exit with 77, which
 //    CTest reports as skipped (SKIP_RETURN_CODE), unless something failed.
+// And one guard for the user's home: the kernel disk cache is on by default (in
+// ~/.cache/carve, or CARVE_CACHE_DIR), so each test process started by CTest or by hand
+// points CARVE_CACHE_DIR at a folder of its own under the temp directory, removed when it
+// exits. Processes a test starts (the CLI, helper cases) keep the CARVE_CACHE_DIR they are
+// given: CARVE_TEST_CACHE_OWNER marks them.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <string>
 
 namespace carve::test {
 extern std::atomic<int> g_skipped;
@@ -34,11 +44,32 @@ struct CountingListener : doctest::IReporter {
   void test_case_skipped(const doctest::TestCaseData&) override {}
 };
 
+// Removes the folder it made (only that one) when the process ends.
+struct PrivateCacheDir {
+  std::string path;
+  PrivateCacheDir() {
+    if (std::getenv("CARVE_TEST_CACHE_OWNER") != nullptr) return;  // started by a test
+    std::string tmpl = (std::filesystem::temp_directory_path() / "carve_test_cache_XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      std::perror("carve tests: mkdtemp for CARVE_CACHE_DIR");
+      std::exit(2);
+    }
+    path = tmpl;
+    ::setenv("CARVE_CACHE_DIR", path.c_str(), 1);
+    ::setenv("CARVE_TEST_CACHE_OWNER", std::to_string(::getpid()).c_str(), 1);
+  }
+  ~PrivateCacheDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+
 }  // namespace
 
 REGISTER_LISTENER("carve-counter", 1, CountingListener);
 
 int main(int argc, char** argv) {
+  static PrivateCacheDir cache_dir;
   bool filtered = false;
   bool listing = false;
   for (int i = 1; i < argc; ++i) {

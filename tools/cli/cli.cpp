@@ -52,6 +52,11 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   run->add_option("--order", run_options.order, "execution order")->check(CLI::IsMember({"given", "memory"}));
   run->add_flag("--no-inplace", run_options.no_inplace, "no in-place reuse");
   run->add_flag("--no-fuse", run_options.no_fuse, "one kernel per node");
+  run->add_option("--compile-threads", run_options.compile_threads,
+                  "threads compiling kernels at once (0 = hardware concurrency); the code is the same for any")
+      ->check(CLI::NonNegativeNumber);
+  run->add_flag("--no-cache", run_options.no_cache,
+                "neither read nor write the kernel disk cache ($CARVE_CACHE_DIR, else ~/.cache/carve)");
   run->add_option("--threads", run_options.threads, "worker threads (0 = hardware concurrency)")
       ->check(CLI::NonNegativeNumber);
   auto* sequential = run->add_flag("--sequential", run_options.sequential, "run launches one by one, no threads");

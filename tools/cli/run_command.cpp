@@ -11,11 +11,14 @@
 #include <filesystem>
 #include <ctime>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <random>
 
 #include "carve/runtime/npy.h"
 #include "carve/runtime/session.h"
 #include "cli/graph_input.h"
+#include "cli/run_explain.h"
 
 namespace carve::cli {
 namespace {
@@ -170,32 +173,52 @@ Status write_outputs(const runtime::CompiledProgram& program, const std::vector<
   return Status();
 }
 
-Status run_graph(const RunCommandOptions& options, std::ostream& out) {
+// Sum of the constant data a graph holds itself (not bound by name).
+int64_t graph_constant_bytes(const ir::Graph& graph) {
+  int64_t bytes = 0;
+  for (const ir::Value& v : graph.values)
+    if (v.data) bytes += static_cast<int64_t>(v.data->size());
+  return bytes;
+}
+
+Status run_graph(const RunCommandOptions& options, std::ostream& out, std::ostream& err) {
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); };
+  const auto command_start = Clock::now();
+  StartupTimes times;
+  RssSamples rss;
   if (options.threads < 0) return Status(ErrorCode::kInvalidArgument, "--threads must be >= 0");
+  if (options.compile_threads < 0) return Status(ErrorCode::kInvalidArgument, "--compile-threads must be >= 0");
   if (options.sequential && options.check_hazards)
     return Status(ErrorCode::kInvalidArgument, "--check-hazards needs a parallel run: drop --sequential");
   LoadGraphOptions load;
   load.input_shapes = input_file_shapes(options);
+  auto step = Clock::now();
   CARVE_ASSIGN_OR_RETURN(LoadedGraph loaded, load_graph_file(options.graph, load));
+  times.import = seconds(step);
+  rss.after_import = read_rss();
   const ir::Graph& graph = loaded.graph;
   runtime::SessionOptions session_options;
   session_options.threads = options.threads;
+  session_options.jit.disk_cache = !options.no_cache;
+  session_options.jit.compile_threads = options.compile_threads;
+  // Cache warnings (a bad entry recompiled, a failed write) on the command's error stream.
+  auto log_mutex = std::make_shared<std::mutex>();
+  session_options.jit.log = [&err, log_mutex](const std::string& line) {
+    std::lock_guard<std::mutex> lock(*log_mutex);
+    fmt::print(err, "carve: {}\n", line);
+  };
+  step = Clock::now();
   CARVE_ASSIGN_OR_RETURN(auto session, runtime::Session::create(session_options));
+  times.session = seconds(step);
   CARVE_ASSIGN_OR_RETURN(runtime::CompileOptions compile, compile_options(options, loaded));
-  const auto cold_start = std::chrono::steady_clock::now();
+  step = Clock::now();
   CARVE_ASSIGN_OR_RETURN(auto program, session->compile(graph, compile));
-  const double cold = std::chrono::duration<double>(std::chrono::steady_clock::now() - cold_start).count();
-  if (options.explain) {
-    // A second compile of the same graph hits the kernel cache: shows the cached cost.
-    const auto warm_start = std::chrono::steady_clock::now();
-    CARVE_ASSIGN_OR_RETURN(auto again, session->compile(graph, compile));
-    const double warm = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count();
-    const auto stats = session->jit_stats();
-    fmt::print(out, "{}", program->explain());
-    fmt::print(out, "compile: cold {:.1f} ms ({} kernels from the disk cache), cached {:.1f} ms ({} codegen total)\n",
-               cold * 1e3, stats.disk_hits, warm * 1e3, stats.codegen_count);
-  }
+  times.compile = seconds(step);
+  rss.after_compile = read_rss();
+  step = Clock::now();
   CARVE_ASSIGN_OR_RETURN(auto inputs, load_inputs(*program, options));
+  times.inputs = seconds(step);
   runtime::RunOptions run_options;
   run_options.check_hazards = options.check_hazards;
   run_options.record_trace = !options.trace.empty();
@@ -213,6 +236,23 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out) {
     cpu_times.push_back(process_cpu_seconds() - cpu_start);
     for (const runtime::Hazard& h : record.hazards) fmt::print(out, "hazard: {}\n", h.to_string());
     hazards += record.hazards.size();
+    if (i == 0) {
+      times.first_run = latencies.back();
+      times.total = seconds(command_start);
+      rss.after_first_run = read_rss();
+    }
+  }
+  if (options.explain) {
+    rss.end = read_rss();
+    fmt::print(out, "{}", program->explain());
+    times.compile_threads = session->compile_threads();
+    fmt::print(out, "{}", explain_startup(*program, times));
+    fmt::print(out, "{}", explain_memory(*program, session->jit_stats(), graph_constant_bytes(graph), rss));
+    // A second compile of the same graph in this session: what the memory cache leaves.
+    const auto again_start = Clock::now();
+    CARVE_ASSIGN_OR_RETURN(auto again, session->compile(graph, compile));
+    fmt::print(out, "compile again in this session: {:.1f} ms ({} of {} kernels from the memory cache)\n",
+               seconds(again_start) * 1e3, again->program().kernels_from_memory, again->program().kernels.size());
   }
   std::sort(latencies.begin(), latencies.end());
   fmt::print(out, "ran '{}' {} time(s) {}: min {:.3f} ms, median {:.3f} ms\n", graph.name, latencies.size(),
@@ -236,7 +276,7 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out) {
 }  // namespace
 
 int run_run_command(const RunCommandOptions& options, std::ostream& out, std::ostream& err) {
-  Status s = run_graph(options, out);
+  Status s = run_graph(options, out, err);
   if (s.ok()) return 0;
   fmt::print(err, "carve run: {}\n", s.to_string());
   return 1;

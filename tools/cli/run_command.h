@@ -2,7 +2,8 @@
 // DIR/<output file name> (output_file_name); latency over --iters runs; --explain prints kernels, the plan and
 // the hazard DAG. Runs in parallel on --threads (sequential fallback for tiny programs),
 // or --sequential; --check-hazards reports races and fails the command when it finds any;
-// --trace FILE writes the last run's timeline.
+// --trace FILE writes the last run's timeline. Kernels are cached on disk unless --no-cache;
+// cache warnings (a bad entry recompiled, a failed write) go to the error stream.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,8 @@ struct RunCommandOptions {
   std::string order = "given";
   bool no_inplace = false;
   bool no_fuse = false;
+  int compile_threads = 0;  // 0 = hardware concurrency
+  bool no_cache = false;  // no kernel disk cache (jit/kernel_cache.h); its warnings go to `err`
   int threads = 0;  // 0 = hardware concurrency
   bool sequential = false;
   bool check_hazards = false;

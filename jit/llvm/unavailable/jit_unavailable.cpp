@@ -21,11 +21,10 @@ JitCompiler::~JitCompiler() = default;
 
 Result<std::unique_ptr<JitCompiler>> JitCompiler::create(const JitOptions&) { return unavailable(); }
 
-Result<std::vector<CompiledKernel>> JitCompiler::compile(const ir::Graph&,
-                                                         std::span<const KernelGroup>) {
+Result<std::vector<CompiledKernel>> JitCompiler::compile(const ir::Graph&, std::span<const KernelGroup>, bool) {
   return unavailable();
 }
-Result<CompiledKernel> JitCompiler::compile_group(const ir::Graph&, const KernelGroup&) {
+Result<CompiledKernel> JitCompiler::compile_group(const ir::Graph&, const KernelGroup&, bool) {
   return unavailable();
 }
 Result<std::string> JitCompiler::emit_ir(const ir::Graph&, const KernelGroup&, bool) {
@@ -33,6 +32,7 @@ Result<std::string> JitCompiler::emit_ir(const ir::Graph&, const KernelGroup&, b
 }
 JitStats JitCompiler::stats() const { return {}; }
 const JitOptions& JitCompiler::options() const { return impl_->options; }
+int JitCompiler::compile_threads() const { return 1; }
 const std::string& JitCompiler::cache_dir() const { return impl_->cache_dir; }
 
 }  // namespace carve::jit

@@ -41,6 +41,9 @@ struct CompileOptions {
   // a key naming no graph constant is kNotFound, one naming a constant that has its data
   // kInvalidArgument (a misspelt key is never ignored).
   std::map<std::string, Buffer> constants{};
+  // false: this compile neither reads nor writes the kernel disk cache (jit/kernel_cache.h;
+  // SessionOptions::jit.disk_cache = false turns it off for the whole session).
+  bool kernel_disk_cache = true;
 };
 
 }  // namespace carve::runtime

@@ -106,6 +106,15 @@ struct PlanSummary {
   double plan_seconds = 0;
 };
 
+// Where compile() spent its time, in seconds (`carve run --explain`).
+struct CompileTimes {
+  double prepare = 0;      // verify, copy the graph, order, bind constants/handles, kernel groups
+  double plan = 0;         // the arena plan (= PlanSummary::plan_seconds)
+  double materialise = 0;  // the arena storage, its views and the launches
+  double jit = 0;          // kernel compilation (= Program::jit_seconds)
+  double schedule = 0;     // the hazard DAG and the executor's kernel operands
+};
+
 struct Program {
   ir::Graph graph;                       // owned copy; constants borrow its data
   std::vector<ir::NodeId> order;
@@ -124,7 +133,11 @@ struct Program {
   std::vector<ProgramKernel> kernels;
   std::vector<Launch> launches;          // in program (execution) order
   double jit_seconds = 0;
-  int64_t kernels_from_cache = 0;
+  int64_t kernels_from_cache = 0;  // = kernels_from_memory + kernels_from_disk
+  // Kernels by where their code came from: compiled now, the JIT's memory cache (an
+  // identical kernel compiled before in this session or program), the disk cache.
+  int64_t kernels_compiled = 0, kernels_from_memory = 0, kernels_from_disk = 0;
+  CompileTimes times;
   // A device program (device_program.h): kernels have no CPU code (fn == nullptr), the
   // arena/input/output/constant/handle regions are device memory, and uploads/downloads
   // move caller host memory in and out.

@@ -172,6 +172,9 @@ class Session {
   Result<std::unique_ptr<CompiledProgram>> compile(const ir::Graph& graph, const CompileOptions& options = {});
   jit::JitStats jit_stats() const { return jit_ ? jit_->stats() : jit::JitStats{}; }
   int threads() const { return threads_; }
+  // Threads the CPU JIT compiles a program's kernels on (SessionOptions::jit.compile_threads,
+  // 0 = hardware concurrency); 1 for a device session.
+  int compile_threads() const { return jit_ ? jit_->compile_threads() : 1; }
   Device device() const;
   // Memory of the session's device: DeviceResident buffers/handles made with it are used
   // in place by run() (a cuda session's CudaAllocator; the CPU allocator otherwise).
