@@ -207,9 +207,10 @@ std::vector<int64_t> to_int64s(const Tensor& t) {
     case ir::DType::kI8: read(int8_t{}); break;
     case ir::DType::kU8:
     case ir::DType::kBool: read(uint8_t{}); break;
-    default: {
-      const std::vector<double> d = to_doubles(t);
-      for (size_t i = 0; i < d.size(); ++i) out[i] = static_cast<int64_t>(d[i]);
+    default: {  // floats by the cast rules (reference.h): truncate, saturate, NaN -> 0; -inf is no UB
+      const reference::HostTensor ints =
+          reference::HostTensor::from_doubles(ir::DType::kI64, t.type.shape, to_doubles(t));
+      std::memcpy(out.data(), ints.bytes.data(), out.size() * sizeof(int64_t));
     }
   }
   return out;

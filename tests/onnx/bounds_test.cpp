@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -335,6 +336,25 @@ TEST_CASE("onnx/bounds/trilu_mask_over_the_cap_fails_fast") {
   add_node(g, "tri", "Trilu", {"x"}, {"y"});
   add_output(g, "y");
   check_fails(import(m), ErrorCode::kOutOfMemory, "tri", "Trilu");
+}
+
+TEST_CASE("onnx/bounds/float integers past int64 are saturated, never undefined") {
+  // Found by onnx_import_fuzzer (fuzz/corpus/onnx_import/regression-trilu-k-neg-inf.onnx):
+  // Trilu's k given as a float -inf was converted to int64 with a plain cast (UB; UBSan
+  // stops here in the ASan build). Now the cast rules apply: -inf -> INT64_MIN, NaN -> 0.
+  for (float k : {-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN(), 1e30f}) {
+    CAPTURE(k);
+    auto m = new_model();
+    m.mutable_opset_import(0)->set_version(14);
+    auto& g = *m.mutable_graph();
+    add_input(g, "x", {3, 3});
+    add_float_init(g, "k", {}, {k});
+    add_node(g, "tri", "Trilu", {"x", "k"}, {"y"});
+    add_output(g, "y");
+    auto r = import(m);  // either imported (k saturated) or a clear error: no UB either way
+    if (!r.ok()) CHECK(r.status().message().find("onnx node 'tri' (Trilu)") != std::string::npos);
+  }
 }
 
 namespace {
