@@ -54,7 +54,8 @@ class DeviceExecutor {
                                                         const Program& program, const Schedule& schedule,
                                                         bool sequential);
   ~DeviceExecutor();
-  // Errors run() would find before launching anything (nothing written yet).
+  // Argument errors, found before anything runs (nothing written yet). run() expects
+  // arguments that passed it (CompiledProgram::run calls it first).
   Status check_arguments(const Program& program, std::span<const Buffer> inputs,
                          std::span<const Buffer> outputs) const;
   // After the device work: kOutOfBounds when a write_handle_at position was out of range

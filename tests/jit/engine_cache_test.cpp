@@ -12,31 +12,14 @@
 
 #include "carve/jit/kernel_cache.h"
 #include "engine_test_util.h"
+#include "test_support.h"
 
 namespace carve::jit::jittest {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/carve_engine_cache_XXXXXX";
-    char* p = ::mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-};
+using carve::test::TempDir;
 
 struct Logged {
   std::vector<std::string> lines;
@@ -267,7 +250,7 @@ TEST_CASE("jit/engine/cache/a full disk: compiles succeed with one warning and n
   testing::set_cache_write_hook(nullptr);
   CHECK(a == "");
   CHECK(b == "");
-  CHECK(dir.entries().empty());  // no entry, no temp file
+  CHECK(dir.names().empty());  // no entry, no temp file
   JitStats s = jit->stats();
   CHECK(s.codegen_count == 2);
   CHECK(s.disk_writes == 0);
@@ -319,7 +302,7 @@ TEST_CASE("jit/engine/cache/two processes filling one empty cache at once both s
   CHECK(out_a.find("bad=0") != std::string::npos);
   CHECK(out_b.find("bad=0") != std::string::npos);
   // 13 kernels, each a whole valid entry; no temp file left.
-  auto names = dir.entries();
+  auto names = dir.names();
   CHECK(names.size() == 13);
   for (const std::string& name : names) {
     REQUIRE(name.starts_with("cpu-"));
@@ -402,8 +385,8 @@ TEST_CASE("jit/engine/cache/a batch compiled on 1 or 4 threads gives byte-identi
   CHECK(keys[0] == keys[1]);
   REQUIRE(outputs[0].size() == outputs[1].size());
   for (size_t i = 0; i < outputs[0].size(); ++i) CHECK(outputs[0][i].bytes == outputs[1][i].bytes);
-  REQUIRE(dirs[0].entries() == dirs[1].entries());
-  for (const std::string& name : dirs[0].entries())
+  REQUIRE(dirs[0].names() == dirs[1].names());
+  for (const std::string& name : dirs[0].names())
     CHECK_MESSAGE(read_file(dirs[0].path + "/" + name) == read_file(dirs[1].path + "/" + name), name);
   JitOptions bad;
   bad.compile_threads = -1;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "engine_test_util.h"
+#include "test_support.h"
 
 namespace carve::jit::jittest {
 namespace {
@@ -35,19 +36,7 @@ std::vector<KernelGroup> groups_of(const ir::Graph& g) {
   return std::move(groups).value();
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/carve_jit_cache_XXXXXX";
-    char* p = ::mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using carve::test::TempDir;
 
 }  // namespace
 

@@ -27,25 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/carve_kernel_cache_XXXXXX";
-    char* p = ::mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::vector<std::string> files() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-};
+using carve::test::TempDir;
 
 struct Logged {
   std::vector<std::string> lines;
@@ -120,7 +102,7 @@ TEST_CASE("jit/kernel_cache/an entry round-trips and a second store replaces it"
   CHECK(*back == payload_of(1));
   REQUIRE(cache->store(key_of(1), payload_of(2)));
   CHECK(cache->load(key_of(1)) == payload_of(2));
-  CHECK(dir.files() == std::vector<std::string>{"cpu-" + key_of(1) + ".obj"});
+  CHECK(dir.names() == std::vector<std::string>{"cpu-" + key_of(1) + ".obj"});
   CHECK(cache->stats().hits == 2);
   CHECK(cache->stats().writes == 2);
   CHECK(log.lines.empty());
@@ -203,9 +185,9 @@ TEST_CASE("jit/kernel_cache/a full disk leaves no partial entry and warns once")
     WriteHookGuard hook(partial_then_enospc);
     CHECK_FALSE(cache->store(key_of(5), payload_of(5)));
     CHECK(g_hook_calls.load() == 2);  // the partial write happened before the failure
-    CHECK(dir.files().empty());       // neither the entry nor the temp file
+    CHECK(dir.names().empty());       // neither the entry nor the temp file
     CHECK_FALSE(cache->store(key_of(6), payload_of(6)));
-    CHECK(dir.files().empty());
+    CHECK(dir.names().empty());
   }
   REQUIRE(log.lines.size() == 1);
   CHECK(log.mentions("No space left on device"));
@@ -294,7 +276,7 @@ TEST_CASE("jit/kernel_cache/threads storing and loading one key see whole entrie
   for (auto& th : threads) th.join();
   CHECK(torn.load() == 0);
   CHECK(log.lines.empty());  // no entry was ever seen half-written
-  CHECK(dir.files() == std::vector<std::string>{"cpu-" + key_of(1) + ".obj"});
+  CHECK(dir.names() == std::vector<std::string>{"cpu-" + key_of(1) + ".obj"});
 }
 
 TEST_CASE("jit/kernel_cache/default folder follows CARVE_CACHE_DIR then XDG_CACHE_HOME then HOME") {

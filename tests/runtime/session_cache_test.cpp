@@ -23,25 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/carve_session_cache_XXXXXX";
-    char* p = ::mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> paths;
-    for (const auto& e : fs::directory_iterator(path)) paths.push_back(e.path().string());
-    std::sort(paths.begin(), paths.end());
-    return paths;
-  }
-};
+using carve::test::TempDir;
 
 std::vector<uint8_t> random_f32_bytes(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -124,7 +106,7 @@ TEST_CASE("runtime/session/kernels come from the disk cache in a second session"
   CHECK(cold.kernels >= 4);
   CHECK(cold.compiled + cold.from_memory == cold.kernels);
   CHECK(cold.from_disk == 0);
-  CHECK(static_cast<int64_t>(dir.entries().size()) == cold.compiled);
+  CHECK(static_cast<int64_t>(dir.paths().size()) == cold.compiled);
   Outcome warm = compile_and_run(dir.path);
   CHECK(warm.compiled == 0);
   CHECK(warm.from_disk == cold.compiled);
@@ -141,7 +123,7 @@ TEST_CASE("runtime/session/bad cache entries are logged and recompiled and the o
   }
   TempDir dir;
   Outcome cold = compile_and_run(dir.path);
-  const std::vector<std::string> entries = dir.entries();
+  const std::vector<std::string> entries = dir.paths();
   REQUIRE(entries.size() >= 4);
   // A different fault in each entry: truncated, byte flipped, garbage, zero length.
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -161,7 +143,7 @@ TEST_CASE("runtime/session/bad cache entries are logged and recompiled and the o
   CHECK(healed.stats.disk_bad_entries == static_cast<int64_t>(entries.size()));
   for (const std::string& path : entries) CHECK_MESSAGE(logged(healed.log, path), path);
   // The entries are whole again: a third session loads every kernel from disk.
-  for (const std::string& path : dir.entries()) {
+  for (const std::string& path : dir.paths()) {
     const std::string name = fs::path(path).filename().string();
     const std::string file = read_file(path);
     CHECK(jit::decode_cache_entry(name.substr(4, name.size() - 8), file).ok());
@@ -182,9 +164,9 @@ TEST_CASE("runtime/session/CompileOptions kernel_disk_cache false neither reads 
   off.kernel_disk_cache = false;
   Outcome first = compile_and_run(dir.path, off);
   CHECK(first.compiled > 0);
-  CHECK(dir.entries().empty());
+  CHECK(dir.paths().empty());
   Outcome filled = compile_and_run(dir.path);
-  const std::vector<std::string> entries = dir.entries();
+  const std::vector<std::string> entries = dir.paths();
   CHECK(static_cast<int64_t>(entries.size()) == filled.compiled);
   for (const std::string& path : entries) std::ofstream(path, std::ios::binary | std::ios::trunc) << "garbage";
   Outcome again = compile_and_run(dir.path, off);

@@ -1,7 +1,12 @@
 #include "test_support.h"
 
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 
 namespace carve::test {
 
@@ -14,5 +19,31 @@ void skip(std::string_view reason) {
 
 std::string source_dir() { return CARVE_SOURCE_DIR; }
 std::string minimalloc_dir() { return source_dir() + "/tests/data/minimalloc"; }
+
+TempDir::TempDir(std::string_view prefix) {
+  std::string pattern = "/tmp/" + std::string(prefix) + "_XXXXXX";
+  char* made = ::mkdtemp(pattern.data());
+  REQUIRE(made != nullptr);
+  path = made;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
+std::vector<std::string> TempDir::names() const {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(path)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> TempDir::paths() const {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(path)) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 }  // namespace carve::test

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace carve::test {
 
@@ -15,5 +16,19 @@ void skip(std::string_view reason);
 // (<source>/tests/data/minimalloc, see the README there). Tests read nothing outside it.
 std::string source_dir();
 std::string minimalloc_dir();
+
+// A fresh directory under /tmp ("/tmp/<prefix>_XXXXXX"), removed with its contents when
+// the object goes. Not copyable: one owner removes it.
+struct TempDir {
+  explicit TempDir(std::string_view prefix = "carve_test");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  // What the directory holds, sorted: file names, or full paths.
+  std::vector<std::string> names() const;
+  std::vector<std::string> paths() const;
+
+  std::string path;
+};
 
 }  // namespace carve::test
