@@ -112,11 +112,11 @@ Result<double> reference_error(const std::string& name) {
   return worst_error(actual, expected);
 }
 
-Result<double> session_error(const std::string& name) {
+Result<double> session_error(const std::string& name, const runtime::SessionOptions& session_options) {
   CARVE_ASSIGN_OR_RETURN(onnx::ImportedModel model, import_for_inputs(name));
   CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> inputs, read_inputs(name, model.graph));
   CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> expected, read_expected(name, model.graph));
-  CARVE_ASSIGN_OR_RETURN(auto session, runtime::Session::create());
+  CARVE_ASSIGN_OR_RETURN(auto session, runtime::Session::create(session_options));
   runtime::CompileOptions options;
   options.constants = model.mapped_weights;
   CARVE_ASSIGN_OR_RETURN(auto program, session->compile(model.graph, options));

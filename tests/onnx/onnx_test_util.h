@@ -10,6 +10,7 @@
 #include "carve/reference/reference.h"
 #include "carve/onnx/import.h"
 #include "carve/runtime/buffer.h"
+#include "carve/runtime/session.h"
 
 namespace carve::onnx_test {
 
@@ -35,7 +36,8 @@ Result<onnx::ImportedModel> import_for_inputs(const std::string& name);
 // Runs the model NAME through the reference interpreter; returns the worst relative
 // error over its outputs.
 Result<double> reference_error(const std::string& name);
-// The same through Session::compile + run (kUnavailable without the CPU JIT).
-Result<double> session_error(const std::string& name);
+// The same through Session::compile + run (kUnavailable without the CPU JIT, or without
+// a CUDA device when options name one).
+Result<double> session_error(const std::string& name, const runtime::SessionOptions& options = {});
 
 }  // namespace carve::onnx_test
