@@ -441,6 +441,7 @@ Result<KernelSource> KernelWriter::finish() const {
     params += fmt::format("{}{}*{} {}", in ? "const " : "", stype(types_[i].dtype),
                           aliased[i] || op.role == OperandRole::kScratch ? "" : " __restrict__", param(static_cast<int>(i)));
   }
+  if (!extra_params.empty()) params += params.empty() ? extra_params.substr(2) : extra_params;
   if (params.empty()) params = "void";
   KernelSource out;
   out.family = family;

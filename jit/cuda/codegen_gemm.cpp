@@ -94,10 +94,12 @@ bool epilogue_broadcasts(const KernelWriter& w, const std::vector<int64_t>& dims
   return false;
 }
 
+}  // namespace
+
 // Epilogue statements: anchor value `value` (compute type of the output dtype) at linear
 // output index `lin`, then the fused chain and the stores.
-Status epilogue(KernelWriter& w, const std::string& value, const std::string& lin, std::string& code,
-                std::string_view indent) {
+Status gemm_epilogue(KernelWriter& w, const std::string& value, const std::string& lin, std::string& code,
+                     std::string_view indent) {
   const ir::Graph& g = w.graph();
   const ir::Node& a = w.anchor();
   const ir::TensorType& ty = g.value(a.outputs[0]).type;
@@ -114,7 +116,40 @@ std::string sum_to_value(DType dt, std::string_view acc, const std::string& s) {
   return round_to(dt, s);
 }
 
-}  // namespace
+std::string gemm_value(KernelWriter& w, int64_t m, int64_t n_cols) {
+  const ir::Graph& g = w.graph();
+  const ir::Node& n = w.anchor();
+  const DType dt = g.value(n.inputs[0]).type.dtype;
+  const double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
+  std::string cval;
+  if (n.inputs.size() > 2) {
+    const ir::TensorType& tc = g.value(n.inputs[2]).type;
+    const std::vector<int64_t> out{m, n_cols};
+    const std::vector<int64_t> cs = broadcast_strides(tc.shape.dims(), out);
+    std::string idx = "0LL";
+    if (cs[0] != 0 && m != 1) idx = fmt::format("i * {}LL", cs[0]);
+    if (cs[1] != 0 && n_cols != 1) idx += fmt::format(" + j * {}LL", cs[1]);
+    cval = load(dt, KernelWriter::param(w.operand(n.inputs[2], OperandRole::kInput)), idx);
+  }
+  if (ir::is_float(dt)) {
+    const std::string c = cval.empty() ? "0.0" : fmt::format("(double)({})", cval);
+    return from_double(dt, fmt::format("__dadd_rn(__dmul_rn({}, (double)sum), __dmul_rn({}, {}))", dlit(alpha), dlit(beta), c));
+  }
+  if (alpha == 1.0 && beta == 1.0) return round_to(dt, cval.empty() ? std::string("sum") : fmt::format("carve_wadd(sum, {})", cval));
+  const std::string c = cval.empty() ? "0.0" : fmt::format("(double)({})", cval);
+  return from_double(dt, fmt::format("__dadd_rn(__dmul_rn({}, (double)({})), __dmul_rn({}, {}))", dlit(alpha),
+                                     round_to(dt, "sum"), dlit(beta), c));
+}
+
+std::string conv_value(KernelWriter& w, std::string_view acc) {
+  const ir::Graph& g = w.graph();
+  const ir::Node& n = w.anchor();
+  const DType dt = g.value(n.inputs[0]).type.dtype;
+  if (n.inputs.size() <= 2) return sum_to_value(dt, acc, "sum");
+  const std::string bias = load(dt, KernelWriter::param(w.operand(n.inputs[2], OperandRole::kInput)), "oc");
+  if (acc == "long long") return sum_to_value(dt, acc, fmt::format("carve_wadd(sum, {})", bias));
+  return sum_to_value(dt, acc, fmt::format("__{}add_rn(sum, ({}){})", acc == "double" ? "d" : "f", acc, bias));
+}
 
 Status emit_gemm(KernelWriter& w) {
   const ir::Graph& g = w.graph();
@@ -149,7 +184,7 @@ Status emit_gemm(KernelWriter& w) {
     s.a_expr = load(dt, A, fmt::format("a_off + gi * {}LL + gk", s.k));
     s.b_expr = load(dt, B, fmt::format("b_off + gk * {}LL + gj", s.n));
     std::string code;
-    CARVE_RETURN_IF_ERROR(epilogue(w, sum_to_value(dt, s.acc, "sum"), fmt::format("z * {}LL + i * {}LL + j", s.m * s.n, s.n), code, "        "));
+    CARVE_RETURN_IF_ERROR(gemm_epilogue(w, sum_to_value(dt, s.acc, "sum"), fmt::format("z * {}LL + i * {}LL + j", s.m * s.n, s.n), code, "        "));
     s.epilogue = code;
     w.family = "gemm";
     gemm_kernel(w, s);
@@ -157,35 +192,14 @@ Status emit_gemm(KernelWriter& w) {
   }
   // gemm
   const bool trans_a = attr_int(n, "trans_a", 0) != 0, trans_b = attr_int(n, "trans_b", 0) != 0;
-  const double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
   s.m = ty.shape[0];
   s.n = ty.shape[1];
   s.k = trans_a ? ta.shape[0] : ta.shape[1];
   s.a_expr = load(dt, A, trans_a ? fmt::format("gk * {}LL + gi", s.m) : fmt::format("gi * {}LL + gk", s.k));
   s.b_expr = load(dt, B, trans_b ? fmt::format("gj * {}LL + gk", s.k) : fmt::format("gk * {}LL + gj", s.n));
-  std::string cval;
-  if (n.inputs.size() > 2) {
-    const ir::TensorType& tc = g.value(n.inputs[2]).type;
-    const std::vector<int64_t> out{s.m, s.n};
-    const std::vector<int64_t> cs = broadcast_strides(tc.shape.dims(), out);
-    std::string idx = "0LL";
-    if (cs[0] != 0 && s.m != 1) idx = fmt::format("i * {}LL", cs[0]);
-    if (cs[1] != 0 && s.n != 1) idx += fmt::format(" + j * {}LL", cs[1]);
-    cval = load(dt, KernelWriter::param(w.operand(n.inputs[2], OperandRole::kInput)), idx);
-  }
-  std::string value;
-  if (ir::is_float(dt)) {
-    const std::string c = cval.empty() ? "0.0" : fmt::format("(double)({})", cval);
-    value = from_double(dt, fmt::format("__dadd_rn(__dmul_rn({}, (double)sum), __dmul_rn({}, {}))", dlit(alpha), dlit(beta), c));
-  } else if (alpha == 1.0 && beta == 1.0) {
-    value = round_to(dt, cval.empty() ? std::string("sum") : fmt::format("carve_wadd(sum, {})", cval));
-  } else {
-    const std::string c = cval.empty() ? "0.0" : fmt::format("(double)({})", cval);
-    value = from_double(dt, fmt::format("__dadd_rn(__dmul_rn({}, (double)({})), __dmul_rn({}, {}))", dlit(alpha),
-                                        round_to(dt, "sum"), dlit(beta), c));
-  }
+  const std::string value = gemm_value(w, s.m, s.n);
   std::string code;
-  CARVE_RETURN_IF_ERROR(epilogue(w, value, fmt::format("i * {}LL + j", s.n), code, "        "));
+  CARVE_RETURN_IF_ERROR(gemm_epilogue(w, value, fmt::format("i * {}LL + j", s.n), code, "        "));
   s.epilogue = code;
   w.family = "gemm";
   gemm_kernel(w, s);
@@ -212,12 +226,6 @@ Status emit_conv(KernelWriter& w) {
   const std::string X = KernelWriter::param(w.operand(n.inputs[0], OperandRole::kInput));
   const std::string W = KernelWriter::param(w.operand(n.inputs[1], OperandRole::kInput));
   const std::string_view acc = acc_type(dt, false);
-  std::string bias = "0";
-  if (n.inputs.size() > 2) bias = load(dt, KernelWriter::param(w.operand(n.inputs[2], OperandRole::kInput)), "oc");
-  auto with_bias = [&](const std::string& sum) {
-    if (acc == "long long") return fmt::format("carve_wadd({}, {})", sum, bias);
-    return fmt::format("__{}add_rn({}, ({}){})", acc == "double" ? "d" : "f", sum, acc, bias);
-  };
   (void)channels;
   if (cg == 1) {
     // Direct: output (b, oc, py, px) reads input channel oc / og only.
@@ -235,7 +243,7 @@ Status emit_conv(KernelWriter& w) {
                               fmt::format("({}){}", acc, load(dt, X, fmt::format("((b * {}LL + ch) * {}LL + iy) * {}LL + ix", channels, h, wd)))) + "\n";
     c += "      }\n    }\n";
     std::string code;
-    CARVE_RETURN_IF_ERROR(epilogue(w, sum_to_value(dt, acc, with_bias("sum")), "i", code, "    "));
+    CARVE_RETURN_IF_ERROR(gemm_epilogue(w, conv_value(w, acc), "i", code, "    "));
     c += code;
     w.family = "conv_direct";
     w.launch_1d(total);
@@ -261,7 +269,7 @@ Status emit_conv(KernelWriter& w) {
       fmt::arg("dw", dil[1]), fmt::arg("h", h), fmt::arg("w", wd),
       fmt::arg("ld", load(dt, X, fmt::format("((b * {}LL + gr * {}LL + ci) * {}LL + iy) * {}LL + ix", channels, cg, h, wd))));
   std::string code = fmt::format("        const long long oc = gr * {}LL + i;\n", og);
-  CARVE_RETURN_IF_ERROR(epilogue(w, sum_to_value(dt, acc, with_bias("sum")),
+  CARVE_RETURN_IF_ERROR(gemm_epilogue(w, conv_value(w, acc),
                                  fmt::format("(b * {}LL + oc) * {}LL + j", outs, oh * ow), code, "        "));
   s.epilogue = code;
   w.family = "conv_gemm";

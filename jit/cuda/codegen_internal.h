@@ -76,6 +76,7 @@ class KernelWriter {
   std::string helpers;
   int max_threads = 0;  // __launch_bounds__ when > 0
   bool error_word = false;  // define kErrorWord (cuda_codegen.h) before the kernel
+  std::string extra_params;  // appended after the operands' parameters (", const float* q")
 
   void launch_1d(int64_t work_items);  // grid-stride 1-D config over work items
   // "for (long long i = ...; i < n; i += stride)" grid-stride loop header over `n` items.
@@ -107,6 +108,17 @@ Status emit_chain(KernelWriter& w, size_t first, const std::vector<int64_t>& out
                   std::string_view lin, std::string_view prefix,
                   std::map<ir::ValueId, std::string>& values, std::string& code,
                   std::string_view indent);
+
+// matmul/gemm/conv2d epilogues (codegen_gemm.cpp). gemm_epilogue: statements that define
+// the anchor's value `value` (a compute value of the output dtype) at linear output index
+// `lin`, then the fused chain and the stores. The value expressions below read `sum` (the
+// K sum, of the accumulator type `acc`): gemm_value also `i`, `j` (row, column of the
+// [m x n_cols] output), conv_value also `oc` (the output channel).
+Status gemm_epilogue(KernelWriter& w, const std::string& value, const std::string& lin, std::string& code,
+                     std::string_view indent);
+std::string sum_to_value(ir::DType dtype, std::string_view acc, const std::string& sum);
+std::string gemm_value(KernelWriter& w, int64_t m, int64_t n_cols);
+std::string conv_value(KernelWriter& w, std::string_view acc);
 
 // Families.
 Status emit_elementwise(KernelWriter& w);

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "carve/jit/cuda/cuda_codegen.h"
+#include "carve/runtime/session.h"
 
 namespace carve::runtime::detail {
 
@@ -25,19 +26,73 @@ bool on_device(const Buffer& b) { return b.device_type() == DeviceType::kCuda; }
 
 }  // namespace
 
-Result<std::shared_ptr<DeviceBackend>> DeviceBackend::create(const Device& device, int streams, bool graphs) {
+Result<std::shared_ptr<DeviceBackend>> DeviceBackend::create(const SessionOptions& options) {
+  const Device& device = options.device;
   if (device.type != DeviceType::kCuda)
     return Status(ErrorCode::kInvalidArgument, fmt::format("device backend for {}", device.to_string()));
   CARVE_RETURN_IF_ERROR(cuda::driver_status());
   auto backend = std::make_shared<DeviceBackend>();
   backend->device = device;
-  backend->streams = std::max(1, streams);
-  backend->graphs = graphs;
+  backend->streams = std::max(1, options.streams);
+  backend->graphs = options.cuda_graphs;
+  backend->tf32 = options.cuda_tf32;
   CARVE_ASSIGN_OR_RETURN(backend->info, cuda::device_info(device.index));
   CARVE_ASSIGN_OR_RETURN(backend->allocator, cuda::CudaAllocator::create(device.index));
   CARVE_ASSIGN_OR_RETURN(std::unique_ptr<cu::NvrtcCompiler> nvrtc, cu::NvrtcCompiler::create({}));
   backend->nvrtc = std::move(nvrtc);
+  if (options.cuda_gemm != CudaGemm::kGenerated) {
+    auto lt = cuda::CublasLt::create(backend->allocator->context());
+    if (!lt.ok() && options.cuda_gemm == CudaGemm::kCublasLt) return lt.status();
+    if (lt.ok()) backend->cublaslt = std::move(*lt);
+    else backend->cublaslt_unavailable = lt.status().message();
+  }
   return backend;
+}
+
+Result<std::optional<LibraryKernel>> DeviceExecutor::make_library_kernel(const Program& p, size_t k) {
+  auto gemm = cu::plan_library_gemm(p.graph, p.kernels[k].group);
+  if (!gemm.ok()) {
+    if (gemm.status().code() == ErrorCode::kUnsupported) return std::optional<LibraryKernel>();
+    return gemm.status();
+  }
+  LibraryKernel lib;
+  lib.gemm = std::move(*gemm);
+  const cu::LibraryGemm& g = lib.gemm;
+  cuda::LtGemm lt{.batch = g.batch, .m = g.m, .n = g.n, .k = g.k, .trans_a = g.a.transposed,
+                  .trans_b = g.b.transposed, .lda = g.a.ld, .ldb = g.b.ld, .ldd = g.n,
+                  .stride_a = g.a.batch_stride, .stride_b = g.b.batch_stride, .stride_d = g.m * g.n,
+                  .tf32 = backend_->tf32};
+  auto plan = backend_->cublaslt->plan(lt);
+  if (!plan.ok()) {
+    if (plan.status().code() == ErrorCode::kUnsupported) return std::optional<LibraryKernel>();
+    return plan.status();
+  }
+  lib.plan = std::move(*plan);
+  const auto& ctx = backend_->allocator->context();
+  for (auto [source, module] : {std::pair{&g.im2col, &lib.im2col}, std::pair{&g.epilogue, &lib.epilogue}}) {
+    if (!*source) continue;
+    CARVE_ASSIGN_OR_RETURN(auto bin, backend_->nvrtc->compile((*source)->source, backend_->info.arch()));
+    CARVE_ASSIGN_OR_RETURN(*module, cuda::CudaModule::load(ctx, *bin));
+  }
+  return std::optional<LibraryKernel>(std::move(lib));
+}
+
+std::string DeviceExecutor::describe() const {
+  std::string text = fmt::format("cuda: {}, {} streams ({} used), {}", backend_->info.to_string(), plan_.streams,
+                                 plan_.streams_used, backend_->graphs ? "CUDA graph replay" : "no CUDA graph");
+  if (!backend_->cublaslt) {
+    return text + (backend_->cublaslt_unavailable.empty() ? "; GEMM groups: generated kernels"
+                                                          : "; GEMM groups: generated kernels (" +
+                                                                backend_->cublaslt_unavailable + ")");
+  }
+  return text + fmt::format("; GEMM groups: {} through {} ({})", library_gemms(), backend_->cublaslt->version(),
+                            backend_->tf32 ? "TF32 allowed" : "f32");
+}
+
+int64_t DeviceExecutor::library_gemms() const {
+  int64_t n = 0;
+  for (const auto& l : library_) n += l.has_value() ? 1 : 0;
+  return n;
 }
 
 Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<DeviceBackend> backend,
@@ -54,7 +109,13 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
     if (l.kind == LaunchKind::kKernel && !l.on_host) device_kernel[static_cast<size_t>(l.kernel)] = true;
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const ProgramKernel& k = p.kernels[ki];
-    if (!device_kernel[ki]) {
+    ex->library_.emplace_back();
+    if (device_kernel[ki] && backend->cublaslt) {
+      auto lib = ex->make_library_kernel(p, ki);
+      if (!lib.ok()) return lib.status().with_context(fmt::format("kernel group '{}'", k.group.name));
+      ex->library_.back() = std::move(*lib);
+    }
+    if (!device_kernel[ki] || ex->library_.back()) {
       ex->modules_.push_back(nullptr);
       ex->configs_.emplace_back();
       ex->error_word_.push_back(false);
@@ -102,9 +163,16 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
     ex->host_arena_ = std::move(b);
   }
   CARVE_ASSIGN_OR_RETURN(ex->plan_, plan_streams(schedule, {.streams = sequential ? 1 : backend->streams}));
+  int64_t workspace_floats = -1;  // the largest library kernel's columns + product
+  for (const auto& lib : ex->library_)
+    if (lib) workspace_floats = std::max(workspace_floats, lib->gemm.workspace_elements());
   for (int s = 0; s < ex->plan_.streams; ++s) {
     CARVE_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaStream> stream, cuda::CudaStream::create(ctx));
     ex->streams_.push_back(std::move(stream));
+    if (workspace_floats < 0) continue;
+    CARVE_ASSIGN_OR_RETURN(Buffer ws, Buffer::allocate(alloc, ir::DType::kU8,
+                                                       ir::Shape({cuda::CublasLt::kWorkspaceBytes + 4 * workspace_floats})));
+    ex->workspaces_.push_back(std::move(ws));
   }
   for (int32_t t = 0; t < schedule.task_count(); ++t) {
     ex->events_.emplace_back();
@@ -125,8 +193,9 @@ Status DeviceExecutor::launch_one(const Program& p, int32_t l, const RegionBases
   const Launch& launch = p.launches[static_cast<size_t>(l)];
   switch (launch.kind) {
     case LaunchKind::kKernel: {
-      const std::vector<uint64_t> params = launch_addresses(p, launch, bases);
       const auto k = static_cast<size_t>(launch.kernel);
+      if (library_[k]) return named(p, l, launch_library(p, l, bases, stream));
+      const std::vector<uint64_t> params = launch_addresses(p, launch, bases);
       return named(p, l, modules_[k]->launch(configs_[k], params, stream));
     }
     case LaunchKind::kCopy:
@@ -143,6 +212,31 @@ Status DeviceExecutor::launch_one(const Program& p, int32_t l, const RegionBases
                                                         static_cast<size_t>(launch.operands[0].bytes)));
   }
   return Status(ErrorCode::kInternal, "unknown launch kind");
+}
+
+Status DeviceExecutor::launch_library(const Program& p, int32_t l, const RegionBases& bases,
+                                      cuda::CudaStream* stream) const {
+  const Launch& launch = p.launches[static_cast<size_t>(l)];
+  const LibraryKernel& lib = *library_[static_cast<size_t>(launch.kernel)];
+  const cu::LibraryGemm& g = lib.gemm;
+  size_t s = 0;
+  while (s + 1 < streams_.size() && streams_[s].get() != stream) ++s;
+  const cuda::DevicePtr workspace = dptr(workspaces_[s].unsafe_data());
+  const cuda::DevicePtr columns = workspace + cuda::CublasLt::kWorkspaceBytes;
+  const cuda::DevicePtr product = columns + 4 * static_cast<uint64_t>(g.column_elements);
+  std::vector<uint64_t> params = launch_addresses(p, launch, bases);
+  auto matrix = [&](const cu::GemmMatrix& m) {
+    return m.operand < 0 ? columns : params[static_cast<size_t>(m.operand)] + 4 * static_cast<uint64_t>(m.offset);
+  };
+  if (g.im2col) {
+    const std::vector<uint64_t> col_params{params[static_cast<size_t>(g.column_source)], columns};
+    CARVE_RETURN_IF_ERROR(lib.im2col->launch(g.im2col->launch, col_params, stream).with_context("im2col"));
+  }
+  const cuda::DevicePtr d = g.epilogue ? product : params[static_cast<size_t>(g.product_operand)];
+  CARVE_RETURN_IF_ERROR(lib.plan->run(matrix(g.a), matrix(g.b), d, workspace, stream));
+  if (!g.epilogue) return Status();
+  params.push_back(product);
+  return lib.epilogue->launch(g.epilogue->launch, params, stream).with_context("gemm epilogue");
 }
 
 // Every launch on its planned stream. capture: only kernels and device copies (transfers
@@ -168,7 +262,7 @@ Status DeviceExecutor::enqueue(const Program& p, const RegionBases& bases, const
       CARVE_RETURN_IF_ERROR(named(p, l, stream->wait(*events_[static_cast<size_t>(w)])));
     }
     if (!skip[static_cast<size_t>(l)]) CARVE_RETURN_IF_ERROR(launch_one(p, l, bases, stream));
-    if (capture && launch.kind == LaunchKind::kKernel) {
+    if (capture && launch.kind == LaunchKind::kKernel && !library_[static_cast<size_t>(launch.kernel)]) {
       CARVE_ASSIGN_OR_RETURN(nodes_[static_cast<size_t>(l)], stream->last_captured_node());
     }
     if (plan_.records[static_cast<size_t>(t)])
@@ -302,7 +396,10 @@ Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std
   std::vector<int32_t> changed;
   if (!recapture) {
     changed = changed_launches(p, *captured_, bases);
-    for (int32_t l : changed) recapture = recapture || p.launches[static_cast<size_t>(l)].kind != LaunchKind::kKernel;
+    for (int32_t l : changed) {  // copies and library launches (several nodes each) are re-captured
+      const Launch& launch = p.launches[static_cast<size_t>(l)];
+      recapture = recapture || launch.kind != LaunchKind::kKernel || library_[static_cast<size_t>(launch.kernel)];
+    }
   }
   if (recapture) {
     CARVE_RETURN_IF_ERROR(capture(p, bases));

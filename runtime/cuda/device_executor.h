@@ -17,6 +17,10 @@
 // after every stream has synchronised (so every device predecessor is complete); device
 // work after them is enqueued only after they return. Such programs run on streams (no
 // graph capture) and take host inputs/outputs only (kUnsupported for DeviceResident ones).
+// GEMM groups (SessionOptions::cuda_gemm): a matmul/gemm/conv2d group that maps onto one
+// strided-batched f32 GEMM runs as [im2col kernel], one cuBLASLt call and [epilogue kernel]
+// on its task's stream, with a per-stream workspace (the library's scratch, the columns and
+// the product); a graph whose such launch changes pointers is re-captured, not patched.
 // Errors name the launch: "launch 5 'fused_add_relu': cuLaunchKernel: ...".
 // Thread-safety: one run at a time (CompiledProgram's lock).
 #pragma once
@@ -26,6 +30,7 @@
 #include <span>
 #include <vector>
 
+#include "carve/runtime/cuda/cublaslt.h"
 #include "carve/runtime/cuda/cuda_allocator.h"
 #include "carve/runtime/cuda/cuda_device.h"
 #include "carve/jit/cuda/nvrtc.h"
@@ -33,6 +38,10 @@
 #include "carve/runtime/device.h"
 #include "carve/runtime/schedule.h"
 #include "carve/runtime/stream_plan.h"
+
+namespace carve::runtime {
+struct SessionOptions;
+}
 
 namespace carve::runtime::detail {
 
@@ -43,9 +52,21 @@ struct DeviceBackend {
   runtime::cuda::DeviceInfo info;
   int streams = 4;
   bool graphs = true;
+  std::shared_ptr<runtime::cuda::CublasLt> cublaslt;  // null: generated GEMM kernels only
+  std::string cublaslt_unavailable;                   // why it is null under CudaGemm::kAuto
+  bool tf32 = false;
 
-  // kUnavailable "no CUDA device: ..." without a driver/device; NVRTC errors as theirs.
-  static Result<std::shared_ptr<DeviceBackend>> create(const Device& device, int streams, bool graphs);
+  // kUnavailable "no CUDA device: ..." without a driver/device (or, with CudaGemm::kCublasLt,
+  // "cuBLASLt not available: ..."); NVRTC errors as theirs.
+  static Result<std::shared_ptr<DeviceBackend>> create(const SessionOptions& options);
+};
+
+// A matmul/gemm/conv2d group run through cuBLASLt (plan_library_gemm): im2col, the GEMM,
+// the epilogue, on the launch's stream.
+struct LibraryKernel {
+  jit::cuda::LibraryGemm gemm;
+  std::unique_ptr<runtime::cuda::LtPlan> plan;
+  std::unique_ptr<runtime::cuda::CudaModule> im2col, epilogue;
 };
 
 class DeviceExecutor {
@@ -66,10 +87,19 @@ class DeviceExecutor {
   const Device& backend_device() const { return backend_->device; }
   int64_t graph_captures() const { return captures_; }
   int64_t graph_param_updates() const { return param_updates_; }
+  // Kernel groups that run through cuBLASLt.
+  int64_t library_gemms() const;
+  // "cuda: NVIDIA H100 (sm_90, ...), 4 streams (2 used), CUDA graph replay; GEMM groups:
+  // 3 of 5 through cuBLASLt 13.0.2 (f32)" (or why cuBLASLt is not used).
+  std::string describe() const;
 
  private:
   DeviceExecutor() = default;
   Status launch_one(const Program& program, int32_t l, const RegionBases& bases, runtime::cuda::CudaStream* stream) const;
+  Status launch_library(const Program& program, int32_t l, const RegionBases& bases,
+                        runtime::cuda::CudaStream* stream) const;
+  // The library kernel for Program kernel `k`, or why there is none (generated kernel then).
+  Result<std::optional<LibraryKernel>> make_library_kernel(const Program& program, size_t k);
   Status enqueue(const Program& program, const RegionBases& bases, const std::vector<uint8_t>& skip, bool capture);
   Status capture(const Program& program, const RegionBases& bases);
   Status transfers(const Program& program, const RegionBases& bases, const std::vector<uint8_t>& skip,
@@ -83,6 +113,8 @@ class DeviceExecutor {
   std::vector<std::unique_ptr<runtime::cuda::CudaModule>> modules_;  // per Program kernel
   std::vector<jit::cuda::LaunchConfig> configs_;
   std::vector<bool> error_word_;  // per Program kernel: its module has cuda_codegen.h's error word
+  std::vector<std::optional<LibraryKernel>> library_;  // per Program kernel: run through cuBLASLt
+  std::vector<Buffer> workspaces_;  // per stream when library_ has any: cuBLASLt's, then columns/product
   std::vector<std::optional<Buffer>> constants_, handle_mirrors_;
   std::vector<Buffer> input_staging_, output_staging_;
   std::optional<Buffer> host_arena_;  // mixed programs: the CPU-placed kernels' arena

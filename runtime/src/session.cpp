@@ -65,8 +65,7 @@ Result<std::unique_ptr<Session>> Session::create(const SessionOptions& options) 
   if (options.device.type == DeviceType::kCuda) {
     if (options.streams < 1)
       return Status(ErrorCode::kInvalidArgument, fmt::format("SessionOptions::streams is {} (< 1)", options.streams));
-    CARVE_ASSIGN_OR_RETURN(auto backend, detail::DeviceBackend::create(options.device, options.streams,
-                                                                       options.cuda_graphs));
+    CARVE_ASSIGN_OR_RETURN(auto backend, detail::DeviceBackend::create(options));
     std::unique_ptr<Session> session(new Session(nullptr, threads));
     session->device_ = std::move(backend);
     session->jit_options_ = options.jit;
@@ -558,6 +557,7 @@ std::string CompiledProgram::explain() const {
                       p.kernels_from_disk);
   text += explain_views(p);
   text += fmt::format("schedule: {}\n", schedule_.stats().to_string());
+  if (device_) text += device_->describe() + "\n";
   return text;
 }
 

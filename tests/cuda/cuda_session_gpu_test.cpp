@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "cuda_cases.h"
 #include "carve/runtime/cuda/cuda_allocator.h"
@@ -25,11 +26,14 @@ bool skip_without_gpu() {
   return !s.ok();
 }
 
-rt::SessionOptions device_options(int streams, bool graphs) {
+rt::SessionOptions device_options(int streams, bool graphs, rt::CudaGemm gemm = rt::CudaGemm::kAuto,
+                                  bool tf32 = false) {
   rt::SessionOptions o;
   o.device = {rt::DeviceType::kCuda, 0};
   o.streams = streams;
   o.cuda_graphs = graphs;
+  o.cuda_gemm = gemm;
+  o.cuda_tf32 = tf32;
   return o;
 }
 
@@ -87,6 +91,120 @@ void run_session_families(int streams, bool graphs) {
 
 TEST_CASE("cuda/gpu/session/every op family matches the reference with graph replay") { run_session_families(4, true); }
 TEST_CASE("cuda/gpu/session/every op family matches the reference with streams") { run_session_families(4, false); }
+
+namespace {
+
+// Both GEMM paths on the same graphs: cuBLASLt (with its im2col/epilogue kernels) and the
+// generated kernels, each against the reference.
+void run_gemm_families(rt::CudaGemm gemm) {
+  if (skip_without_gpu()) return;
+  for (bool graphs : {true, false}) {
+    CAPTURE(graphs);
+    auto session = rt::Session::create(device_options(4, graphs, gemm));
+    REQUIRE_MESSAGE(session.ok(), session.status().to_string());
+    const GpuRunner runner = session_runner(**session);
+    run_gpu_family(matmul_cases(), runner);
+    run_gpu_family(conv_cases(), runner);
+  }
+}
+
+// A layer mix big enough to matter: how many groups went through cuBLASLt (explain) and
+// the worst relative error against the reference.
+struct GemmMix {
+  std::string explain;
+  double worst = 0;
+};
+
+GemmMix run_gemm_mix(const rt::SessionOptions& options) {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::kF32, {2, 32, 20, 20});
+  ir::Conv2dOptions pad1;
+  pad1.pads = {1, 1, 1, 1};
+  auto c3 = b.relu(b.conv2d(x, b.input("w3", DType::kF32, {48, 32, 3, 3}), b.input("b3", DType::kF32, {48}), pad1));
+  auto c1 = b.conv2d(c3, b.input("w1", DType::kF32, {64, 48, 1, 1}));
+  b.output(b.rename(c1, "features"));
+  auto m = b.matmul(b.input("a", DType::kF32, {256, 384}), b.input("w", DType::kF32, {384, 320}));
+  b.output(b.rename(b.add(m, b.input("bias", DType::kF32, {320})), "linear"));
+  auto graph = b.build();
+  REQUIRE_MESSAGE(graph.ok(), graph.status().to_string());
+  auto session = rt::Session::create(options);
+  REQUIRE_MESSAGE(session.ok(), session.status().to_string());
+  auto program = (*session)->compile(*graph, {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  std::mt19937_64 rng(7);
+  std::vector<HostTensor> in;
+  std::vector<rt::Buffer> buffers;
+  for (const ir::Value& v : graph->values)
+    if (v.kind == ir::ValueKind::kInput) in.push_back(random_tensor(rng, v.type, -1, 1));
+  for (const HostTensor& t : in) {
+    auto bytes = std::span(reinterpret_cast<const std::byte*>(t.bytes.data()), t.bytes.size());
+    auto buffer = rt::Buffer::borrow(bytes, t.type.dtype, t.type.shape);
+    REQUIRE(buffer.ok());
+    buffers.push_back(std::move(*buffer));
+  }
+  auto want = run_reference(*graph, in, nullptr);
+  REQUIRE(want.ok());
+  GemmMix mix{(*program)->explain(), 0};
+  for (int run = 0; run < 2; ++run) {  // the second run replays the captured graph
+    auto got = (*program)->run(buffers);
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    for (size_t i = 0; i < got->size(); ++i) {
+      const HostTensor& w = (*want)[i];
+      auto bytes = (*got)[i].bytes();
+      REQUIRE(bytes.ok());
+      const auto* g = reinterpret_cast<const float*>(bytes->data());
+      const auto* r = reinterpret_cast<const float*>(w.bytes.data());
+      double scale = 0, err = 0;
+      for (size_t e = 0; e < w.bytes.size() / 4; ++e) {
+        scale = std::max(scale, std::abs(double(r[e])));
+        err = std::max(err, std::abs(double(g[e]) - double(r[e])));
+      }
+      mix.worst = std::max(mix.worst, err / std::max(scale, 1.0));
+    }
+  }
+  return mix;
+}
+
+}  // namespace
+
+TEST_CASE("cuda/gpu/session/matmul and conv through cuBLASLt match the reference") {
+  run_gemm_families(rt::CudaGemm::kCublasLt);
+}
+TEST_CASE("cuda/gpu/session/matmul and conv with generated kernels match the reference") {
+  run_gemm_families(rt::CudaGemm::kGenerated);
+}
+
+TEST_CASE("cuda/gpu/session/cuBLASLt runs every f32 GEMM group of a layer mix, TF32 only when asked") {
+  if (skip_without_gpu()) return;
+  const GemmMix f32 = run_gemm_mix(device_options(4, true, rt::CudaGemm::kCublasLt));
+  MESSAGE(f32.explain);
+  CHECK(f32.explain.find("GEMM groups: 3 through cuBLASLt") != std::string::npos);
+  CHECK(f32.explain.find("(f32)") != std::string::npos);
+  CHECK(f32.worst <= 1e-5);
+  const GemmMix generated = run_gemm_mix(device_options(4, true, rt::CudaGemm::kGenerated));
+  CHECK(generated.explain.find("GEMM groups: generated kernels") != std::string::npos);
+  CHECK(generated.worst <= 1e-5);
+  const GemmMix tf32 = run_gemm_mix(device_options(4, true, rt::CudaGemm::kCublasLt, true));
+  CHECK(tf32.explain.find("TF32 allowed") != std::string::npos);
+  MESSAGE("worst relative error: f32 " << f32.worst << ", generated " << generated.worst << ", tf32 " << tf32.worst);
+  CHECK(tf32.worst <= 1e-2);
+}
+
+TEST_CASE("cuda/gpu/session/a missing cuBLASLt is an error only when asked for") {
+  if (skip_without_gpu()) return;
+  ::setenv("CARVE_CUBLASLT_LIBRARY", "/nonexistent/libcublasLt.so", 1);
+  // The loader runs once per process: this case only holds when it is the first to load it.
+  auto forced = rt::Session::create(device_options(1, false, rt::CudaGemm::kCublasLt));
+  auto automatic = rt::Session::create(device_options(1, false, rt::CudaGemm::kAuto));
+  ::unsetenv("CARVE_CUBLASLT_LIBRARY");
+  REQUIRE(automatic.ok());
+  if (forced.ok()) {
+    carve::test::skip("cuBLASLt was already loaded in this process");
+    return;
+  }
+  CHECK(forced.status().code() == ErrorCode::kUnavailable);
+  CHECK(forced.status().message().find("cuBLASLt not available") != std::string::npos);
+}
 
 TEST_CASE("cuda/gpu/session/parallel streams equal one stream, graph replay with new pointers") {
   if (skip_without_gpu()) return;

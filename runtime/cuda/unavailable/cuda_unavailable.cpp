@@ -1,5 +1,6 @@
 // The CUDA driver in a build without the CUDA toolkit (CARVE_WITH_CUDA=OFF or not found):
 // everything reports kUnavailable; device programs can still be built and inspected.
+#include "carve/runtime/cuda/cublaslt.h"
 #include "carve/runtime/cuda/cuda_device.h"
 #include "carve/runtime/cuda/cuda_runner.h"
 
@@ -57,5 +58,23 @@ Result<DevicePtr> CudaModule::global(std::string_view, size_t) const { return no
 Result<std::vector<reference::HostTensor>> run_graph(const ir::Graph&, std::span<const reference::HostTensor>, reference::ReferenceHandles*, const RunnerOptions&) {
   return no_device();
 }
+
+}  // namespace carve::runtime::cuda
+
+// cuBLASLt (cublaslt.h) is part of the same backend.
+namespace carve::runtime::cuda {
+namespace {
+Status no_cublaslt() {
+  return Status(ErrorCode::kUnavailable, "cuBLASLt not available: carve was built without the CUDA backend");
+}
+}  // namespace
+
+struct LtPlan::Impl {};
+LtPlan::~LtPlan() = default;
+Status LtPlan::run(DevicePtr, DevicePtr, DevicePtr, DevicePtr, CudaStream*) const { return no_cublaslt(); }
+Result<std::shared_ptr<CublasLt>> CublasLt::create(std::shared_ptr<CudaContext>) { return no_cublaslt(); }
+CublasLt::~CublasLt() = default;
+std::string CublasLt::version() const { return {}; }
+Result<std::unique_ptr<LtPlan>> CublasLt::plan(const LtGemm&) const { return no_cublaslt(); }
 
 }  // namespace carve::runtime::cuda

@@ -19,6 +19,9 @@ namespace carve::runtime {
 
 enum class DeviceType : uint8_t { kCpu, kCuda };
 
+// How a CUDA Session runs matmul/gemm/conv2d (SessionOptions::cuda_gemm).
+enum class CudaGemm : uint8_t { kAuto, kGenerated, kCublasLt };
+
 // "cpu", "cuda".
 std::string_view device_type_name(DeviceType type);
 

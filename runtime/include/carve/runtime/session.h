@@ -85,6 +85,14 @@ struct SessionOptions {
   Device device{};  // cpu, or {DeviceType::kCuda, ordinal}
   int streams = 4;  // device: streams the hazard DAG is spread over (1 = in order)
   bool cuda_graphs = true;  // device: capture a run once as a CUDA graph and replay it
+  // device: how matmul/gemm/conv2d groups run (cublaslt.h). kAuto: one cuBLASLt GEMM (with
+  // generated im2col/epilogue kernels around it) where the library loads and the group maps
+  // onto one strided-batched f32 GEMM, else the generated kernel; kGenerated: always the
+  // generated kernel; kCublasLt: as kAuto, but Session::create fails when cuBLASLt cannot load.
+  CudaGemm cuda_gemm = CudaGemm::kAuto;
+  // device: cuBLASLt may use TF32 tensor cores (inputs rounded to 10 mantissa bits: about
+  // 1e-3 relative error, several times faster). Off by default: results stay f32-accurate.
+  bool cuda_tf32 = false;
 };
 
 // Per-run switches (ParallelRunOptions without the thread count, which is fixed at compile).

@@ -42,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -83,5 +84,49 @@ struct KernelSource {
 // copies, for make_single_node_group).
 Result<KernelSource> generate_kernel(const ir::Graph& graph, const KernelGroup& group,
                                      const CodegenOptions& options = {});
+
+// ---- GEMM through a library (cuBLASLt) ----
+//
+// A matmul/gemm/conv2d group can instead run as up to three launches on one stream:
+//   1. conv2d only, unless 1x1/stride 1/no padding: `im2col` fills the workspace's column
+//      matrices [batch][k x n] from the input (params: x, workspace);
+//   2. ONE strided-batched row-major GEMM  product[z] = op(A[z]) * op(B[z])  (f32 products,
+//      z < batch) by the library, into `product_operand` when there is no epilogue, else
+//      into the workspace after the columns;
+//   3. `epilogue` (when the group has more than the bare product: gemm's alpha/beta/C,
+//      conv2d's bias, fused elementwise nodes): the group's operands, then the product, as
+//      parameters; one thread per output element, the same chain and stores as
+//      generate_kernel's epilogue.
+// The product's layout is the anchor output's (row-major [batch][m][n]), so the epilogue
+// reads it at the output's linear index. Element offsets and strides below are in elements.
+struct GemmMatrix {
+  int operand = -1;          // group operand; -1: the workspace (conv2d columns)
+  int64_t offset = 0;        // of batch 0
+  int64_t batch_stride = 0;  // 0: the same matrix for every z
+  int64_t ld = 0;            // row-major leading dimension as stored
+  bool transposed = false;   // stored as [k x m] (A) / [n x k] (B)
+};
+
+struct LibraryGemm {
+  ir::DType dtype = ir::DType::kF32;
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  GemmMatrix a, b;
+  int product_operand = -1;        // the output the library writes when `epilogue` is empty
+  std::optional<KernelSource> im2col;
+  int column_source = -1;          // im2col: the input operand it reads
+  int64_t column_elements = 0;     // workspace elements the columns take (im2col)
+  std::optional<KernelSource> epilogue;
+  int64_t product_elements = 0;    // batch * m * n
+  // Workspace elements this group needs beyond the library's own workspace: columns, then
+  // the product when there is an epilogue.
+  int64_t workspace_elements() const { return column_elements + (epilogue ? product_elements : 0); }
+};
+
+// kUnsupported (with the reason) when the group does not map onto one strided-batched f32
+// GEMM: not matmul/gemm/conv2d, not f32, a batch broadcast that is not all-or-nothing, a
+// depthwise-like conv (one input channel per group), grouped conv with batch > 1, or an
+// operand that may alias the product's destination. The caller then uses generate_kernel.
+Result<LibraryGemm> plan_library_gemm(const ir::Graph& graph, const KernelGroup& group,
+                                      const CodegenOptions& options = {});
 
 }  // namespace carve::jit::cuda
