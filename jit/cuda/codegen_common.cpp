@@ -587,7 +587,7 @@ std::string cast_expr(DType from, DType to, const std::string& x) {
 
 Status emit_chain(KernelWriter& w, size_t first, const std::vector<int64_t>& out_dims, std::string_view lin,
                   std::string_view prefix, std::map<ir::ValueId, std::string>& values, std::string& code,
-                  std::string_view indent) {
+                  std::string_view indent, bool stores) {
   const ir::Graph& g = w.graph();
   const KernelGroup& group = w.group();
   auto value_of = [&](ir::ValueId v) -> Result<std::string> {
@@ -652,7 +652,7 @@ Status emit_chain(KernelWriter& w, size_t first, const std::vector<int64_t>& out
     values[out] = name;
   }
   // Stores: every output operand computed here.
-  for (size_t i = 0; i < group.operands.size(); ++i) {
+  for (size_t i = 0; stores && i < group.operands.size(); ++i) {
     const KernelOperand& op = group.operands[i];
     if (op.role != OperandRole::kOutput) continue;
     auto it = values.find(op.value);

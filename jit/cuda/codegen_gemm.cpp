@@ -1,15 +1,15 @@
-// matmul, gemm and conv2d: one tiled shared-memory GEMM kernel (64x64 output tile per
-// 256-thread block, K in steps of 16, 4x4 outputs per thread), batched over grid.z. conv2d
-// is an implicit GEMM per (image, group): A = the group's weights [og x cg*kh*kw], B = the
-// im2col matrix computed on the fly while loading the shared tile; depthwise-like convs
-// (one input channel per output channel) use a direct kernel, one thread per output.
-// Fused elementwise epilogues run on each output element before it is stored.
+// matmul, gemm and conv2d: one tiled shared-memory GEMM kernel, batched over grid.z: a
+// 256-thread block computes a 64x64 output tile (4x4 per thread) or, for big f32 problems,
+// a 128x128 tile (8x8 per thread), K in steps of 16. conv2d is an implicit GEMM per
+// (image, group): A = the group's weights [og x cg*kh*kw], B = the im2col matrix computed
+// on the fly while loading the shared tile; depthwise-like convs (one input channel per
+// output channel) use a direct kernel, one thread per output. Fused elementwise epilogues
+// run on each output element before it is stored.
 //
-// We deliberately do not call cuBLAS/cuDNN: they would also have to be dlopened (no link-time
-// CUDA dependencies), add ~0.5-1 GB of libraries to a deployment, and cannot run carve's fused
-// epilogues or integer/bf16 semantics. The generated kernel is simple rather than peak-fast
-// (no tensor cores, no double buffering); worth revisiting (cuBLASLt via dlopen, or an
-// mma.sync path) once the GPU path is exercised on real models.
+// This is the fallback and the path for every dtype: f32 GEMMs that map onto one
+// strided-batched GEMM run through cuBLASLt when it loads (codegen_library_gemm.cpp,
+// runtime/cuda/cublaslt.h). The kernel is simple rather than peak-fast (no tensor cores,
+// no double buffering, no vector loads).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,7 +24,12 @@ using ir::OpKind;
 
 namespace {
 
-constexpr int kBM = 64, kBN = 64, kBK = 16;
+constexpr int kBK = 16;
+// A 256-thread block (16 x 16 threads) computes a tile x tile output block, each thread
+// (tile/16) x (tile/16) outputs. 128-tiles do twice the FMAs per shared-memory load of
+// 64-tiles but need enough of them to fill the GPU: used from kMinLargeTiles tiles on.
+constexpr int kSmallTile = 64, kLargeTile = 128;
+constexpr int64_t kMinLargeTiles = 256;
 
 struct GemmSpec {
   std::string_view acc;     // accumulator / shared type
@@ -40,35 +45,56 @@ std::string mul_add(std::string_view acc, const std::string& s, const std::strin
   return fmt::format("{0} += {1} * {2};", s, a, b);  // contraction to FMA allowed here
 }
 
+int tile_for(const GemmSpec& s) {
+  const int64_t large = ((s.m + kLargeTile - 1) / kLargeTile) * ((s.n + kLargeTile - 1) / kLargeTile) * s.batch;
+  // 8-byte accumulators would double the registers and shared memory of a 128-tile.
+  return s.acc == "float" && large >= kMinLargeTiles ? kLargeTile : kSmallTile;
+}
+
+// Each thread owns a per x per block of outputs at rows ty*per.., columns tx*per.., so its
+// fragments are contiguous in shared memory: float tiles read them 16 bytes at a time (rows
+// padded by 4 elements keep that aligned; a 2-way bank conflict on the transposed A store).
 void gemm_kernel(KernelWriter& w, const GemmSpec& s) {
+  const int tile = tile_for(s), per = tile / 16;
+  const bool vec = s.acc == "float";
   std::string c;
-  c += fmt::format("  __shared__ {} As[{}][{}];\n", s.acc, kBK, kBM + 1);
-  c += fmt::format("  __shared__ {} Bs[{}][{}];\n", s.acc, kBK, kBN + 1);
+  c += fmt::format("  __shared__ alignas(16) {} As[{}][{}];\n", s.acc, kBK, tile + 4);
+  c += fmt::format("  __shared__ alignas(16) {} Bs[{}][{}];\n", s.acc, kBK, tile + 4);
+  if (vec) c += "  struct alignas(16) carve_f4 { float x, y, z, w; };\n";
   c += "  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;\n";
   c += fmt::format("  for (long long z = blockIdx.z; z < {}LL; z += gridDim.z) {{\n", s.batch);
   c += s.per_batch;
-  c += fmt::format("  for (long long m0 = (long long)blockIdx.y * {0}; m0 < {1}LL; m0 += (long long)gridDim.y * {0}) {{\n", kBM, s.m);
-  c += fmt::format("  for (long long n0 = (long long)blockIdx.x * {0}; n0 < {1}LL; n0 += (long long)gridDim.x * {0}) {{\n", kBN, s.n);
-  c += fmt::format("    {} acc[4][4];\n", s.acc);
-  c += "    for (int r = 0; r < 4; ++r) for (int q = 0; q < 4; ++q) acc[r][q] = 0;\n";
+  c += fmt::format("  for (long long m0 = (long long)blockIdx.y * {0}; m0 < {1}LL; m0 += (long long)gridDim.y * {0}) {{\n", tile, s.m);
+  c += fmt::format("  for (long long n0 = (long long)blockIdx.x * {0}; n0 < {1}LL; n0 += (long long)gridDim.x * {0}) {{\n", tile, s.n);
+  c += fmt::format("    {} acc[{}][{}];\n", s.acc, per, per);
+  c += fmt::format("    for (int r = 0; r < {0}; ++r) for (int q = 0; q < {0}; ++q) acc[r][q] = 0;\n", per);
   c += fmt::format("    for (long long k0 = 0; k0 < {}LL; k0 += {}) {{\n", s.k, kBK);
-  c += fmt::format("      for (int e = tid; e < {}; e += 256) {{\n", kBM * kBK);
+  c += fmt::format("      for (int e = tid; e < {}; e += 256) {{\n", tile * kBK);
   c += fmt::format("        const int mi = e / {0}, ki = e % {0};\n", kBK);
   c += "        const long long gi = m0 + mi, gk = k0 + ki;\n";
   c += fmt::format("        As[ki][mi] = (gi < {}LL && gk < {}LL) ? ({})({}) : ({})0;\n      }}\n", s.m, s.k, s.acc, s.a_expr, s.acc);
-  c += fmt::format("      for (int e = tid; e < {}; e += 256) {{\n", kBN * kBK);
-  c += fmt::format("        const int ki = e / {0}, nj = e % {0};\n", kBN);
+  c += fmt::format("      for (int e = tid; e < {}; e += 256) {{\n", tile * kBK);
+  c += fmt::format("        const int ki = e / {0}, nj = e % {0};\n", tile);
   c += "        const long long gk = k0 + ki, gj = n0 + nj;\n";
   c += fmt::format("        Bs[ki][nj] = (gk < {}LL && gj < {}LL) ? ({})({}) : ({})0;\n      }}\n", s.k, s.n, s.acc, s.b_expr, s.acc);
   c += "      __syncthreads();\n";
   c += fmt::format("      for (int kk = 0; kk < {}; ++kk) {{\n", kBK);
-  c += fmt::format("        {} fa[4], fb[4];\n", s.acc);
-  c += "        for (int r = 0; r < 4; ++r) fa[r] = As[kk][ty + 16 * r];\n";
-  c += "        for (int q = 0; q < 4; ++q) fb[q] = Bs[kk][tx + 16 * q];\n";
-  c += "        for (int r = 0; r < 4; ++r) for (int q = 0; q < 4; ++q) " + mul_add(s.acc, "acc[r][q]", "fa[r]", "fb[q]") + "\n";
+  c += fmt::format("        {} fa[{}], fb[{}];\n", s.acc, per, per);
+  if (vec) {
+    c += fmt::format("        for (int v = 0; v < {}; ++v) {{\n", per / 4);
+    c += fmt::format("          const carve_f4 a4 = *reinterpret_cast<const carve_f4*>(&As[kk][ty * {} + 4 * v]);\n", per);
+    c += fmt::format("          const carve_f4 b4 = *reinterpret_cast<const carve_f4*>(&Bs[kk][tx * {} + 4 * v]);\n", per);
+    c += "          fa[4 * v] = a4.x; fa[4 * v + 1] = a4.y; fa[4 * v + 2] = a4.z; fa[4 * v + 3] = a4.w;\n";
+    c += "          fb[4 * v] = b4.x; fb[4 * v + 1] = b4.y; fb[4 * v + 2] = b4.z; fb[4 * v + 3] = b4.w;\n";
+    c += "        }\n";
+  } else {
+    c += fmt::format("        for (int r = 0; r < {0}; ++r) fa[r] = As[kk][ty * {0} + r];\n", per);
+    c += fmt::format("        for (int q = 0; q < {0}; ++q) fb[q] = Bs[kk][tx * {0} + q];\n", per);
+  }
+  c += fmt::format("        for (int r = 0; r < {0}; ++r) for (int q = 0; q < {0}; ++q) ", per) + mul_add(s.acc, "acc[r][q]", "fa[r]", "fb[q]") + "\n";
   c += "      }\n      __syncthreads();\n    }\n";
-  c += "    for (int r = 0; r < 4; ++r) {\n      for (int q = 0; q < 4; ++q) {\n";
-  c += "        const long long i = m0 + ty + 16 * r, j = n0 + tx + 16 * q;\n";
+  c += fmt::format("    for (int r = 0; r < {}; ++r) {{\n      for (int q = 0; q < {}; ++q) {{\n", per, per);
+  c += fmt::format("        const long long i = m0 + ty * {0} + r, j = n0 + tx * {0} + q;\n", per);
   c += fmt::format("        if (i >= {}LL || j >= {}LL) continue;\n", s.m, s.n);
   c += fmt::format("        const {} sum = acc[r][q];\n", s.acc);
   c += s.epilogue;
@@ -78,8 +104,8 @@ void gemm_kernel(KernelWriter& w, const GemmSpec& s) {
   w.max_threads = 256;
   w.launch = LaunchConfig{};
   w.launch.block[0] = 256;
-  w.launch.grid[0] = static_cast<uint32_t>(std::clamp<int64_t>((s.n + kBN - 1) / kBN, 1, 0x7fffffff));
-  w.launch.grid[1] = static_cast<uint32_t>(std::clamp<int64_t>((s.m + kBM - 1) / kBM, 1, 65535));
+  w.launch.grid[0] = static_cast<uint32_t>(std::clamp<int64_t>((s.n + tile - 1) / tile, 1, 0x7fffffff));
+  w.launch.grid[1] = static_cast<uint32_t>(std::clamp<int64_t>((s.m + tile - 1) / tile, 1, 65535));
   w.launch.grid[2] = static_cast<uint32_t>(std::clamp<int64_t>(s.batch, 1, 65535));
 }
 

@@ -103,11 +103,11 @@ Status unsupported(const ir::Graph& g, const ir::Node& n, std::string_view why);
 // whose index over `out_dims` is held in `<prefix>d` variables and whose linear index is
 // `lin`. `values` maps already-computed values to compute-typed variables (an epilogue's
 // anchor value); external operands are loaded with broadcasting. Adds the stores of every
-// output operand. Appends to `code`.
+// output operand unless `stores` is false (the caller stores from `values`). Appends to `code`.
 Status emit_chain(KernelWriter& w, size_t first, const std::vector<int64_t>& out_dims,
                   std::string_view lin, std::string_view prefix,
                   std::map<ir::ValueId, std::string>& values, std::string& code,
-                  std::string_view indent);
+                  std::string_view indent, bool stores = true);
 
 // matmul/gemm/conv2d epilogues (codegen_gemm.cpp). gemm_epilogue: statements that define
 // the anchor's value `value` (a compute value of the output dtype) at linear output index

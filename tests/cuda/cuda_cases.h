@@ -62,6 +62,13 @@ std::string dn(DType d) { return std::string(ir::dtype_name(d)); }
 
 std::vector<Case> elementwise_cases() {
   std::vector<Case> cases;
+  cases.push_back({"float4 chain with two outputs f32", [](GraphBuilder& b) {
+                     auto x = b.input("x", DType::kF32, {8, 512});
+                     auto y = b.input("y", DType::kF32, {8, 512});
+                     auto t = b.sub(x, y);
+                     b.output(t);
+                     b.output(b.silu(b.add(b.mul(x, y), t)));
+                   }, 2e-6, 2e-6});
   for (DType d : kFloats) {
     cases.push_back({"unary chain " + dn(d), [d](GraphBuilder& b) {
                        auto x = b.input("x", d, {3, 37});

@@ -167,4 +167,29 @@ TEST_CASE("cuda/codegen/library gemm: other dtypes and aliased outputs keep the 
   CHECK(lib.status().code() == ErrorCode::kUnsupported);
 }
 
+TEST_CASE("cuda/codegen/the generated gemm takes 128x128 tiles once there are enough of them") {
+  auto p = plan_groups([](GraphBuilder& b) {
+    b.output(b.matmul(b.input("a", DType::kF32, {2100, 64}), b.input("b", DType::kF32, {64, 2000})));
+    b.output(b.matmul(b.input("c", DType::kF32, {1024, 64}), b.input("d", DType::kF32, {64, 1024})));
+    b.output(b.matmul(b.input("e", DType::kF64, {2100, 64}), b.input("f", DType::kF64, {64, 2000})));
+  });
+  auto big = generate_kernel(p.graph, p.groups.at(0));
+  REQUIRE(big.ok());
+  CHECK(big->launch.grid[0] == 16);  // ceil(2000 / 128)
+  CHECK(big->launch.grid[1] == 17);  // ceil(2100 / 128)
+  CHECK(big->source.find("acc[8][8]") != std::string::npos);
+  auto small = generate_kernel(p.graph, p.groups.at(1));  // 64 tiles of 128: too few to fill a GPU
+  REQUIRE(small.ok());
+  CHECK(small->launch.grid[0] == 16);
+  CHECK(small->source.find("acc[4][4]") != std::string::npos);
+  auto wide = generate_kernel(p.graph, p.groups.at(2));  // double accumulators stay on 64-tiles
+  REQUIRE(wide.ok());
+  CHECK(wide->source.find("acc[4][4]") != std::string::npos);
+  NvrtcCompiler* nv = shared_nvrtc();
+  if (nv != nullptr) {
+    auto bin = nv->compile(big->source, "sm_90");
+    CHECK_MESSAGE(bin.ok(), bin.status().to_string());
+  }
+}
+
 }  // namespace carve::jit::cuda
