@@ -112,6 +112,10 @@ Status CudaContext::copy_to_device(DevicePtr dst, const void* src, size_t bytes)
   if (bytes == 0) return Status();
   CARVE_CTX_API();
   CARVE_CU_TRY(*api, api->cuMemcpyHtoD(static_cast<CUdeviceptr>(dst), src, bytes), "cuMemcpyHtoD");
+  // From pageable memory cuMemcpyHtoD may return once the bytes are staged, before the DMA
+  // lands; work on carve's non-blocking streams would not wait for it (seen on an H200: a
+  // kernel read half-copied inputs). The copy is complete when this returns.
+  CARVE_CU_TRY(*api, api->cuCtxSynchronize(), "cuCtxSynchronize after cuMemcpyHtoD");
   return Status();
 }
 
@@ -133,6 +137,7 @@ Status CudaContext::memset(DevicePtr dst, uint8_t value, size_t bytes) {
   if (bytes == 0) return Status();
   CARVE_CTX_API();
   CARVE_CU_TRY(*api, api->cuMemsetD8(static_cast<CUdeviceptr>(dst), value, bytes), "cuMemsetD8");
+  CARVE_CU_TRY(*api, api->cuCtxSynchronize(), "cuCtxSynchronize after cuMemsetD8");  // as copy_to_device
   return Status();
 }
 

@@ -61,10 +61,13 @@ class CudaContext {
 
   Result<DevicePtr> allocate(size_t bytes);  // 0 bytes -> a 1-byte block (unique address)
   Status free(DevicePtr ptr);
+  // Synchronous: the bytes are in place when these return (any stream may read them).
   Status copy_to_device(DevicePtr dst, const void* src, size_t bytes);
   Status copy_from_device(void* dst, DevicePtr src, size_t bytes);
-  Status copy_device(DevicePtr dst, DevicePtr src, size_t bytes);
   Status memset(DevicePtr dst, uint8_t value, size_t bytes);
+  // Ordered on the legacy default stream and may return early: synchronize() before
+  // another stream reads `dst` (kept asynchronous so bench_cuda times the copy alone).
+  Status copy_device(DevicePtr dst, DevicePtr src, size_t bytes);
   Status synchronize();
   // Free and total device memory (bytes).
   Result<std::pair<int64_t, int64_t>> memory_info();
