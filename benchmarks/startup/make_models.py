@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Full-size CNNs for the start-up benchmark, built with onnx.helper (no torch needed):
-resnet18, mobilenet_v2 and vgg16 as torchvision defines them (batch 1, 3x224x224), with
-batch norm folded into the convolutions as torch.onnx.export does in eval mode. Weights
-are random (He-scaled, seeded), never downloaded.
+"""Full-size CNNs for the start-up and activation benchmarks, built with onnx.helper (no
+torch needed): resnet18, mobilenet_v2, vgg16, efficientnet_b0 and mobilenet_v3_small as
+torchvision defines them (batch 1, 3x224x224), with batch norm folded into the
+convolutions and activations spelled as torch.onnx.export writes them in eval mode (SiLU
+as Sigmoid + Mul, hard-swish as HardSwish at opset 14, squeeze-excitation as
+GlobalAveragePool, two 1x1 convs and a Mul). Weights are random (He-scaled, seeded), never
+downloaded.
 
-  python make_models.py OUT_DIR [--models resnet18,mobilenet_v2,vgg16]
+  python make_models.py OUT_DIR [--models resnet18,mobilenet_v2,vgg16,efficientnet_b0,mobilenet_v3_small]
 
 Writes OUT_DIR/NAME.onnx and OUT_DIR/NAME.input.x.npy. Needs numpy and onnx only.
 """
@@ -41,11 +44,27 @@ class Builder:
         b = self.rng.standard_normal(cout) * 0.01
         y = self.node("Conv", [x, self.const(w, "w"), self.const(b, "b")], kernel_shape=[k, k],
                       strides=[stride, stride], pads=[k // 2] * 4, group=group)
+        return self.act(y, act)
+
+    def act(self, y, act):
         if act == "relu":
             y = self.node("Relu", [y])
         elif act == "relu6":
             y = self.node("Clip", [y, self.const(np.array(0.0), "lo"), self.const(np.array(6.0), "hi")])
+        elif act == "silu":
+            y = self.node("Mul", [y, self.node("Sigmoid", [y])])
+        elif act == "hardswish":
+            y = self.node("HardSwish", [y])
+        elif act == "sigmoid":
+            y = self.node("Sigmoid", [y])
+        elif act == "hardsigmoid":
+            y = self.node("HardSigmoid", [y], alpha=1.0 / 6.0)
         return y
+
+    def se(self, x, ch, sq, act, gate):
+        s = self.node("GlobalAveragePool", [x])
+        s = self.conv(self.conv(s, ch, sq, 1, act=act), sq, ch, 1, act=gate)
+        return self.node("Mul", [x, s])
 
     def fc(self, x, cin, cout):
         w = self.rng.standard_normal((cout, cin)) * np.sqrt(1.0 / cin)
@@ -55,11 +74,11 @@ class Builder:
     def head(self, x, channels):
         return self.fc(self.node("Flatten", [self.node("GlobalAveragePool", [x])]), channels, 1000)
 
-    def model(self, name, y):
+    def model(self, name, y, opset=13):
         graph = helper.make_graph(self.nodes, name,
                                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])],
                                   [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 1000])], self.inits)
-        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="carve-bench")
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="carve-bench")
 
 
 def resnet18():
@@ -105,7 +124,48 @@ def vgg16():
     return b.model("vgg16", b.fc(x, 4096, 1000))
 
 
-MODELS = {"resnet18": resnet18, "mobilenet_v2": mobilenet_v2, "vgg16": vgg16}
+def efficientnet_b0():
+    b = Builder(0)
+    x, cin = b.conv("x", 3, 32, 3, 2, act="silu"), 32
+    for e, k, s, c, n in [(1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3), (6, 5, 1, 112, 3),
+                          (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)]:
+        for i in range(n):
+            stride, hidden = s if i == 0 else 1, cin * e
+            y = b.conv(x, cin, hidden, 1, act="silu") if e != 1 else x
+            y = b.conv(y, hidden, hidden, k, stride, group=hidden, act="silu")
+            y = b.se(y, hidden, max(1, cin // 4), "silu", "sigmoid")
+            y = b.conv(y, hidden, c, 1)
+            x, cin = (b.node("Add", [x, y]) if stride == 1 and cin == c else y), c
+    return b.model("efficientnet_b0", b.head(b.conv(x, 320, 1280, 1, act="silu"), 1280))
+
+
+def divisible8(v):
+    r = max(8, int(v + 4) // 8 * 8)
+    return r + 8 if r < 0.9 * v else r
+
+
+def mobilenet_v3_small():
+    b = Builder(3)
+    x, cin = b.conv("x", 3, 16, 3, 2, act="hardswish"), 16
+    for k, hidden, c, se, act, s in [(3, 16, 16, True, "relu", 2), (3, 72, 24, False, "relu", 2),
+                                     (3, 88, 24, False, "relu", 1), (5, 96, 40, True, "hardswish", 2),
+                                     (5, 240, 40, True, "hardswish", 1), (5, 240, 40, True, "hardswish", 1),
+                                     (5, 120, 48, True, "hardswish", 1), (5, 144, 48, True, "hardswish", 1),
+                                     (5, 288, 96, True, "hardswish", 2), (5, 576, 96, True, "hardswish", 1),
+                                     (5, 576, 96, True, "hardswish", 1)]:
+        y = b.conv(x, cin, hidden, 1, act=act) if hidden != cin else x
+        y = b.conv(y, hidden, hidden, k, s, group=hidden, act=act)
+        if se:
+            y = b.se(y, hidden, divisible8(hidden // 4), "relu", "hardsigmoid")
+        y = b.conv(y, hidden, c, 1)
+        x, cin = (b.node("Add", [x, y]) if s == 1 and cin == c else y), c
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [b.conv(x, 96, 576, 1, act="hardswish")])])
+    x = b.act(b.fc(x, 576, 1024), "hardswish")
+    return b.model("mobilenet_v3_small", b.fc(x, 1024, 1000), opset=14)
+
+
+MODELS = {"resnet18": resnet18, "mobilenet_v2": mobilenet_v2, "vgg16": vgg16, "efficientnet_b0": efficientnet_b0,
+          "mobilenet_v3_small": mobilenet_v3_small}
 
 
 def main():

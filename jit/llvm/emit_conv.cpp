@@ -172,6 +172,12 @@ Status emit_direct_conv(EmitContext& ec, const ir::Node& node, const tiling::Con
   std::vector<int> deint;
   for (int l = 0; l < W; ++l) deint.push_back(l * static_cast<int>(c.sw));
 
+  // With an epilogue, border columns (and whole planes narrower than a vector) would run
+  // it one element at a time: store the plane raw and finish it in place, vectorised,
+  // while it is in cache -- unless the output may share bytes with an epilogue input.
+  ir::ValueId target_value = ec.graph.node(ec.group.nodes.back()).outputs[0];
+  const bool plane_pass = epilogue && target.dtype == dtype && !output_may_alias(ec, target_value);
+  const Epilogue per_store = plane_pass ? Epilogue() : epilogue;
   const tiling::UnitTiles ut = tiling::unit_tiles_for(ec.graph, node);
   for_units(ec, ut.units, [&](Value*, Value* u) {
     Value* o = b.CreateURem(u, i64c(ec, c.o));
@@ -203,7 +209,7 @@ Status emit_direct_conv(EmitContext& ec, const ir::Node& node, const tiling::Con
             }
             return std::vector<Value*>{v};
           }, "kh");
-          store_result(ec, target, dtype, epilogue, acc[0], b.CreateAdd(lin_row, ow));
+          store_result(ec, target, dtype, per_store, acc[0], b.CreateAdd(lin_row, ow));
         }, "ow");
       }
       // Scalar border columns.
@@ -227,12 +233,13 @@ Status emit_direct_conv(EmitContext& ec, const ir::Node& node, const tiling::Con
             }, "kw");
             return r;
           }, "kh");
-          store_result(ec, target, dtype, epilogue, acc[0], b.CreateAdd(lin_row, ow));
+          store_result(ec, target, dtype, per_store, acc[0], b.CreateAdd(lin_row, ow));
         }, "bw");
       };
       scalar_cols(0, ow_a);
       scalar_cols(vec_end, c.ow);
     }, "oh");
+    if (plane_pass) epilogue_in_place(ec, target, epilogue, obase, OHW, W);
   });
   return Status();
 }

@@ -6,9 +6,12 @@
 //  - f32/f64 + - * / and sqrt, abs, neg, relu, clip, max, min are computed in the dtype;
 //    f16/bf16 compute them in float and round to the dtype after every op (float has
 //    enough precision that this equals rounding the exact result once).
-//  - exp, log, tanh, erf, sigmoid, silu, gelu, rsqrt, pow and hard_sigmoid are computed in
-//    double (libm through LLVM intrinsics / calls resolved by the JIT) and rounded once;
-//    to f16/bf16 via round-to-odd float, so there is no double rounding.
+//  - exp, log, tanh, erf, sigmoid, silu and gelu on f32/f16/bf16 are computed in float by
+//    the vectorisable float math (emit_vmath.cpp: polynomial approximations with stated
+//    ulp bounds, 1 to 4 ulp), then rounded to f16/bf16 (so within one 16-bit ulp of the
+//    reference); on f64, and rsqrt, pow and hard_sigmoid on every float dtype, they are
+//    computed in double (libm through LLVM intrinsics / calls resolved by the JIT) and
+//    rounded once, to f16/bf16 via round-to-odd float, so there is no double rounding.
 //  - integers wrap (no nsw/nuw), x / 0 = 0, INT_MIN / -1 = INT_MIN, pow with a negative
 //    exponent is the truncated real result; u8 is unsigned.
 //  - max/min propagate NaN; relu(x) = x < 0 ? 0 : x; clip keeps NaN and on integers
@@ -189,6 +192,21 @@ Value* cast_value(EmitContext& ec, DType from, DType to, Value* v) {
   return sgn ? b.CreateSExt(v, dst) : b.CreateZExt(v, dst);
 }
 
+// The float-math (emit_vmath.cpp) form of a transcendental op on a float value; null for
+// ops without one (they stay on the double path).
+Value* float_math(EmitContext& ec, OpKind op, Value* x) {
+  switch (op) {
+    case OpKind::kExp: return exp_f32(ec, x);
+    case OpKind::kLog: return log_f32(ec, x);
+    case OpKind::kTanh: return tanh_f32(ec, x);
+    case OpKind::kErf: return erf_f32(ec, x);
+    case OpKind::kSigmoid: return sigmoid_f32(ec, x);
+    case OpKind::kSilu: return silu_f32(ec, x);
+    case OpKind::kGelu: return gelu_f32(ec, x);
+    default: return nullptr;
+  }
+}
+
 // Applies elementwise `node` to compute-type arguments (in input order); the result is
 // rounded to the output dtype.
 Result<Value*> apply_elementwise(EmitContext& ec, const ir::Node& node, const std::vector<Value*>& args) {
@@ -250,6 +268,15 @@ Result<Value*> apply_elementwise(EmitContext& ec, const ir::Node& node, const st
     case OpKind::kSqrt:
       // correctly rounded in float, and float -> f16/bf16 rounding is innocuous for sqrt
       return round_to(ec, out, b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+    default:
+      break;
+  }
+  // f32/f16/bf16 (compute type float): the vectorisable float math, rounded to the dtype.
+  if (fp && !t->getScalarType()->isDoubleTy()) {
+    if (Value* v = float_math(ec, op, x)) return round_to(ec, out, v);
+  }
+
+  switch (op) {
     case OpKind::kExp: return from_d(exp_d(b, to_d(x)));
     case OpKind::kLog: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::log, to_d(x)));
     case OpKind::kTanh: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::tanh, to_d(x)));
@@ -383,18 +410,21 @@ BroadcastLayout broadcast_layout(const ir::Shape& out, const std::vector<ir::Sha
   return layout;
 }
 
-// Element offset of operand k for output linear index `linear`.
-Value* broadcast_offset(EmitContext& ec, const BroadcastLayout& layout, size_t k, Value* linear) {
+// Whether operand k is laid out like the output (same shape): its offset is the index.
+bool broadcast_offset_is_identity(const BroadcastLayout& layout, size_t k) {
   const auto& st = layout.strides[k];
-  // Contiguous operand (same shape as the output): the offset is the linear index.
-  bool identity = true;
   int64_t expect = 1;
   for (size_t j = layout.dims.size(); j-- > 0;) {
-    if (st[j] != expect) identity = false;
+    if (st[j] != expect) return false;
     expect *= layout.dims[j];
   }
-  if (identity) return linear;
-  return strided_offset(ec, i64c(ec, 0), unravel(ec, linear, layout.dims), st);
+  return true;
+}
+
+// Element offset of operand k for output linear index `linear`.
+Value* broadcast_offset(EmitContext& ec, const BroadcastLayout& layout, size_t k, Value* linear) {
+  if (broadcast_offset_is_identity(layout, k)) return linear;
+  return strided_offset(ec, i64c(ec, 0), unravel(ec, linear, layout.dims), layout.strides[k]);
 }
 
 // Evaluates the chain `nodes` for one element. `known` holds values already in registers
@@ -543,29 +573,46 @@ Epilogue make_epilogue(EmitContext& ec) {
   BroadcastLayout layout = broadcast_layout(out_shape, shapes);
   DType final_dtype = g.value(nodes.back()->outputs[0]).type.dtype;
 
+  // Per external operand: contiguous with the output (a residual), one element for all
+  // (a scalar), or neither (gathered lane by lane).
+  enum class Access { kContiguous, kScalar, kGather };
+  std::vector<Access> access;
+  for (size_t k = 0; k < externals.size(); ++k) {
+    const auto& st = layout.strides[k];
+    bool scalar = std::all_of(st.begin(), st.end(), [](int64_t s) { return s == 0; });
+    bool contiguous = broadcast_offset_is_identity(layout, k);
+    access.push_back(scalar ? Access::kScalar : contiguous ? Access::kContiguous : Access::kGather);
+  }
+
   // `g` by reference: [=] alone would copy the whole graph, constants included, per kernel.
   // The epilogue is used while this group is emitted, when the graph is alive.
+  // A vector of anchor results is evaluated as vectors (the float math vectorises), with
+  // each operand loaded as a vector, a splat or a lane-by-lane gather.
   return [=, &g](EmitContext& ec2, Value* value, Value* linear) -> Value* {
     llvm::IRBuilder<>& b = ec2.b;
-    auto run_scalar = [&](Value* v, Value* lin) -> Value* {
-      std::map<ir::ValueId, Value*> known{{anchor_out, v}};
-      auto load = [&](size_t k) {
-        Value* off = broadcast_offset(ec2, layout, k, lin);
-        return load_elem(ec2, g.value(externals[k]).type.dtype, operand_ptr(ec2, externals[k]), off);
-      };
-      auto r = eval_chain(ec2, nodes, known, externals, load);
-      return r.ok() ? *r : llvm::PoisonValue::get(compute_type(ec2, final_dtype));
-    };
-    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(value->getType())) {
-      unsigned n = vt->getNumElements();
-      Value* out = llvm::PoisonValue::get(llvm::FixedVectorType::get(compute_type(ec2, final_dtype), n));
-      for (unsigned j = 0; j < n; ++j) {
-        Value* lin = b.CreateAdd(linear, i64c(ec2, j));
-        out = b.CreateInsertElement(out, run_scalar(b.CreateExtractElement(value, j), lin), j);
+    auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(value->getType());
+    const int lanes = vt ? static_cast<int>(vt->getNumElements()) : 0;
+    auto load = [&](size_t k) -> Value* {
+      const DType dt = g.value(externals[k]).type.dtype;
+      Value* ptr = operand_ptr(ec2, externals[k]);
+      switch (lanes == 0 ? Access::kGather : access[k]) {
+        case Access::kContiguous: return load_n(ec2, dt, ptr, linear, lanes);
+        case Access::kScalar: return splat_like(ec2, load_elem(ec2, dt, ptr, i64c(ec2, 0)), lanes);
+        case Access::kGather: break;
+      }
+      if (lanes == 0) return load_elem(ec2, dt, ptr, broadcast_offset(ec2, layout, k, linear));
+      Value* out = llvm::PoisonValue::get(llvm::FixedVectorType::get(compute_type(ec2, dt), static_cast<unsigned>(lanes)));
+      for (int j = 0; j < lanes; ++j) {
+        Value* off = broadcast_offset(ec2, layout, k, b.CreateAdd(linear, i64c(ec2, j)));
+        out = b.CreateInsertElement(out, load_elem(ec2, dt, ptr, off), static_cast<uint64_t>(j));
       }
       return out;
-    }
-    return run_scalar(value, linear);
+    };
+    std::map<ir::ValueId, Value*> known{{anchor_out, value}};
+    auto r = eval_chain(ec2, nodes, known, externals, load);
+    if (r.ok()) return *r;
+    Type* ct = compute_type(ec2, final_dtype);
+    return llvm::PoisonValue::get(lanes == 0 ? ct : llvm::FixedVectorType::get(ct, static_cast<unsigned>(lanes)));
   };
 }
 

@@ -169,42 +169,29 @@ Value* horizontal(EmitContext& ec, Value* v, const std::function<Value*(Value*, 
 Value* exp(EmitContext& ec, Value* x) {
   auto& b = ec.b;
   Type* t = x->getType();
-  Type* s = t->getScalarType();
-  bool dbl = s->isDoubleTy();
-  Type* it = like_shape(dbl ? Type::getInt64Ty(ec.ctx) : Type::getInt32Ty(ec.ctx), t);
+  if (!t->getScalarType()->isDoubleTy()) return exp_f32(ec, x);
+  Type* it = like_shape(Type::getInt64Ty(ec.ctx), t);
   auto c = [&](double v) { return fpc(t, v); };
-  double hi = dbl ? 709.0 : 88.3762626647949;
-  double lo = dbl ? -708.0 : -87.3365447504;
+  const double hi = 709.0, lo = -708.0;
   Value* xc = b.CreateSelect(b.CreateFCmpOGT(x, c(hi)), c(hi), x);
   xc = b.CreateSelect(b.CreateFCmpOLT(xc, c(lo)), c(lo), xc);
   Value* n = b.CreateIntrinsic(llvm::Intrinsic::roundeven, {t}, {b.CreateFMul(xc, c(M_LOG2E))});
   // r = x - n*ln2 in two parts (Cody-Waite).
-  double ln2_hi = dbl ? 6.93147180369123816490e-01 : 0.693359375;
-  double ln2_lo = dbl ? 1.90821492927058770002e-10 : -2.12194440e-4;
-  Value* r = mul_add(ec, n, c(-ln2_hi), xc);
-  r = mul_add(ec, n, c(-ln2_lo), r);
-  Value* p;
-  if (!dbl) {
-    p = c(1.9875691500e-4);
-    for (double k : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
-                     5.0000001201e-1})
-      p = mul_add(ec, p, r, c(k));
-    p = mul_add(ec, p, b.CreateFMul(r, r), b.CreateFAdd(r, c(1.0)));
-  } else {
-    // Taylor series to r^13/13!; |r| <= ln2/2 keeps the error below 1e-17.
-    double coef = 1.0;
-    std::vector<double> cs;
-    for (int k = 0; k <= 13; ++k) {
-      cs.push_back(1.0 / coef);
-      coef *= (k + 1);
-    }
-    p = c(cs[13]);
-    for (int k = 12; k >= 0; --k) p = mul_add(ec, p, r, c(cs[static_cast<size_t>(k)]));
+  Value* r = mul_add(ec, n, c(-6.93147180369123816490e-01), xc);
+  r = mul_add(ec, n, c(-1.90821492927058770002e-10), r);
+  // Taylor series to r^13/13!; |r| <= ln2/2 keeps the error below 1e-17.
+  double coef = 1.0;
+  std::vector<double> cs;
+  for (int k = 0; k <= 13; ++k) {
+    cs.push_back(1.0 / coef);
+    coef *= (k + 1);
   }
+  Value* p = c(cs[13]);
+  for (int k = 12; k >= 0; --k) p = mul_add(ec, p, r, c(cs[static_cast<size_t>(k)]));
   // 2^n through the exponent bits.
   Value* ni = b.CreateFPToSI(n, it);
-  int mant = dbl ? 52 : 23;
-  int64_t bias = dbl ? 1023 : 127;
+  const int mant = 52;
+  const int64_t bias = 1023;
   // n can reach bias+1 at the top of the range (x near hi): split the scale in two.
   Value* half_bits = b.CreateShl(
       b.CreateAdd(b.CreateAShr(ni, llvm::ConstantInt::get(it, 1)),
@@ -385,6 +372,17 @@ void store_result(EmitContext& ec, const StoreTarget& target, ir::DType anchor_d
   // result is rounded to its dtype first, as the unfused node would store it.
   if (epilogue) v = epilogue(ec, round_to(ec, anchor_dtype, v), linear);
   store_n(ec, target.dtype, target.ptr, linear, v);
+}
+
+void epilogue_in_place(EmitContext& ec, const StoreTarget& target, const Epilogue& epilogue, Value* lo,
+                       int64_t n, int lanes) {
+  auto finish = [&](Value* i, int ln) {
+    Value* at = ec.b.CreateAdd(lo, i);
+    store_n(ec, target.dtype, target.ptr, at, epilogue(ec, load_n(ec, target.dtype, target.ptr, at, ln), at));
+  };
+  const int64_t vec_end = n / lanes * lanes;
+  if (vec_end > 0) for_range(ec, i64c(ec, 0), i64c(ec, vec_end), lanes, [&](Value* i) { finish(i, lanes); }, "ev");
+  if (vec_end < n) for_range(ec, i64c(ec, vec_end), i64c(ec, n), 1, [&](Value* i) { finish(i, 0); }, "es");
 }
 
 int64_t units_per_kernel_tile(EmitContext& ec, int64_t units) {

@@ -70,9 +70,20 @@ llvm::Value* mul_add(EmitContext& ec, llvm::Value* a, llvm::Value* b, llvm::Valu
 llvm::Value* max(EmitContext& ec, ir::DType dtype, llvm::Value* a, llvm::Value* b);
 llvm::Value* min_i64(EmitContext& ec, llvm::Value* a, llvm::Value* b);
 llvm::Value* max_i64(EmitContext& ec, llvm::Value* a, llvm::Value* b);
-// exp(x) for float/double scalars or vectors: Cody-Waite range reduction + polynomial,
-// ~1-2 ulp for f32; inputs below ~-87 give 0, above ~88 give +inf.
+// exp(x) for float/double scalars or vectors: floats are exp_f32; doubles Cody-Waite
+// range reduction + a Taylor polynomial (inputs below -708 give 0, above 709 +inf).
 llvm::Value* exp(EmitContext& ec, llvm::Value* x);
+
+// ---- float math (emit_vmath.cpp): f32 scalars or <N x float> only, straight-line IR
+// that vectorises; ulp bounds (measured by tests/jit/vmath_test.cpp) in that file:
+// exp, log <= 1 ulp; tanh, erf, sigmoid <= 2; silu <= 3; gelu <= 6 (normal results).
+llvm::Value* exp_f32(EmitContext& ec, llvm::Value* x);
+llvm::Value* log_f32(EmitContext& ec, llvm::Value* x);
+llvm::Value* tanh_f32(EmitContext& ec, llvm::Value* x);
+llvm::Value* erf_f32(EmitContext& ec, llvm::Value* x);
+llvm::Value* sigmoid_f32(EmitContext& ec, llvm::Value* x);
+llvm::Value* silu_f32(EmitContext& ec, llvm::Value* x);   // x * sigmoid(x)
+llvm::Value* gelu_f32(EmitContext& ec, llvm::Value* x);   // x/2 * (1 + erf(x / sqrt 2))
 
 // ---- vectors
 llvm::Value* splat(EmitContext& ec, int lanes, llvm::Value* scalar);
@@ -141,6 +152,10 @@ StoreTarget store_target(EmitContext& ec, const ir::Node& node, const Epilogue& 
 // `linear` after the epilogue (if any) into the target.
 void store_result(EmitContext& ec, const StoreTarget& target, ir::DType anchor_dtype,
                   const Epilogue& epilogue, llvm::Value* v, llvm::Value* linear);
+// Applies the epilogue in place to target elements [lo, lo + n) that hold the anchor's
+// results (target dtype == anchor dtype), `lanes` at a time with a scalar tail.
+void epilogue_in_place(EmitContext& ec, const StoreTarget& target, const Epilogue& epilogue,
+                       llvm::Value* lo, int64_t n, int lanes);
 // True when `v` is an output operand of the group that the plan lets share bytes with
 // another operand (KernelGroup::may_alias).
 bool output_may_alias(EmitContext& ec, ir::ValueId v);

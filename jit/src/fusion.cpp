@@ -104,16 +104,27 @@ class Grouper {
     return group;
   }
 
-  // The single consumer of node `id`'s only output, when it may be fused after it.
-  ir::NodeId fusable_consumer(ir::NodeId id, ir::NodeId next_in_order) const {
-    const ir::Node& n = g_.node(id);
-    if (n.outputs.size() != 1) return ir::kNoNode;
-    ir::ValueId v = n.outputs[0];
-    if (!g_.has_value(v) || g_.is_output(v)) return ir::kNoNode;
-    const auto& users = users_[static_cast<size_t>(v)];
-    if (users.size() != 1 || users[0] != next_in_order) return ir::kNoNode;
-    if (!ir::is_elementwise(g_.node(users[0]).op)) return ir::kNoNode;
-    return users[0];
+  // Whether `next` may extend the group `nodes` (before the closure check): an
+  // elementwise node with one output that reads the last node's output.
+  bool extends(const std::vector<ir::NodeId>& nodes, ir::NodeId next) const {
+    const ir::Node& n = g_.node(next);
+    if (!ir::is_elementwise(n.op) || n.outputs.size() != 1) return false;
+    ir::ValueId last = g_.node(nodes.back()).outputs.front();
+    return std::find(n.inputs.begin(), n.inputs.end(), last) != n.inputs.end();
+  }
+
+  // Whether every value the group produces before its last node stays inside it: not a
+  // graph output and read by group nodes only (then only the last output is stored).
+  bool closed(const std::vector<ir::NodeId>& nodes) const {
+    for (size_t i = 0; i + 1 < nodes.size(); ++i) {
+      for (ir::ValueId v : g_.node(nodes[i]).outputs) {
+        if (!g_.has_value(v) || g_.is_output(v)) return false;
+        for (ir::NodeId u : users_[static_cast<size_t>(v)]) {
+          if (std::find(nodes.begin(), nodes.end(), u) == nodes.end()) return false;
+        }
+      }
+    }
+    return true;
   }
 
   const ir::Graph& g_;
@@ -209,24 +220,24 @@ Result<std::vector<KernelGroup>> form_kernel_groups(const ir::Graph& graph,
     const ir::Node& node = graph.node(id);
     if (ir::is_view(node.op)) continue;
     std::vector<ir::NodeId> nodes{id};
-    assigned[static_cast<size_t>(id)] = true;
     bool chain = ir::is_elementwise(node.op);
     bool epilogue = is_compute_anchor(node.op);
     if (options.fuse && (chain || epilogue) && node.outputs.size() == 1) {
+      // Take the following nodes while they extend the group, then keep the longest
+      // closed prefix: a value read twice inside the group (x in Mul(x, Sigmoid(x))) does
+      // not stop fusion, one read outside does.
       const ir::TensorType& anchor_type = graph.value(node.outputs[0]).type;
-      size_t p = pos;
-      while (p + 1 < order.size()) {
-        ir::NodeId next = order[p + 1];
-        ir::NodeId consumer = grouper.fusable_consumer(nodes.back(), next);
-        if (consumer == ir::kNoNode || assigned[static_cast<size_t>(consumer)]) break;
-        const ir::Node& c = graph.node(consumer);
-        if (c.outputs.size() != 1) break;
-        if (epilogue && graph.value(c.outputs[0]).type.shape != anchor_type.shape) break;
-        nodes.push_back(consumer);
-        assigned[static_cast<size_t>(consumer)] = true;
-        ++p;
+      size_t keep = 1;
+      for (size_t p = pos + 1; p < order.size(); ++p) {
+        ir::NodeId next = order[p];
+        if (assigned[static_cast<size_t>(next)] || !grouper.extends(nodes, next)) break;
+        if (epilogue && graph.value(graph.node(next).outputs[0]).type.shape != anchor_type.shape) break;
+        nodes.push_back(next);
+        if (grouper.closed(nodes)) keep = nodes.size();
       }
+      nodes.resize(keep);
     }
+    for (ir::NodeId n : nodes) assigned[static_cast<size_t>(n)] = true;
     groups.push_back(grouper.finish(std::move(nodes)));
   }
   return groups;

@@ -187,6 +187,37 @@ inline std::string compare(const HostTensor& actual, const HostTensor& expected,
   return os.str();
 }
 
+// One unit in the last place of `dtype` at the magnitude of `v` (subnormal spacing below
+// the smallest normal).
+inline double ulp_of(DType dtype, double v) {
+  int mant = dtype == DType::kF16 ? 10 : dtype == DType::kBf16 ? 7 : dtype == DType::kF64 ? 52 : 23;
+  int emin = dtype == DType::kF16 ? -14 : dtype == DType::kF64 ? -1022 : -126;
+  int e = v == 0 || !std::isfinite(v) ? emin : std::max(std::ilogb(v), emin);
+  return std::ldexp(1.0, e - mant);
+}
+
+// compare() for float tensors in ulps: "" when every element is within `max_ulp` ulps of
+// the expected value (its dtype's ulp there) or within `atol` (for references that are
+// themselves inexact near zero); NaN == NaN, infinities equal.
+inline std::string compare_ulp(const HostTensor& actual, const HostTensor& expected, double max_ulp, double atol = 0) {
+  std::ostringstream os;
+  if (actual.type != expected.type) return "type " + actual.type.to_string() + " != " + expected.type.to_string();
+  const int64_t n = expected.num_elements();
+  int shown = 0;
+  for (int64_t i = 0; i < n && shown < 5; ++i) {
+    double a = element(actual, static_cast<size_t>(i)), e = element(expected, static_cast<size_t>(i));
+    bool ok = std::isnan(e) ? std::isnan(a)
+              : std::isinf(e) ? a == e
+                              : std::fabs(a - e) <= std::max(atol, max_ulp * ulp_of(expected.type.dtype, e));
+    if (!ok) {
+      os << "[" << i << "] got " << a << " expected " << e << " (" << std::fabs(a - e) / ulp_of(expected.type.dtype, e)
+         << " ulp); ";
+      ++shown;
+    }
+  }
+  return os.str();
+}
+
 // Random tensor data. Floats: mostly in [lo, hi], some small integers (ties for
 // comparisons, signed zeros), ~3% specials (+-0, +-inf, NaN), rounded to the dtype; ints: full range for i8/u8, [-1000, 1000] else
 // (or `lo..hi` when given as a narrower range).

@@ -80,22 +80,61 @@ TEST_CASE("jit/fusion/no fusion across a second consumer or a graph output") {
   auto d = b.tanh(c);       // c also read by e: two consumers
   auto e = b.mul(c, d);
   auto f = b.sqrt(e);       // e is a graph output: not internal
-  auto h = b.neg(f);
+  auto h = b.neg(b.add(f, c));  // c read again outside [tanh, mul]
   b.output(e);
   b.output(h);
   ir::Graph g = build(b);
   auto groups = groups_of(g);
-  // [exp, add] | [tanh, mul] | [sqrt, neg]
+  // [exp, add] | [tanh, mul] | [sqrt, add, neg]
   REQUIRE(groups.size() == 3);
   CHECK(groups[0].nodes.size() == 2);
   CHECK(operand_values(groups[0], OperandRole::kOutput) == std::vector<ir::ValueId>{c});
   CHECK(groups[1].nodes.size() == 2);
   CHECK(operand_values(groups[1], OperandRole::kInput) == std::vector<ir::ValueId>{c});
   CHECK(operand_values(groups[1], OperandRole::kOutput) == std::vector<ir::ValueId>{e});
-  CHECK(groups[2].nodes.size() == 2);
+  CHECK(groups[2].nodes.size() == 3);
   CHECK(operand_values(groups[2], OperandRole::kOutput) == std::vector<ir::ValueId>{h});
   (void)a;
   (void)f;
+}
+
+static ir::Conv2dOptions pad1() {
+  ir::Conv2dOptions o;
+  o.pads = {1, 1, 1, 1};
+  return o;
+}
+
+TEST_CASE("jit/fusion/a value read twice inside the group fuses (SiLU, hard-swish)") {
+  // Conv -> Sigmoid -> Mul(conv, sigmoid), as torch.onnx exports SiLU: one group whose
+  // only stored value is the Mul's output; likewise x * HardSigmoid(x) and a residual.
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::kF32, {1, 4, 6, 6});
+  auto w = b.input("w", DType::kF32, {8, 4, 3, 3});
+  auto res = b.input("res", DType::kF32, {1, 8, 6, 6});
+  auto c = b.conv2d(x, w, std::nullopt, pad1());
+  auto silu = b.mul(c, b.sigmoid(c));
+  auto hs = b.mul(silu, b.op1(ir::OpKind::kHardSigmoid, {silu}, {{"alpha", 1.0 / 6}, {"beta", 0.5}}, "hsig"));
+  auto y = b.add(hs, res);
+  b.output(y);
+  ir::Graph g = build(b);
+  auto groups = groups_of(g);
+  REQUIRE(groups.size() == 1);
+  CHECK(groups[0].nodes.size() == 6);
+  CHECK(operand_values(groups[0], OperandRole::kInput) == std::vector<ir::ValueId>{x, w, res});
+  CHECK(operand_values(groups[0], OperandRole::kOutput) == std::vector<ir::ValueId>{y});
+
+  // The conv output read after the group: the Sigmoid alone is its epilogue.
+  ir::GraphBuilder b2;
+  auto x2 = b2.input("x", DType::kF32, {1, 4, 6, 6});
+  auto w2 = b2.input("w", DType::kF32, {8, 4, 3, 3});
+  auto c2 = b2.conv2d(x2, w2, std::nullopt, pad1());
+  auto s2 = b2.sigmoid(c2);
+  b2.output(b2.mul(s2, s2));
+  b2.output(b2.neg(c2));
+  ir::Graph g2 = build(b2);
+  auto groups2 = groups_of(g2);
+  REQUIRE(groups2.size() >= 2);
+  CHECK(groups2[0].nodes.size() == 1);
 }
 
 TEST_CASE("jit/fusion/consumer must be the next node in the order") {

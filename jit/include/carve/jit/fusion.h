@@ -9,15 +9,20 @@
 //    view whose copy the runtime needs (e.g. a view that is a graph output over a graph
 //    input) gets one from make_single_node_group(), which the layout emitter compiles to a
 //    copy kernel.
-//  - elementwise chains: node B joins the group of A when B is elementwise, A's (only)
-//    output is read by B alone (exactly one consumer node), is not a graph output, and B is
-//    the next node of `order` after A. Broadcasting is allowed anywhere in the chain: every
-//    external operand is indexed against the chain's final output shape, so an
-//    intermediate that is smaller than the output is recomputed per output element.
+//  - elementwise chains: the nodes that follow an elementwise node A in `order` join its
+//    group while each is elementwise with one output and reads the previous node's
+//    output; the group is then cut back to its longest closed prefix: every value
+//    produced before the last node is read only inside the group and is not a graph
+//    output (so a group stores exactly its last node's output). A value read by two group
+//    nodes is fine: Mul(x, Sigmoid(x)) (SiLU as ONNX exports it) after x's producer is one
+//    group. Broadcasting is allowed anywhere in the chain: every external operand is
+//    indexed against the chain's final output shape, so an intermediate that is smaller
+//    than the output is recomputed per output element.
 //  - epilogues: elementwise nodes after a matmul, gemm or conv2d join the anchor's group
-//    under the same single-consumer/next-node rule when each has exactly the anchor
-//    output's shape (so the epilogue maps one anchor element to one output element). Their
-//    other operands (a bias, a residual) become extra inputs of the group.
+//    under the same rule when each has exactly the anchor output's shape (so the epilogue
+//    maps one anchor element to one output element): bias, relu, clip, sigmoid, SiLU,
+//    hard-sigmoid/hard-swish (x * HardSigmoid(x)), gelu, a residual add. Their other
+//    operands (a bias, a residual) become extra inputs of the group.
 //  - every other node is its own group.
 //  FusionOptions::fuse = false turns chains and epilogues off (one group per non-view node).
 //

@@ -12,6 +12,15 @@
 // host CPU (target-cpu/target-features from host_target(), so loops vectorise) and
 // generates machine code with ORC LLJIT.
 //
+// Floating-point policy (docs/jit-numerics.md): no fast-math flags anywhere -- nothing is
+// reassociated, no reduction is reordered, and no result depends on the thread count
+// (tiles are fixed at compile time, each output element is computed by one tile in one
+// order). What may differ from the reference interpreter (carve/reference): f32/f16/bf16
+// exp, log, tanh, erf, sigmoid, silu and gelu are polynomial approximations evaluated in
+// float (jit/llvm/emit_vmath.cpp; exp, log <= 1 ulp, tanh, erf, sigmoid <= 2, silu <= 3,
+// gelu <= 6, asserted by tests/jit/vmath_test.cpp), and multiply-adds may be contracted
+// to FMA (llvm.fmuladd) where the host has it. f64 keeps libm.
+//
 // Kernel cache: the key is a SHA-256 over the generated (pre-optimisation) IR text, the
 // target triple, CPU name, feature string, LLVM version, carve version, opt level and an
 // engine version tag -- never a group name (two groups with identical code share one
