@@ -39,6 +39,20 @@ Status CudaAllocator::copy_from_device(void* host_dst, const void* device_src, s
   return context_->copy_from_device(host_dst, static_cast<DevicePtr>(reinterpret_cast<uintptr_t>(device_src)), bytes);
 }
 
+Status CudaAllocator::copy_within_device(void* device_dst, const void* device_src, size_t bytes) {
+  CARVE_RETURN_IF_ERROR(context_->copy_device(static_cast<DevicePtr>(reinterpret_cast<uintptr_t>(device_dst)),
+                                              static_cast<DevicePtr>(reinterpret_cast<uintptr_t>(device_src)), bytes));
+  return context_->synchronize();  // copy_device may return early (cuda_device.h)
+}
+
+Status CudaAllocator::fill_device(void* device_dst, uint8_t value, size_t bytes) {
+  return context_->memset(static_cast<DevicePtr>(reinterpret_cast<uintptr_t>(device_dst)), value, bytes);
+}
+
+Status CudaAllocator::check_device_range(const void* ptr, size_t bytes) const {
+  return context_->check_range(static_cast<DevicePtr>(reinterpret_cast<uintptr_t>(ptr)), bytes);
+}
+
 Status CudaAllocator::synchronize() { return context_->synchronize(); }
 
 }  // namespace carve::runtime::cuda

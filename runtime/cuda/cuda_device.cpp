@@ -141,6 +141,28 @@ Status CudaContext::memset(DevicePtr dst, uint8_t value, size_t bytes) {
   return Status();
 }
 
+Status CudaContext::check_range(DevicePtr ptr, size_t bytes) const {
+  CARVE_CTX_API();
+  const auto p = static_cast<CUdeviceptr>(ptr);
+  unsigned int type = 0;
+  CUresult r = api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+  if (r == CUDA_ERROR_INVALID_VALUE || (r == CUDA_SUCCESS && type != CU_MEMORYTYPE_DEVICE))
+    return Status(ErrorCode::kInvalidArgument, "not device memory (host memory, or unknown to CUDA)");
+  CARVE_CU_TRY(*api, r, "cuPointerGetAttribute(MEMORY_TYPE)");
+  int ordinal = -1;
+  CARVE_CU_TRY(*api, api->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p),
+               "cuPointerGetAttribute(DEVICE_ORDINAL)");
+  if (ordinal != info_.ordinal)
+    return Status(ErrorCode::kInvalidArgument, fmt::format("memory of cuda:{}, not cuda:{}", ordinal, info_.ordinal));
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  CARVE_CU_TRY(*api, api->cuMemGetAddressRange(&base, &size, p), "cuMemGetAddressRange");
+  if (p - base + bytes > size)
+    return Status(ErrorCode::kInvalidArgument,
+                  fmt::format("{} bytes run past the end of its {}-byte allocation (at +{})", bytes, size, p - base));
+  return Status();
+}
+
 Status CudaContext::synchronize() {
   CARVE_CTX_API();
   CARVE_CU_TRY(*api, api->cuCtxSynchronize(), "cuCtxSynchronize");

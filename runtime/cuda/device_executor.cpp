@@ -335,13 +335,20 @@ Status DeviceExecutor::read_error_words(const Program& p) const {
 
 Status DeviceExecutor::check_arguments(const Program& p, std::span<const Buffer> inputs,
                                        std::span<const Buffer> outputs) const {
-  if (!p.mixed()) return Status();
-  for (const Buffer& b : inputs)
-    if (on_device(b))
+  // Caller device memory is used in place: it must be this device's.
+  auto check = [&](std::string_view role, size_t i, ir::ValueId v, const Buffer& b) -> Status {
+    if (!on_device(b)) return Status();
+    if (p.mixed())
       return Status(ErrorCode::kUnsupported, "a program with CPU-placed nodes takes host inputs and outputs");
-  for (const Buffer& b : outputs)
-    if (on_device(b))
-      return Status(ErrorCode::kUnsupported, "a program with CPU-placed nodes takes host inputs and outputs");
+    if (b.device_id() == backend_->device.index) return Status();
+    return Status(ErrorCode::kInvalidArgument,
+                  fmt::format("{} {} '{}' is {} on cuda:{}; this session runs on {}", role, i, p.graph.value(v).name,
+                              b.describe(), b.device_id(), backend_->device.to_string()));
+  };
+  for (size_t i = 0; i < inputs.size() && i < p.inputs.size(); ++i)
+    CARVE_RETURN_IF_ERROR(check("input", i, p.inputs[i], inputs[i]));
+  for (size_t i = 0; i < outputs.size() && i < p.outputs.size(); ++i)
+    CARVE_RETURN_IF_ERROR(check("output", i, p.outputs[i], outputs[i]));
   return Status();
 }
 

@@ -25,7 +25,7 @@ struct DriverApi {
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuStreamBeginCapture)           \
   X(cuStreamEndCapture) X(cuStreamGetCaptureInfo) X(cuGraphInstantiate) X(cuGraphLaunch)            \
   X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphKernelNodeGetParams)                             \
-  X(cuGraphExecKernelNodeSetParams) X(cuModuleGetGlobal)
+  X(cuGraphExecKernelNodeSetParams) X(cuModuleGetGlobal) X(cuPointerGetAttribute) X(cuMemGetAddressRange)
 #define CARVE_CU_DECLARE(fn) decltype(&::fn) fn = nullptr;
   CARVE_CU_FNS(CARVE_CU_DECLARE)
 #undef CARVE_CU_DECLARE

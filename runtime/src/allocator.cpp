@@ -25,6 +25,24 @@ Status Allocator::copy_from_device(void* host_dst, const void* device_src, size_
   return Status();
 }
 
+Status Allocator::copy_within_device(void* device_dst, const void* device_src, size_t bytes) {
+  if (device_type() != DeviceType::kCpu)
+    return Status(ErrorCode::kUnsupported, fmt::format("allocator '{}' provides no device-to-device copy", name()));
+  if (bytes != 0) std::memmove(device_dst, device_src, bytes);
+  return Status();
+}
+
+Status Allocator::fill_device(void* device_dst, uint8_t value, size_t bytes) {
+  if (device_type() != DeviceType::kCpu)
+    return Status(ErrorCode::kUnsupported, fmt::format("allocator '{}' cannot fill device memory", name()));
+  if (bytes != 0) std::memset(device_dst, value, bytes);
+  return Status();
+}
+
+Status Allocator::check_device_range(const void*, size_t) const {
+  return Status(ErrorCode::kUnsupported, fmt::format("allocator '{}' cannot check imported device memory", name()));
+}
+
 static bool is_power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 Result<void*> CpuAllocator::allocate(size_t bytes, size_t alignment) {

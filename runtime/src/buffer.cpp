@@ -69,6 +69,21 @@ Result<Buffer> Buffer::borrow(std::span<std::byte> memory, ir::DType dtype, ir::
   return Buffer(std::move(storage), 0, e.bytes, dtype, std::move(shape), e.elements, false);
 }
 
+Result<Buffer> Buffer::import_device(std::shared_ptr<Allocator> backend, void* data, size_t bytes, ir::DType dtype,
+                                     ir::Shape shape, bool is_mutable) {
+  CARVE_ASSIGN_OR_RETURN(Extent e, extent_of(dtype, shape));
+  const void* at = data;
+  if (bytes < e.bytes)
+    return Status(ErrorCode::kInvalidArgument, fmt::format("import_device: {} bytes at {} for {} ({} bytes)", bytes, at,
+                                                           type_string(dtype, shape), e.bytes));
+  const auto element = static_cast<size_t>(ir::dtype_size(dtype));
+  if (element > 1 && reinterpret_cast<uintptr_t>(data) % element != 0)
+    return Status(ErrorCode::kInvalidArgument, fmt::format("import_device: {} is not aligned to {} bytes for {}", at,
+                                                           element, ir::dtype_name(dtype)));
+  CARVE_ASSIGN_OR_RETURN(auto storage, Storage::import_device(std::move(backend), data, e.bytes, is_mutable));
+  return Buffer(std::move(storage), 0, e.bytes, dtype, std::move(shape), e.elements, false);
+}
+
 Result<Buffer> Buffer::borrow(std::span<const std::byte> memory, ir::DType dtype, ir::Shape shape) {
   // Read-only storage never writes, so shedding const here is safe.
   std::span<std::byte> writable(const_cast<std::byte*>(memory.data()), memory.size());
@@ -236,9 +251,13 @@ Status Buffer::copy_from(const Buffer& src) {
   if (size_ == 0) return Status();
   if (src.is_cpu_accessible()) return copy_in(std::span<const std::byte>(src.unsafe_data(), size_));
   if (is_cpu_accessible()) return src.copy_out(std::span<std::byte>(unsafe_data(), size_));
-  return Status(ErrorCode::kUnsupported, fmt::format("copy_from: device-to-device copy of buffer #{} into #{} "
-                                                     "is left to the backend",
-                                                     src.id_.value, id_.value));
+  if (src.device_type() != device_type() || src.device_id() != device_id())
+    return Status(ErrorCode::kUnsupported,
+                  fmt::format("copy_from: buffer #{} is on {}, buffer #{} on {}: copies between devices go through "
+                              "host memory",
+                              src.id_.value, Device{src.device_type(), src.device_id()}.to_string(), id_.value,
+                              Device{device_type(), device_id()}.to_string()));
+  return storage_->allocator()->copy_within_device(unsafe_data(), src.unsafe_data(), size_);
 }
 
 Status Buffer::synchronize() const {

@@ -64,6 +64,13 @@ Result<Buffer> BufferHandle::read() const {
 Status BufferHandle::reset() {
   std::lock_guard lock(mutex_);
   Buffer target = buffer_;
+  if (!target.is_cpu_accessible()) {  // a DeviceResident handle: its backend fills it
+    if (!target.is_mutable())
+      return Status(ErrorCode::kReadOnly, fmt::format("reset: handle '{}' is read-only memory", name_));
+    CARVE_RETURN_IF_ERROR(target.storage()->allocator()->fill_device(target.unsafe_data(), 0, target.size()));
+    mark_valid();
+    return Status();
+  }
   CARVE_ASSIGN_OR_RETURN(auto bytes, target.mutable_bytes());
   std::memset(bytes.data(), 0, bytes.size());
   mark_valid();

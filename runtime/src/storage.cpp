@@ -34,7 +34,7 @@ Storage::Storage(Ownership ownership, size_t bytes)
     : id_{g_next_storage_id.fetch_add(1, std::memory_order_relaxed)}, ownership_(ownership), size_(bytes) {}
 
 Storage::~Storage() {
-  if (!is_allocated()) return;
+  if (!is_allocated() || !owned_) return;
   switch (ownership_) {
     case Ownership::kOwned:
     case Ownership::kDeviceResident:
@@ -86,6 +86,30 @@ Result<std::shared_ptr<Storage>> Storage::borrow(void* data, size_t bytes, bool 
   }
   std::shared_ptr<Storage> s(new Storage(Ownership::kBorrowed, bytes));
   s->mutable_ = is_mutable;
+  s->owned_ = false;
+  s->data_ = static_cast<std::byte*>(data);
+  s->allocated_.store(true, std::memory_order_release);
+  return s;
+}
+
+Result<std::shared_ptr<Storage>> Storage::import_device(std::shared_ptr<Allocator> backend, void* data,
+                                                        size_t bytes, bool is_mutable) {
+  if (backend == nullptr || backend->device_type() == DeviceType::kCpu)
+    return Status(ErrorCode::kInvalidArgument,
+                  fmt::format("import_device: {} is not a device allocator (pass the Session's allocator())",
+                              backend ? backend->name() : std::string_view("null")));
+  if (data == nullptr && bytes != 0)
+    return Status(ErrorCode::kInvalidArgument, fmt::format("import_device: null pointer for {} bytes", bytes));
+  if (bytes != 0) {
+    Status in_range = backend->check_device_range(data, bytes);
+    if (!in_range.ok())
+      return in_range.with_context(fmt::format("import_device: {} bytes at {}", bytes, static_cast<const void*>(data)));
+  }
+  std::shared_ptr<Storage> s(new Storage(Ownership::kDeviceResident, bytes));
+  s->mutable_ = is_mutable;
+  s->cpu_accessible_ = false;
+  s->owned_ = false;
+  s->allocator_ = std::move(backend);
   s->data_ = static_cast<std::byte*>(data);
   s->allocated_.store(true, std::memory_order_release);
   return s;

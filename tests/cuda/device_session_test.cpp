@@ -15,6 +15,7 @@
 #include "carve/runtime/cuda/device_program.h"
 #include "carve/runtime/session.h"
 #include "carve/runtime/stream_plan.h"
+#include "fake_device.h"
 #include "test_support.h"
 
 using namespace carve;
@@ -22,26 +23,6 @@ using ir::DType;
 namespace rt = carve::runtime;
 
 namespace {
-
-// Host memory that says it is device memory and copies like a backend (a CudaAllocator stand-in).
-class CopyingFakeDevice final : public rt::Allocator {
- public:
-  Result<void*> allocate(size_t bytes, size_t alignment) override { return inner_.allocate(bytes, alignment); }
-  void deallocate(void* ptr, size_t bytes, size_t alignment) override { inner_.deallocate(ptr, bytes, alignment); }
-  std::string_view name() const override { return "copying-fake-device"; }
-  rt::DeviceType device_type() const override { return rt::DeviceType::kCuda; }
-  Status copy_to_device(void* dst, const void* src, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
-    return Status();
-  }
-  Status copy_from_device(void* dst, const void* src, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
-    return Status();
-  }
-
- private:
-  rt::CpuAllocator inner_;
-};
 
 // Two branches from x (parallel on streams), a constant, a handle read-modify-write.
 ir::Graph branchy() {
@@ -134,7 +115,7 @@ TEST_CASE("cuda/session/device program layout, streams and kernels") {
 TEST_CASE("cuda/session/device handle is used in place, without transfers") {
   auto graph = branchy();
   // A handle in device memory (a fake device allocator standing in for a CudaAllocator).
-  auto handle = rt::BufferHandle::create("acc", DType::kF32, {8}, std::make_shared<CopyingFakeDevice>());
+  auto handle = rt::BufferHandle::create("acc", DType::kF32, {8}, std::make_shared<test::FakeDevice>());
   REQUIRE_MESSAGE(handle.ok(), handle.status().to_string());
   REQUIRE(!(*handle)->memory().is_cpu_accessible());
   auto program = rt::build_device_program(graph, with_handle(*handle), rt::cpu_allocator());

@@ -26,6 +26,7 @@ Status CudaContext::copy_from_device(void*, DevicePtr, size_t) { return no_devic
 Status CudaContext::copy_device(DevicePtr, DevicePtr, size_t) { return no_device(); }
 Status CudaContext::memset(DevicePtr, uint8_t, size_t) { return no_device(); }
 Status CudaContext::synchronize() { return no_device(); }
+Status CudaContext::check_range(DevicePtr, size_t) const { return no_device(); }
 Result<std::pair<int64_t, int64_t>> CudaContext::memory_info() { return no_device(); }
 
 Result<std::unique_ptr<CudaStream>> CudaStream::create(std::shared_ptr<CudaContext>) { return no_device(); }

@@ -51,6 +51,15 @@ class Allocator {
   // report kNotCpuAccessible for any other type (a backend that can copy overrides them).
   virtual Status copy_to_device(void* device_dst, const void* host_src, size_t bytes);
   virtual Status copy_from_device(void* host_dst, const void* device_src, size_t bytes);
+  // Within the backend's memory (device to device, ranges may overlap) and filling it; both
+  // complete before they return. Defaults: memmove/memset for kCpu, kUnsupported otherwise.
+  virtual Status copy_within_device(void* device_dst, const void* device_src, size_t bytes);
+  virtual Status fill_device(void* device_dst, uint8_t value, size_t bytes);
+  // For memory a caller imports (Storage::import_device): OK when [ptr, ptr + bytes) is
+  // memory of this allocator's device; else kInvalidArgument saying what it is instead
+  // (host memory, another device, past the end of its allocation). Default: kUnsupported
+  // (the backend cannot tell).
+  virtual Status check_device_range(const void* ptr, size_t bytes) const;
   // Waits for outstanding work on the device. CPU: nothing to wait for.
   virtual Status synchronize() { return Status(); }
 };

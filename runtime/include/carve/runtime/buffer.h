@@ -62,6 +62,13 @@ class Buffer {
   // is writable only when is_mutable; the second is always read-only.
   static Result<Buffer> borrow(std::span<std::byte> memory, ir::DType dtype, ir::Shape shape, bool is_mutable);
   static Result<Buffer> borrow(std::span<const std::byte> memory, ir::DType dtype, ir::Shape shape);
+  // Caller device memory (Storage::import_device): `bytes` bytes at `data` on the device of
+  // `backend` (a Session's allocator()), DeviceResident, never freed by carve. Errors
+  // (kInvalidArgument) name the pointer: fewer bytes than the type needs, `data` not
+  // aligned to the dtype's size, and what import_device rejects (host memory, another
+  // device, a range past its allocation).
+  static Result<Buffer> import_device(std::shared_ptr<Allocator> backend, void* data, size_t bytes, ir::DType dtype,
+                                      ir::Shape shape, bool is_mutable);
   // Read-only mapping of `bytes` bytes at `file_offset` of `path`, as u8[bytes]; any
   // offset works (the mapping starts at the page boundary below it). kIoError for a
   // missing/unreadable file, kOutOfBounds for a region past the end; both name the path.

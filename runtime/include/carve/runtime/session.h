@@ -39,7 +39,9 @@
 //    hazard DAG on `streams` streams with events, replayed as a CUDA graph when
 //    `cuda_graphs`). Session::create returns kUnavailable "no CUDA device: <why>" without
 //    a driver or device. run() then also takes DeviceResident buffers (this device's:
-//    used in place, no copy); host buffers are copied in and out by scheduled transfers.
+//    used in place, no copy; an engine's own device memory through Buffer::import_device;
+//    another device's buffer is kInvalidArgument naming the input or output); host
+//    buffers are copied in and out by scheduled transfers.
 //    Placement: in a cuda Session, CompileOptions::placement may put nodes on cpu (mixed
 //    program, device_program.h): those kernels are compiled by the CPU JIT (kUnavailable
 //    in a build without it), host<->device copies are inserted where values cross, and

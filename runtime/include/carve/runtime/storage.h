@@ -58,6 +58,14 @@ class Storage {
                                                    size_t alignment = 0);
   // Caller memory. `data` may be null only when bytes == 0.
   static Result<std::shared_ptr<Storage>> borrow(void* data, size_t bytes, bool is_mutable);
+  // Caller DEVICE memory (e.g. an engine's cudaMalloc'd buffer), DeviceResident and never
+  // CPU-accessible, never freed by carve (the caller keeps it alive while any Buffer views
+  // it). `backend` is an allocator of the device it lives on (Session::allocator()): its
+  // copy hooks move the bytes, and its check_device_range() must accept the range.
+  // kInvalidArgument naming the pointer for a null/CPU backend, a null pointer, host
+  // memory, memory of another device or a range past its allocation.
+  static Result<std::shared_ptr<Storage>> import_device(std::shared_ptr<Allocator> backend, void* data, size_t bytes,
+                                                        bool is_mutable);
   // Read-only mapping of [file_offset, file_offset + bytes) of `path`. kIoError when the
   // file cannot be opened or mapped, kOutOfBounds when the region runs past the file's end.
   static Result<std::shared_ptr<Storage>> map_file(const std::string& path, uint64_t file_offset, size_t bytes);
@@ -69,6 +77,8 @@ class Storage {
   StorageId id() const { return id_; }
   size_t size() const { return size_; }
   Ownership ownership() const { return ownership_; }
+  // False for Borrowed and imported device memory: carve never frees those bytes.
+  bool owns_memory() const { return owned_; }
   bool is_mutable() const { return mutable_; }
   bool is_cpu_accessible() const { return cpu_accessible_; }
   DeviceType device_type() const { return allocator_ ? allocator_->device_type() : DeviceType::kCpu; }
@@ -94,6 +104,7 @@ class Storage {
   size_t alignment_ = 0;
   bool mutable_ = false;
   bool cpu_accessible_ = true;
+  bool owned_ = true;
   std::shared_ptr<Allocator> allocator_;
   std::string path_;
 

@@ -32,6 +32,10 @@ class CudaAllocator final : public runtime::Allocator {
   size_t default_alignment() const override { return 256; }
   Status copy_to_device(void* device_dst, const void* host_src, size_t bytes) override;
   Status copy_from_device(void* host_dst, const void* device_src, size_t bytes) override;
+  Status copy_within_device(void* device_dst, const void* device_src, size_t bytes) override;
+  Status fill_device(void* device_dst, uint8_t value, size_t bytes) override;
+  // cuPointerGetAttribute / cuMemGetAddressRange: device memory of this device, in range.
+  Status check_device_range(const void* ptr, size_t bytes) const override;
   Status synchronize() override;
 
   const std::shared_ptr<CudaContext>& context() const { return context_; }

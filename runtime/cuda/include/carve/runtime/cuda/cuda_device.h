@@ -69,6 +69,10 @@ class CudaContext {
   // another stream reads `dst` (kept asynchronous so bench_cuda times the copy alone).
   Status copy_device(DevicePtr dst, DevicePtr src, size_t bytes);
   Status synchronize();
+  // OK when [ptr, ptr + bytes) lies in one device allocation of this context's device;
+  // kInvalidArgument saying otherwise (host or managed memory, another device, past the
+  // allocation's end, not a CUDA pointer at all).
+  Status check_range(DevicePtr ptr, size_t bytes) const;
   // Free and total device memory (bytes).
   Result<std::pair<int64_t, int64_t>> memory_info();
 
