@@ -24,13 +24,15 @@ case "$step" in
              lib/pkgconfig/carve.pc bin/carve; do
       [[ -e "$prefix/$f" ]] || fail "missing $f"
     done
-    readelf -d "$prefix/lib/libcarve.so" | grep -q 'SONAME.*\[libcarve\.so\.0\]' || fail "no SONAME libcarve.so.0"
+    # grep without -q reads all its input: with pipefail, -q's early exit would fail the
+    # pipeline on the writer's SIGPIPE once the output is long enough.
+    readelf -d "$prefix/lib/libcarve.so" | grep 'SONAME.*\[libcarve\.so\.0\]' >/dev/null || fail "no SONAME libcarve.so.0"
     # Exported: the C ABI (carve_*) and the C++ API (carve::...), nothing of LLVM, TBB, protobuf, fmt, std.
     # (nm prints the symbol version, @@CARVE_0, after each name: dropped.)
     others=$(nm -D --defined-only -C "$prefix/lib/libcarve.so" | cut -d' ' -f3- | sed -E 's/@@?CARVE_0$//' |
              grep -vE '^(carve_[a-z0-9_]+|carve::.*|(typeinfo|typeinfo name|vtable|VTT) for carve::.*|CARVE_0)$' || true)
     [[ -z "$others" ]] || fail "exports symbols that are not carve's:"$'\n'"$(echo "$others" | head -20)"
-    nm -D --defined-only "$prefix/lib/libcarve.so" | grep -qE ' T carve_program_run(@@CARVE_0)?$' || fail "carve_program_run not exported"
+    nm -D --defined-only "$prefix/lib/libcarve.so" | grep -E ' T carve_program_run(@@CARVE_0)?$' >/dev/null || fail "carve_program_run not exported"
     bad=$(grep -rlE '#\s*include\s*<(llvm|tbb|oneapi|google|onnx|fmt|nlohmann|cuda)' "$prefix/include" || true)
     [[ -z "$bad" ]] || fail "installed headers include third-party headers: $bad"
     "$prefix/bin/carve" --help >/dev/null || fail "bin/carve --help failed"
