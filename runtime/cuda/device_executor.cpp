@@ -162,7 +162,11 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
                                                       ir::Shape({std::max<int64_t>(1, p.plan.arena_bytes)})));
     ex->host_arena_ = std::move(b);
   }
-  CARVE_ASSIGN_OR_RETURN(ex->plan_, plan_streams(schedule, {.streams = sequential ? 1 : backend->streams}));
+  std::vector<uint8_t> host(static_cast<size_t>(schedule.task_count()), 0);  // mixed: CPU-placed kernels
+  for (int32_t t = 0; t < schedule.task_count(); ++t)
+    host[static_cast<size_t>(t)] = p.launches[static_cast<size_t>(schedule.tasks()[static_cast<size_t>(t)].launch)].on_host;
+  CARVE_ASSIGN_OR_RETURN(ex->plan_, plan_streams(schedule, {.streams = sequential ? 1 : backend->streams,
+                                                            .host = std::move(host)}));
   int64_t workspace_floats = -1;  // the largest library kernel's columns + product
   for (const auto& lib : ex->library_)
     if (lib) workspace_floats = std::max(workspace_floats, lib->gemm.workspace_elements());
@@ -176,7 +180,8 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
   }
   for (int32_t t = 0; t < schedule.task_count(); ++t) {
     ex->events_.emplace_back();
-    if (!ex->plan_.records[static_cast<size_t>(t)]) continue;
+    // A host task is complete before anything later is enqueued: waits on it need no event.
+    if (!ex->plan_.records[static_cast<size_t>(t)] || ex->plan_.on_host(t)) continue;
     CARVE_ASSIGN_OR_RETURN(ex->events_.back(), cuda::CudaEvent::create(ctx));
   }
   for (int s = 0; s < ex->plan_.streams; ++s) {
@@ -247,8 +252,9 @@ Status DeviceExecutor::enqueue(const Program& p, const RegionBases& bases, const
     const int32_t l = schedule_->tasks()[static_cast<size_t>(t)].launch;
     const Launch& launch = p.launches[static_cast<size_t>(l)];
     if (capture && is_transfer(launch)) continue;
-    if (launch.on_host) {  // mixed placement: the host waits for the device, then runs the kernel
-      for (auto& s : streams_) CARVE_RETURN_IF_ERROR(named(p, l, s->synchronize()));
+    if (launch.on_host) {  // mixed placement: the host waits for the device work it reads, then runs
+      for (int32_t w : plan_.waits[static_cast<size_t>(t)])
+        if (!plan_.on_host(w)) CARVE_RETURN_IF_ERROR(named(p, l, events_[static_cast<size_t>(w)]->synchronize()));
       CARVE_RETURN_IF_ERROR(host_position_checks(p, launch, bases));
       std::vector<void*> operands;
       for (const MemoryRef& r : launch.operands) operands.push_back(operand_address(p, bases, r));
@@ -259,6 +265,7 @@ Status DeviceExecutor::enqueue(const Program& p, const RegionBases& bases, const
     for (int32_t w : plan_.waits[static_cast<size_t>(t)]) {
       const int32_t wl = schedule_->tasks()[static_cast<size_t>(w)].launch;
       if (capture && is_transfer(p.launches[static_cast<size_t>(wl)])) continue;  // done before the graph
+      if (plan_.on_host(w)) continue;  // ran on this thread before this enqueue
       CARVE_RETURN_IF_ERROR(named(p, l, stream->wait(*events_[static_cast<size_t>(w)])));
     }
     if (!skip[static_cast<size_t>(l)]) CARVE_RETURN_IF_ERROR(launch_one(p, l, bases, stream));

@@ -14,8 +14,9 @@
 //        only when a captured device-to-device copy's addresses change), downloads on
 //        stream 0; and synchronises.
 // Mixed programs (Launch::on_host): host kernels run in task order on the calling thread
-// after every stream has synchronised (so every device predecessor is complete); device
-// work after them is enqueued only after they return. Such programs run on streams (no
+// (the stream plan's host stream) after synchronising only the events of the device tasks
+// they wait for, so streams keep running other work meanwhile; device work after them is
+// enqueued only after they return (so it needs no event from them). Such programs run on streams (no
 // graph capture) and take host inputs/outputs only (kUnsupported for DeviceResident ones).
 // GEMM groups (SessionOptions::cuda_gemm): a matmul/gemm/conv2d group that maps onto one
 // strided-batched f32 GEMM runs as [im2col kernel], one cuBLASLt call and [epilogue kernel]

@@ -36,7 +36,12 @@ Result<StreamPlan> plan_streams(int32_t tasks, std::span<const std::pair<int32_t
   if (tasks < 0) return Status(ErrorCode::kInvalidArgument, fmt::format("stream plan: {} tasks", tasks));
   CARVE_RETURN_IF_ERROR(check_edges(tasks, edges));
   const auto n = static_cast<size_t>(tasks);
-  const auto k = static_cast<size_t>(options.streams);
+  if (!options.host.empty() && options.host.size() != n)
+    return Status(ErrorCode::kInvalidArgument,
+                  fmt::format("stream plan: host mask of {} for {} tasks", options.host.size(), tasks));
+  const bool has_host = std::find(options.host.begin(), options.host.end(), 1) != options.host.end();
+  const auto devices = static_cast<size_t>(options.streams);
+  const size_t k = devices + (has_host ? 1 : 0);  // the host stream last
   std::vector<std::vector<int32_t>> preds(n);
   for (const auto& [from, to] : edges) preds[static_cast<size_t>(to)].push_back(from);
 
@@ -47,6 +52,7 @@ Result<StreamPlan> plan_streams(int32_t tasks, std::span<const std::pair<int32_t
   plan.waits.assign(n, {});
   plan.records.assign(n, 0);
   plan.edges = static_cast<int64_t>(edges.size());
+  plan.host_stream = has_host ? options.streams : -1;
   std::vector<Clock> clock(n);
   std::vector<Clock> current(k, Clock(k, -1));  // clock of each stream's last task
   std::vector<int32_t> tail(k, -1), count(k, 0);
@@ -55,13 +61,16 @@ Result<StreamPlan> plan_streams(int32_t tasks, std::span<const std::pair<int32_t
     auto& ps = preds[t];
     std::sort(ps.begin(), ps.end(), std::greater<>());  // later predecessors first: their clocks cover more
     ps.erase(std::unique(ps.begin(), ps.end()), ps.end());
-    int32_t s = -1;
-    for (int32_t p : ps)
-      if (tail[static_cast<size_t>(plan.stream_of[static_cast<size_t>(p)])] == p) {
-        s = plan.stream_of[static_cast<size_t>(p)];
-        break;
-      }
-    if (s < 0) s = static_cast<int32_t>(std::min_element(count.begin(), count.end()) - count.begin());
+    const bool host = has_host && options.host[t] != 0;
+    int32_t s = host ? plan.host_stream : -1;
+    for (int32_t p : ps) {
+      const int32_t ps_stream = plan.stream_of[static_cast<size_t>(p)];
+      if (s >= 0) break;
+      if (ps_stream != plan.host_stream && tail[static_cast<size_t>(ps_stream)] == p) s = ps_stream;
+    }
+    if (s < 0)
+      s = static_cast<int32_t>(std::min_element(count.begin(), count.begin() + static_cast<std::ptrdiff_t>(devices)) -
+                               count.begin());
     const auto su = static_cast<size_t>(s);
     Clock known = current[su];
     for (int32_t p : ps) {
@@ -84,7 +93,7 @@ Result<StreamPlan> plan_streams(int32_t tasks, std::span<const std::pair<int32_t
     plan.waits_total += static_cast<int64_t>(plan.waits[t].size());
   }
   for (uint8_t r : plan.records) plan.events += r;
-  for (int32_t c : count) plan.streams_used += c > 0;
+  for (size_t d = 0; d < devices; ++d) plan.streams_used += count[d] > 0;
   return plan;
 }
 
@@ -100,7 +109,9 @@ Status verify_stream_plan(int32_t tasks, std::span<const std::pair<int32_t, int3
   const auto n = static_cast<size_t>(tasks);
   if (plan.stream_of.size() != n || plan.position.size() != n || plan.waits.size() != n || plan.records.size() != n)
     return Status(ErrorCode::kInternal, fmt::format("stream plan has the wrong size for {} tasks", tasks));
-  const auto k = static_cast<size_t>(std::max(plan.streams, 1));
+  const auto k = static_cast<size_t>(std::max(plan.streams, 1)) + (plan.host_stream >= 0 ? 1 : 0);
+  if (plan.host_stream >= 0 && plan.host_stream != plan.streams)
+    return Status(ErrorCode::kInternal, fmt::format("host stream {} is not stream {}", plan.host_stream, plan.streams));
   std::vector<Clock> clock(n);
   std::vector<Clock> current(k, Clock(k, -1));
   std::vector<int32_t> count(k, 0);

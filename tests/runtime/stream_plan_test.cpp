@@ -124,3 +124,75 @@ TEST_CASE("scheduler/streams/property emulated streams equal sequential") {
     RC_ASSERT(tp.snapshot() == expected);
   }));
 }
+
+TEST_CASE("scheduler/streams/host tasks take the host stream and wait only on device events") {
+  // 0 -> 1(host) -> 2 ; 0 -> 3 ; 3 -> 4(host) ; 2 -> 5, 4 -> 5
+  const Edges edges{{0, 1}, {1, 2}, {0, 3}, {3, 4}, {2, 5}, {4, 5}};
+  auto plan = rt::plan_streams(6, edges, {.streams = 2, .host = {0, 1, 0, 0, 1, 0}});
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  CHECK(plan->host_stream == 2);
+  CHECK(plan->on_host(1));
+  CHECK(plan->on_host(4));
+  for (int32_t t : {0, 2, 3, 5}) CHECK(!plan->on_host(t));
+  CHECK(plan->streams_used <= 2);
+  CHECK(plan->waits[1] == std::vector<int32_t>{0});  // the host syncs on task 0's event only
+  CHECK(rt::verify_stream_plan(6, edges, *plan).ok());
+  CHECK(rt::plan_streams(6, edges, {.streams = 2, .host = {1, 0}}).status().code() ==
+        carve::ErrorCode::kInvalidArgument);
+}
+
+// The executor's model of a mixed program: one host thread walks the tasks in order,
+// enqueueing device tasks on their streams (waits on host tasks dropped: those ran before)
+// and running host tasks itself once the device tasks they wait for are done; the device
+// runs any stream head whose waits are done, interleaved at random with the host. Every
+// DAG edge must finish its source before its target starts.
+TEST_CASE("scheduler/streams/property mixed host and device tasks run every edge in order") {
+  CHECK(rc::check("random DAG, random host tasks, random interleaving: every edge ordered", [] {
+    const int32_t n = *rc::gen::inRange(1, 30);
+    const int density = *rc::gen::inRange(1, 40);
+    Edges edges;
+    for (int32_t b = 1; b < n; ++b)
+      for (int32_t a = 0; a < b; ++a)
+        if (*rc::gen::inRange(0, 100) < density) edges.emplace_back(a, b);
+    std::vector<uint8_t> host(static_cast<size_t>(n));
+    for (auto& h : host) h = *rc::gen::inRange(0, 3) == 0 ? 1 : 0;
+    const int streams = *rc::gen::inRange(1, 5);
+    auto plan = rt::plan_streams(n, edges, {.streams = streams, .host = host});
+    RC_ASSERT(plan.ok());
+    RC_ASSERT(rt::verify_stream_plan(n, edges, *plan).ok());
+    for (int32_t t = 0; t < n; ++t) RC_ASSERT(plan->on_host(t) == (host[static_cast<size_t>(t)] != 0));
+
+    std::vector<std::deque<int32_t>> queues(static_cast<size_t>(streams));
+    std::vector<int32_t> finished_at(static_cast<size_t>(n), -1), started_at(static_cast<size_t>(n), -1);
+    int32_t clock = 0, next = 0;
+    auto waits_done = [&](int32_t t) {
+      for (int32_t w : plan->waits[static_cast<size_t>(t)])
+        if (!plan->on_host(w) && finished_at[static_cast<size_t>(w)] < 0) return false;
+      return true;
+    };
+    auto run = [&](int32_t t) {
+      started_at[static_cast<size_t>(t)] = clock++;
+      finished_at[static_cast<size_t>(t)] = clock++;
+    };
+    for (int32_t steps = 0; steps < 4 * n + 8; ++steps) {
+      std::vector<int> choices;  // -1: the host advances; s: stream s runs its head
+      const bool host_can = next < n && (!plan->on_host(next) || waits_done(next));
+      if (host_can) choices.push_back(-1);
+      for (size_t s = 0; s < queues.size(); ++s)
+        if (!queues[s].empty() && waits_done(queues[s].front())) choices.push_back(static_cast<int>(s));
+      if (choices.empty()) break;
+      const int pick = choices[static_cast<size_t>(*rc::gen::inRange<int>(0, static_cast<int>(choices.size())))];
+      if (pick < 0) {
+        if (plan->on_host(next)) run(next);
+        else queues[static_cast<size_t>(plan->stream_of[static_cast<size_t>(next)])].push_back(next);
+        ++next;
+      } else {
+        run(queues[static_cast<size_t>(pick)].front());
+        queues[static_cast<size_t>(pick)].pop_front();
+      }
+    }
+    for (int32_t t = 0; t < n; ++t) RC_ASSERT(finished_at[static_cast<size_t>(t)] >= 0);  // no deadlock
+    for (const auto& [from, to] : edges)
+      RC_ASSERT(finished_at[static_cast<size_t>(from)] < started_at[static_cast<size_t>(to)]);
+  }));
+}

@@ -18,7 +18,15 @@
 // own order and earlier waits (vector clocks, so transitively implied waits are dropped).
 // Hence events <= cross-stream edges, and every DAG edge is ordered (verify_stream_plan).
 //
-// Errors: kInvalidArgument for streams < 1, an edge out of range or not forward.
+// Host tasks (mixed programs: kernels placed on the CPU): StreamPlanOptions::host marks
+// them; they go on one extra in-order "stream", index `streams` (StreamPlan::host_stream),
+// which models the calling thread running them in task order. Their waits are the device
+// tasks they must see complete (the host synchronises on those events only, never on whole
+// streams); a device task's wait on a host task needs no event (the host runs a host task
+// before it enqueues anything later), and device tasks never land on the host stream.
+//
+// Errors: kInvalidArgument for streams < 1, an edge out of range or not forward, a host
+// mask of the wrong size.
 // Thread-safety: pure functions; a StreamPlan is a plain value.
 #pragma once
 
@@ -35,6 +43,7 @@ namespace carve::runtime {
 
 struct StreamPlanOptions {
   int streams = 4;  // >= 1; 1 = everything in order on one stream (no events)
+  std::vector<uint8_t> host{};  // per task (or empty: none): 1 = runs on the host (above)
 };
 
 struct StreamPlan {
@@ -47,7 +56,9 @@ struct StreamPlan {
   int64_t cross_stream_edges = 0;             // edges whose ends are on different streams
   int64_t waits_total = 0;                    // sum of waits[t].size()
   int64_t events = 0;                         // tasks with records[t]
-  int32_t streams_used = 0;
+  int32_t streams_used = 0;                   // device streams with a task
+  int32_t host_stream = -1;                   // == streams when there are host tasks
+  bool on_host(int32_t task) const { return host_stream >= 0 && stream_of[static_cast<size_t>(task)] == host_stream; }
 
   std::string to_string() const;  // "4 streams (3 used), 12 edges, 5 cross, 4 waits, 4 events"
 };
