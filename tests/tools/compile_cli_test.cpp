@@ -1,5 +1,6 @@
 // `carve compile --device cuda --dry-run`: every committed ONNX model's kernels generated
-// and NVRTC-compiled for sm_80 and sm_90 without a GPU; a kernel that does not compile
+// and NVRTC-compiled for sm_80 and sm_90 without a GPU (GEMM groups on both paths:
+// generated, and cuBLASLt's im2col/epilogue); a kernel that does not compile
 // fails the command naming it; nodes placed on the CPU are listed with the reason.
 // The NVRTC cases skip only when NVRTC cannot be loaded (no CUDA toolkit), saying why.
 #include <doctest/doctest.h>
@@ -66,7 +67,9 @@ TEST_CASE("cuda/dryrun/every committed ONNX model compiles for sm_80 and sm_90")
   REQUIRE(report.is_object());
   CHECK(report["ok"] == true);
   REQUIRE(report["models"].size() == count);
+  int64_t library_gemms = 0;  // GEMM groups whose cuBLASLt im2col/epilogue kernels compiled too
   for (const nlohmann::json& model : report["models"]) {
+    library_gemms += model["library_gemms"].get<int64_t>();
     CAPTURE(model["model"].get<std::string>());
     CHECK(model["kernels"].get<int64_t>() > 0);
     CHECK(model["failures"].empty());
@@ -75,6 +78,7 @@ TEST_CASE("cuda/dryrun/every committed ONNX model compiles for sm_80 and sm_90")
     REQUIRE(model["archs"].size() == 2);
     for (const nlohmann::json& arch : model["archs"]) CHECK(arch["compiled"] == model["unique_sources"]);
   }
+  CHECK(library_gemms > 0);
   MESSAGE("dry run of " << count << " models for sm_80 and sm_90: " << report["seconds"].get<double>() << " s");
 }
 
@@ -111,7 +115,8 @@ TEST_CASE("cuda/dryrun/a node placed on the CPU is listed with the reason") {
                     &out, &err) == 0);
   INFO(out << err);
   // Mixed programs are built unfused: add and reduce_sum on the GPU, tanh on the CPU.
-  CHECK(out.find("2 GPU kernels generated (2 unique sources), 1 nodes on the CPU") != std::string::npos);
+  CHECK(out.find("2 GPU kernels generated (0 GEMM groups also as cuBLASLt im2col/epilogue), 2 unique sources, 1 nodes "
+                 "on the CPU") != std::string::npos);
   CHECK(out.find("on the CPU: node 't' (tanh), kernel 1: placed on cpu by --place") != std::string::npos);
   const nlohmann::json report = read_json(json_path);
   REQUIRE(report.is_object());

@@ -56,8 +56,8 @@ Result<Model> load_model(const std::string& path, const CompileCommandOptions& o
 }
 
 void print_report(std::ostream& out, const std::string& path, const DryRunReport& r, double seconds) {
-  fmt::print(out, "model {}: {} GPU kernels generated ({} unique sources), {} nodes on the CPU\n", path, r.kernels,
-             r.unique_sources, r.cpu_nodes.size());
+  fmt::print(out, "model {}: {} GPU kernels generated ({} GEMM groups also as cuBLASLt im2col/epilogue), {} unique "
+             "sources, {} nodes on the CPU\n", path, r.kernels, r.library_gemms, r.unique_sources, r.cpu_nodes.size());
   for (const DryRunArch& a : r.archs)
     fmt::print(out, "  {}: {} compiled{} ({} from cache){}\n", a.arch, a.compiled,
                a.target == a.arch ? "" : fmt::format(" as {}", a.target), a.cache_hits,
@@ -69,8 +69,13 @@ void print_report(std::ostream& out, const std::string& path, const DryRunReport
 }
 
 nlohmann::json report_json(const std::string& path, const DryRunReport& r, double seconds) {
-  nlohmann::json j{{"model", path},          {"ok", r.ok()},       {"kernels", r.kernels},
-                   {"unique_sources", r.unique_sources}, {"seconds", seconds}, {"nvrtc_seconds", r.nvrtc_seconds}};
+  nlohmann::json j{{"model", path},
+                   {"ok", r.ok()},
+                   {"kernels", r.kernels},
+                   {"library_gemms", r.library_gemms},
+                   {"unique_sources", r.unique_sources},
+                   {"seconds", seconds},
+                   {"nvrtc_seconds", r.nvrtc_seconds}};
   j["archs"] = nlohmann::json::array();
   for (const DryRunArch& a : r.archs)
     j["archs"].push_back({{"arch", a.arch}, {"target", a.target}, {"compiled", a.compiled},
@@ -80,8 +85,8 @@ nlohmann::json report_json(const std::string& path, const DryRunReport& r, doubl
     j["cpu_nodes"].push_back({{"node", c.node}, {"op", c.op}, {"kernel", c.kernel}, {"reason", c.reason}});
   j["failures"] = nlohmann::json::array();
   for (const DryRunFailure& f : r.failures)
-    j["failures"].push_back({{"kernel", f.kernel}, {"group", f.group}, {"nodes", f.nodes}, {"arch", f.arch},
-                             {"same_source", f.same_source}, {"message", f.status.to_string()}});
+    j["failures"].push_back({{"kernel", f.kernel}, {"group", f.group}, {"nodes", f.nodes}, {"part", f.part},
+                             {"arch", f.arch}, {"same_source", f.same_source}, {"message", f.status.to_string()}});
   return j;
 }
 

@@ -6,6 +6,8 @@
 //   carve compile a.onnx b.carve --device cuda --dry-run --arch sm_75,sm_90 --json report.json
 //   carve compile model.onnx --device cuda --dry-run --place relu_3=cpu
 //
+// Both GEMM paths are compiled: the generated kernel and, for groups cuBLASLt can run, the
+// im2col/epilogue kernels around it (which one a Session takes depends on the machine).
 // Per model it prints the kernels generated, their distinct sources, how many compiled for
 // each arch and how many came from NVRTC's caches, the time, and every node placed on the
 // CPU with the reason (--place NODE=cpu, the one way the CUDA path puts a node there: an

@@ -31,7 +31,7 @@ std::vector<std::string> node_names(const ir::Graph& graph, const jit::KernelGro
 
 DryRunFailure failure_of(const runtime::Program& p, int32_t kernel, std::string arch, Status status) {
   const jit::KernelGroup& group = p.kernels[static_cast<size_t>(kernel)].group;
-  return DryRunFailure{kernel, group.name, node_names(p.graph, group), std::move(arch), std::move(status)};
+  return DryRunFailure{kernel, group.name, node_names(p.graph, group), std::move(arch), "", std::move(status)};
 }
 
 // Every kernel launched on the host, node by node, with the reason.
@@ -47,10 +47,21 @@ std::vector<DryRunCpuNode> cpu_nodes(const runtime::Program& p, const std::strin
   return out;
 }
 
-// The distinct sources and the kernels (indices) that share each, in kernel order.
+// The distinct sources, and per source the kernels (indices) that use it and what for
+// ("" for a group's own kernel, "cuBLASLt im2col"/"cuBLASLt epilogue"), in kernel order.
 struct Sources {
   std::vector<std::string> text;
-  std::vector<std::vector<int32_t>> kernels;
+  std::vector<std::vector<std::pair<int32_t, std::string>>> users;
+  std::map<std::string, size_t> index;
+
+  void add(std::string source, int32_t kernel, std::string part) {
+    auto [it, added] = index.emplace(std::move(source), text.size());
+    if (added) {
+      text.push_back(it->first);
+      users.emplace_back();
+    }
+    users[it->second].emplace_back(kernel, std::move(part));
+  }
 };
 
 // Runs job(i) for i in [0, count) on up to `threads` threads (NVRTC is thread-safe and
@@ -86,23 +97,29 @@ Result<DryRunReport> cuda_dry_run(const ir::Graph& graph, const runtime::Compile
 
   start = Clock::now();
   Sources sources;
-  std::map<std::string, size_t> source_index;
   const std::vector<bool> on_device = runtime::device_kernels(p);
   for (size_t k = 0; k < p.kernels.size(); ++k) {
     if (!on_device[k]) continue;
     ++report.kernels;
     const auto kernel = static_cast<int32_t>(k);
-    auto src = cu::generate_kernel(p.graph, p.kernels[k].group);
+    const jit::KernelGroup& group = p.kernels[k].group;
+    // The generated kernel: what runs without cuBLASLt, or where it declines a GEMM.
+    auto src = cu::generate_kernel(p.graph, group);
     if (!src.ok()) {  // a cuda Session's compile fails here too: no automatic CPU fallback
       report.failures.push_back(failure_of(p, kernel, "", src.status()));
       continue;
     }
-    auto [it, added] = source_index.emplace(src->source, sources.text.size());
-    if (added) {
-      sources.text.push_back(std::move(src->source));
-      sources.kernels.emplace_back();
+    sources.add(std::move(src->source), kernel, "");
+    // With cuBLASLt (SessionOptions::cuda_gemm), a GEMM group's im2col and epilogue kernels.
+    auto gemm = cu::plan_library_gemm(p.graph, group);
+    if (!gemm.ok() && gemm.status().code() != ErrorCode::kUnsupported) {
+      report.failures.push_back(failure_of(p, kernel, "", gemm.status().with_context("cuBLASLt GEMM plan")));
+      continue;
     }
-    sources.kernels[it->second].push_back(kernel);
+    if (!gemm.ok()) continue;
+    ++report.library_gemms;
+    if (gemm->im2col) sources.add(std::move(gemm->im2col->source), kernel, "cuBLASLt im2col");
+    if (gemm->epilogue) sources.add(std::move(gemm->epilogue->source), kernel, "cuBLASLt epilogue");
   }
   report.generate_seconds = seconds_since(start);
   report.unique_sources = static_cast<int64_t>(sources.text.size());
@@ -124,8 +141,10 @@ Result<DryRunReport> cuda_dry_run(const ir::Graph& graph, const runtime::Compile
       continue;
     }
     ++arch.failed;
-    const std::vector<int32_t>& users = sources.kernels[j / archs];
-    report.failures.push_back(failure_of(p, users.front(), arch.arch, result.status()));
+    const auto& users = sources.users[j / archs];
+    const auto& [kernel, part] = users.front();
+    report.failures.push_back(failure_of(p, kernel, arch.arch, result.status()));
+    report.failures.back().part = part;
     report.failures.back().same_source = static_cast<int32_t>(users.size()) - 1;
   }
   return report;
@@ -142,7 +161,8 @@ std::string describe_failure(const DryRunFailure& f, int log_lines) {
   if (end != std::string::npos) text = text.substr(0, end) + "...";
   std::string nodes;
   for (const std::string& n : f.nodes) nodes += (nodes.empty() ? "" : ", ") + n;
-  return fmt::format("kernel {} '{}' [{}]{}{}: {}", f.kernel, f.group, nodes,
+  return fmt::format("kernel {} '{}' [{}]{}{}{}: {}", f.kernel, f.group, nodes,
+                     f.part.empty() ? "" : " (" + f.part + ")",
                      f.arch.empty() ? " (code generation)" : " for " + f.arch,
                      f.same_source > 0 ? fmt::format(" (and {} more kernels with this source)", f.same_source) : "",
                      text);

@@ -6,6 +6,9 @@
 // CompileOptions::placement), takes the kernels the GPU would run
 // (runtime::device_kernels), generates each one's CUDA C (jit::cuda::generate_kernel) and
 // compiles every distinct source with NVRTC for every requested arch, on a few threads.
+// A GEMM group that cuBLASLt can run (jit::cuda::plan_library_gemm, SessionOptions::
+// cuda_gemm) also has its im2col/epilogue kernels compiled: which of the two a Session
+// uses depends on the machine's cuBLASLt, so both must compile.
 // Kernels placed on the CPU are listed with the reason, never compiled here (a cuda
 // Session compiles them with the CPU JIT). A kernel the generator rejects or NVRTC fails
 // on is a failure in the report, not an error of the call: the report names every one.
@@ -40,19 +43,21 @@ struct DryRunCpuNode {
 };
 
 // A kernel that does not compile: its index in the program (the CUDA path's group order),
-// its group, nodes ("name (op)"), the arch ("" when generation failed, for every arch)
-// and the error with NVRTC's log.
+// its group, nodes ("name (op)"), which of its sources, the arch ("" when generation
+// failed, for every arch) and the error with NVRTC's log.
 struct DryRunFailure {
   int32_t kernel = -1;
   std::string group;
   std::vector<std::string> nodes;
   std::string arch;
+  std::string part;  // "" the group's kernel, or "cuBLASLt im2col" / "cuBLASLt epilogue"
   Status status;
   int32_t same_source = 0;  // other kernels with the identical source (they fail too)
 };
 
 struct DryRunReport {
   int64_t kernels = 0;         // kernels the GPU runs (generated)
+  int64_t library_gemms = 0;   // of those, GEMM groups cuBLASLt can run (their kernels counted in sources)
   int64_t unique_sources = 0;  // distinct generated sources (identical groups share one)
   std::vector<DryRunArch> archs;
   std::vector<DryRunCpuNode> cpu_nodes;
