@@ -1,6 +1,7 @@
 // `carve plan GRAPH` / `carve run GRAPH` / `carve compile MODEL`: read a text-format graph
-// or an ONNX model (by the .onnx extension), verify it, bind its constants and handles; for plan, choose the execution order and turn it
-// into a planner Problem (views, in-place), adding notes and facts.
+// or an ONNX model (by the .onnx extension), verify it, bind its constants and handles;
+// for plan, choose the execution order and turn it into a planner Problem (views,
+// in-place), adding notes and facts.
 #pragma once
 
 #include <map>
