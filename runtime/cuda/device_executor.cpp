@@ -104,9 +104,7 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
   if (schedule.task_count() != static_cast<int32_t>(p.launches.size()))
     return Status(ErrorCode::kInternal, "device schedule must have one task per launch");
   const auto& ctx = backend->allocator->context();
-  std::vector<bool> device_kernel(p.kernels.size(), false);  // kernels only the host runs get no module
-  for (const Launch& l : p.launches)
-    if (l.kind == LaunchKind::kKernel && !l.on_host) device_kernel[static_cast<size_t>(l.kernel)] = true;
+  const std::vector<bool> device_kernel = device_kernels(p);  // kernels only the host runs get no module
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const ProgramKernel& k = p.kernels[ki];
     ex->library_.emplace_back();

@@ -57,6 +57,13 @@ Status add_device_transfers(Program& p, const std::vector<bool>& host_handle) {
   return Status();
 }
 
+std::vector<bool> device_kernels(const Program& program) {
+  std::vector<bool> on_device(program.kernels.size(), false);
+  for (const Launch& l : program.launches)
+    if (l.kind == LaunchKind::kKernel && !l.on_host) on_device[static_cast<size_t>(l.kernel)] = true;
+  return on_device;
+}
+
 std::vector<uint64_t> launch_addresses(const Program& program, const Launch& launch, const RegionBases& bases) {
   std::vector<uint64_t> out;
   out.reserve(launch.operands.size());

@@ -13,11 +13,12 @@
 #include <sstream>
 
 #include "carve/jit/host_target.h"
-#include "cli/cli.h"
+#include "cli_test_util.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
 using namespace carve;
+using cli_test::carve_cli;
 
 namespace {
 
@@ -46,14 +47,6 @@ struct CacheDir {
     return out;
   }
 };
-
-int carve_cli(const std::vector<std::string>& args, std::string* out_text, std::string* err_text) {
-  std::ostringstream out, err;
-  int code = cli::run(args, out, err);
-  *out_text = out.str();
-  *err_text = err.str();
-  return code;
-}
 
 struct KernelCounts {
   int total = -1, compiled = -1, memory = -1, disk = -1;

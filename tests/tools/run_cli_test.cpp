@@ -11,12 +11,14 @@
 #include "carve/jit/host_target.h"
 #include "carve/reference/reference.h"
 #include "carve/runtime/npy.h"
-#include "cli/cli.h"
+#include "cli_test_util.h"
 #include "cli/run_command.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
 using namespace carve;
+using cli_test::carve_cli;
+using cli_test::kSmallGraph;
 
 namespace {
 
@@ -24,24 +26,6 @@ fs::path temp_dir() {
   fs::path dir = fs::temp_directory_path() / ("carve_run_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir;
-}
-
-const char* kGraph = R"(graph small {
-  input x: f32[3,5]
-  input y: f32[5]
-  a = add(x, y) -> s: f32[3,5]
-  t = tanh(s) -> t: f32[3,5]
-  r = reduce_sum(t) {axes=[1], keepdims=0} -> r: f32[3]
-  output t, r
-}
-)";
-
-int carve_cli(const std::vector<std::string>& args, std::string* out_text = nullptr, std::string* err_text = nullptr) {
-  std::ostringstream out, err;
-  int code = cli::run(args, out, err);
-  if (out_text) *out_text = out.str();
-  if (err_text) *err_text = err.str();
-  return code;
 }
 
 }  // namespace
@@ -52,7 +36,7 @@ TEST_CASE("tools/run/npy inputs give the reference outputs") {
     return;
   }
   const fs::path dir = temp_dir();
-  std::ofstream(dir / "small.carve") << kGraph;
+  std::ofstream(dir / "small.carve") << kSmallGraph;
   auto x = reference::HostTensor::from<float>({3, 5}, {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f, 0.7f, -0.8f, 0.9f, 1.0f,
                                                  -1.1f, 1.2f, 1.3f, -1.4f, 1.5f});
   auto y = reference::HostTensor::from<float>({5}, {0.5f, 0.25f, -0.125f, 1.0f, -2.0f});
@@ -70,7 +54,7 @@ TEST_CASE("tools/run/npy inputs give the reference outputs") {
   REQUIRE(code == 0);
   CHECK(out.find("kernels (fused groups)") != std::string::npos);
   CHECK(out.find("min") != std::string::npos);
-  auto want = reference::run_reference(*ir::parse(kGraph), std::vector<reference::HostTensor>{x, y});
+  auto want = reference::run_reference(*ir::parse(kSmallGraph), std::vector<reference::HostTensor>{x, y});
   REQUIRE(want.ok());
   for (size_t i = 0; i < 2; ++i) {
     auto got = runtime::read_npy((dir / "out" / (i == 0 ? "t.npy" : "r.npy")).string());
@@ -84,7 +68,7 @@ TEST_CASE("tools/run/npy inputs give the reference outputs") {
 
 TEST_CASE("tools/run/missing and unknown inputs are clear errors") {
   const fs::path dir = temp_dir();
-  std::ofstream(dir / "small.carve") << kGraph;
+  std::ofstream(dir / "small.carve") << kSmallGraph;
   std::string err;
   CHECK(carve_cli({"run", (dir / "small.carve").string()}, nullptr, &err) == 1);
   if (jit::cpu_jit_available()) {
@@ -106,7 +90,7 @@ TEST_CASE("tools/run/threads sequential check-hazards and trace") {
     return;
   }
   const fs::path dir = temp_dir();
-  std::ofstream(dir / "small.carve") << kGraph;
+  std::ofstream(dir / "small.carve") << kSmallGraph;
   const std::string graph = (dir / "small.carve").string();
   std::string out, err;
   REQUIRE(carve_cli({"run", graph, "--random-inputs", "3", "--threads", "2", "--check-hazards", "--explain", "--trace",

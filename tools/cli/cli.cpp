@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/compile_command.h"
 #include "cli/demo_command.h"
 #include "cli/plan_command.h"
 #include "cli/run_command.h"
@@ -68,6 +69,33 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
                   "debug: remove DAG edge FROM:TO (task indices) and stretch tasks, to see the checker fire")
       ->group("Debug");
 
+  CompileCommandOptions compile_options;
+  auto* compile = app.add_subcommand("compile", "generate and compile every kernel of a model for a device; "
+                                                "--dry-run: with NVRTC alone, no GPU");
+  compile->add_option("model", compile_options.models, "graphs in the text format, or MODEL.onnx (one or more)")
+      ->required();
+  compile->add_option("--device", compile_options.device, "cuda (cpu: not supported)")
+      ->required()
+      ->check(CLI::IsMember({"cuda", "cpu"}));
+  compile->add_flag("--dry-run", compile_options.dry_run,
+                    "compile with NVRTC for --arch without a device (nothing is loaded or run)");
+  // One value per occurrence (allow_extra_args(false)): models may follow the options.
+  compile->add_option("--arch", compile_options.archs, "sm_XY (repeatable or a comma list; default sm_80,sm_90)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  compile->add_option("--input", compile_options.inputs, "NAME=FILE.npy: the file's shape fixes symbolic dims")
+      ->allow_extra_args(false);
+  compile->add_option("--place", compile_options.place, "NODE=cpu: run that node on the CPU (repeatable)")
+      ->allow_extra_args(false);
+  compile->add_option("--compile-threads", compile_options.compile_threads,
+                      "NVRTC compiles at once (0 = hardware concurrency)")
+      ->check(CLI::NonNegativeNumber);
+  compile->add_flag("--no-cache", compile_options.no_cache, "neither read nor write the NVRTC disk cache");
+  compile->add_option("--json", compile_options.json_path, "write the report as JSON");
+  compile->add_option("--nvrtc-option", compile_options.nvrtc_options, "debug: pass an NVRTC option verbatim")
+      ->allow_extra_args(false)
+      ->group("Debug");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -76,6 +104,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   if (demo->parsed()) return run_demo_command(demo_options, out, err);
   if (plan->parsed()) return run_plan_command(plan_options, out, err);
   if (run->parsed()) return run_run_command(run_options, out, err);
+  if (compile->parsed()) return run_compile_command(compile_options, out, err);
   return 2;
 }
 

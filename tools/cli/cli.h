@@ -1,4 +1,5 @@
-// The carve command line: `carve demo`, `carve plan INPUT ...`.
+// The carve command line: `carve demo`, `carve plan INPUT ...`, `carve run GRAPH ...`,
+// `carve compile MODEL ...`.
 // run() parses argv, executes one subcommand, writes to out/err and returns the
 // process exit code (0 ok, 1 failure, 2 usage error). Tests call it in-process.
 #pragma once

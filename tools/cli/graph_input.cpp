@@ -11,6 +11,8 @@
 #include "carve/planner/graph_problem.h"
 #include "carve/planner/memory_order.h"
 #include "carve/planner/strategy.h"
+#include "carve/runtime/handle.h"
+#include "carve/runtime/npy.h"
 #ifdef CARVE_HAVE_ONNX
 #include "carve/onnx/import.h"
 #endif
@@ -56,6 +58,39 @@ Result<LoadedGraph> load_graph_file(const std::string& path, const LoadGraphOpti
   LoadedGraph loaded;
   CARVE_ASSIGN_OR_RETURN(loaded.graph, read_graph_file(path));
   return loaded;
+}
+
+Result<std::map<std::string, std::string>> parse_input_args(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> files;
+  for (const std::string& arg : args) {
+    const auto eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+      return Status(ErrorCode::kInvalidArgument, fmt::format("--input '{}': expected NAME=FILE.npy", arg));
+    files[arg.substr(0, eq)] = arg.substr(eq + 1);
+  }
+  return files;
+}
+
+Result<std::map<std::string, ir::Shape, std::less<>>> input_file_shapes(const std::string& path,
+                                                                        const std::vector<std::string>& input_args) {
+  std::map<std::string, ir::Shape, std::less<>> shapes;
+  CARVE_ASSIGN_OR_RETURN(auto files, parse_input_args(input_args));
+  if (!has_onnx_extension(path)) return shapes;
+  for (const auto& [name, file] : files) {
+    CARVE_ASSIGN_OR_RETURN(runtime::Buffer b, runtime::map_npy(file));
+    shapes[name] = b.shape();
+  }
+  return shapes;
+}
+
+Result<runtime::CompileOptions> loaded_compile_options(const LoadedGraph& loaded) {
+  runtime::CompileOptions compile;
+  compile.constants = loaded.constants;
+  for (const ir::Handle& h : loaded.graph.handles) {
+    CARVE_ASSIGN_OR_RETURN(auto handle, runtime::BufferHandle::create(h.name, h.type.dtype, h.type.shape));
+    compile.handles.push_back(std::move(handle));
+  }
+  return compile;
 }
 
 Result<ir::Graph> read_graph_file(const std::string& path) {

@@ -1,6 +1,7 @@
-// `carve plan GRAPH` / `carve run GRAPH`: read a text-format graph or an ONNX model
-// (by the .onnx extension), verify it; for plan, choose the execution order and turn it
-// into a planner Problem (views, in-place), adding notes and facts.
+// `carve plan GRAPH` / `carve run GRAPH` / `carve compile MODEL`: read a text-format graph
+// or an ONNX model (by the .onnx extension), verify it, bind its constants and handles;
+// for plan, choose the execution order and turn it into a planner Problem (views,
+// in-place), adding notes and facts.
 #pragma once
 
 #include <map>
@@ -9,6 +10,7 @@
 
 #include "carve/ir/graph.h"
 #include "carve/runtime/buffer.h"
+#include "carve/runtime/compile_options.h"
 #include "cli/plan_input.h"
 
 namespace carve::cli {
@@ -27,6 +29,16 @@ struct LoadGraphOptions {
 };
 
 Result<LoadedGraph> load_graph_file(const std::string& path, const LoadGraphOptions& options = {});
+// --input NAME=FILE.npy arguments as name -> file; kInvalidArgument names a malformed one.
+Result<std::map<std::string, std::string>> parse_input_args(const std::vector<std::string>& args);
+// Shapes of the --input files (their .npy headers), which fix an ONNX model's symbolic
+// dims (LoadGraphOptions::input_shapes); empty for a text graph. Errors name a malformed
+// argument or a file that cannot be read as .npy.
+Result<std::map<std::string, ir::Shape, std::less<>>> input_file_shapes(const std::string& path,
+                                                                        const std::vector<std::string>& input_args);
+// Compile options binding what the graph needs: its mapped constants, and a zeroed host
+// BufferHandle per graph handle.
+Result<runtime::CompileOptions> loaded_compile_options(const LoadedGraph& loaded);
 Result<ir::Graph> read_graph_file(const std::string& path);
 Status load_graph_plan_input(const PlanCommandOptions& options, PlannedInput& input);
 

@@ -51,17 +51,6 @@ Status fill_random(runtime::Buffer& buffer, std::mt19937_64& rng) {
   return Status();
 }
 
-Result<std::map<std::string, std::string>> parse_input_args(const std::vector<std::string>& args) {
-  std::map<std::string, std::string> files;
-  for (const std::string& arg : args) {
-    const auto eq = arg.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
-      return Status(ErrorCode::kInvalidArgument, fmt::format("--input '{}': expected NAME=FILE.npy", arg));
-    files[arg.substr(0, eq)] = arg.substr(eq + 1);
-  }
-  return files;
-}
-
 // "FROM:TO" task indices.
 Result<std::pair<int32_t, int32_t>> parse_edge(const std::string& text) {
   int32_t from = -1, to = -1;
@@ -108,33 +97,17 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-// Shapes of the readable --input files (their headers), which fix an ONNX model's
-// symbolic dims; bad arguments and files are reported later, by load_inputs.
-std::map<std::string, ir::Shape, std::less<>> input_file_shapes(const RunCommandOptions& options) {
-  std::map<std::string, ir::Shape, std::less<>> shapes;
-  auto files = parse_input_args(options.inputs);
-  if (!files.ok() || !options.graph.ends_with(".onnx")) return shapes;
-  for (const auto& [name, file] : *files)
-    if (auto b = runtime::map_npy(file); b.ok()) shapes[name] = b->shape();
-  return shapes;
-}
-
 // The command's flags as compile options; the graph's handles start as zeros.
 Result<runtime::CompileOptions> compile_options(const RunCommandOptions& options, const LoadedGraph& loaded) {
-  runtime::CompileOptions compile;
+  CARVE_ASSIGN_OR_RETURN(runtime::CompileOptions compile, loaded_compile_options(loaded));
   compile.strategy = options.strategy;
   compile.order = options.order;
   compile.inplace = !options.no_inplace;
   compile.fuse = !options.no_fuse;
   compile.schedule.sequential = options.sequential;
-  compile.constants = loaded.constants;
   for (const std::string& edge : options.drop_edges) {
     CARVE_ASSIGN_OR_RETURN(auto pair, parse_edge(edge));
     compile.schedule.drop_edges.push_back(pair);
-  }
-  for (const ir::Handle& h : loaded.graph.handles) {
-    CARVE_ASSIGN_OR_RETURN(auto handle, runtime::BufferHandle::create(h.name, h.type.dtype, h.type.shape));
-    compile.handles.push_back(std::move(handle));
   }
   return compile;
 }
@@ -192,7 +165,8 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out, std::ostre
   if (options.sequential && options.check_hazards)
     return Status(ErrorCode::kInvalidArgument, "--check-hazards needs a parallel run: drop --sequential");
   LoadGraphOptions load;
-  load.input_shapes = input_file_shapes(options);
+  // Unreadable --input files are reported by load_inputs, which names the input.
+  if (auto shapes = input_file_shapes(options.graph, options.inputs); shapes.ok()) load.input_shapes = *shapes;
   auto step = Clock::now();
   CARVE_ASSIGN_OR_RETURN(LoadedGraph loaded, load_graph_file(options.graph, load));
   times.import = seconds(step);

@@ -46,6 +46,11 @@ Status add_device_transfers(Program& program, const std::vector<bool>& host_hand
 // kUnsupported for a host kernel that uses a handle (handles live on the device).
 Status place_on_host(Program& program, const std::vector<bool>& host_launch);
 
+// Per Program kernel: whether the GPU runs it (a kernel launch not placed on the host
+// uses it). The device executor compiles exactly these with NVRTC; kernels only host
+// launches use get no module (`carve compile --dry-run` compiles the same set).
+std::vector<bool> device_kernels(const Program& program);
+
 // A transfer launch (kind upload or download) that reads `source` and writes `destination`.
 Launch make_transfer(std::string name, LaunchKind kind, MemoryRef source, MemoryRef destination);
 
