@@ -138,8 +138,13 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
     ex->constants_.push_back(std::move(b));
   }
   for (const auto& h : p.handles) {
+    ex->handle_staging_.emplace_back(std::nullopt);
     if (!h->memory().is_cpu_accessible()) {
       ex->handle_mirrors_.emplace_back(std::nullopt);
+      if (p.mixed()) {  // CPU-placed handle ops of a mixed program work on a host copy
+        CARVE_ASSIGN_OR_RETURN(Buffer staging, Buffer::allocate(cpu_allocator(), h->type().dtype, h->type().shape));
+        ex->handle_staging_.back() = std::move(staging);
+      }
       continue;
     }
     CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(alloc, h->type().dtype, h->type().shape));
@@ -387,7 +392,9 @@ Status DeviceExecutor::run(const Program& p, std::span<const Buffer> inputs, std
   for (size_t h = 0; h < p.handles.size(); ++h) {
     const Buffer& memory = p.handles[h]->memory();
     bases.handles.push_back(handle_mirrors_[h] ? handle_mirrors_[h]->unsafe_data() : memory.unsafe_data());
-    bases.host_handles.push_back(handle_mirrors_[h] ? memory.unsafe_data() : nullptr);
+    bases.host_handles.push_back(handle_mirrors_[h]   ? memory.unsafe_data()
+                                 : handle_staging_[h] ? handle_staging_[h]->unsafe_data()
+                                                      : nullptr);
   }
   if (record != nullptr) {
     record->parallel = plan_.streams_used > 1;

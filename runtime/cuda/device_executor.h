@@ -117,6 +117,7 @@ class DeviceExecutor {
   std::vector<std::optional<LibraryKernel>> library_;  // per Program kernel: run through cuBLASLt
   std::vector<Buffer> workspaces_;  // per stream when library_ has any: cuBLASLt's, then columns/product
   std::vector<std::optional<Buffer>> constants_, handle_mirrors_;
+  std::vector<std::optional<Buffer>> handle_staging_;  // mixed programs: host copies of device handles
   std::vector<Buffer> input_staging_, output_staging_;
   std::optional<Buffer> host_arena_;  // mixed programs: the CPU-placed kernels' arena
   std::vector<std::unique_ptr<runtime::cuda::CudaStream>> streams_;

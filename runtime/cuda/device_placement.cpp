@@ -73,6 +73,12 @@ struct Residency {
       for (auto& side : valid) side[{Region::kInput, static_cast<int32_t>(i)}].add(0, kAll);
     for (size_t c = 0; c < p.constants.size(); ++c)
       for (auto& side : valid) side[{Region::kConstant, static_cast<int32_t>(c)}].add(0, kAll);
+    // Handles start on the device (a host handle's mirror is uploaded first, so its host
+    // memory is valid too); a device handle's host side is a staging copy, empty at first.
+    for (size_t h = 0; h < p.handles.size(); ++h) {
+      valid[0][{Region::kHandle, static_cast<int32_t>(h)}].add(0, kAll);
+      if (p.handles[h]->memory().is_cpu_accessible()) valid[1][{Region::kHandle, static_cast<int32_t>(h)}].add(0, kAll);
+    }
   }
   Ranges& at(int side, const MemoryRef& r) { return valid[side][{r.region, r.slot}]; }
 };
@@ -99,12 +105,6 @@ Status place_on_host(Program& p, const std::vector<bool>& host_launch) {
     if (launch.kind != LaunchKind::kKernel)
       return Status(ErrorCode::kInvalidArgument, fmt::format("place_on_host: launch {} '{}' is a {}, not a kernel",
                                                              l, launch.name, launch_kind_name(launch.kind)));
-    for (const MemoryRef& r : launch.operands)
-      if (r.region == Region::kHandle)
-        return Status(ErrorCode::kUnsupported,
-                      fmt::format("kernel '{}' is placed on the CPU but uses handle '{}': handles are device memory "
-                                  "in a device program; place the state ops on the device",
-                                  launch.name, p.handles[static_cast<size_t>(r.slot)]->name()));
   }
   Residency res(p);
   std::vector<Launch> out;
@@ -132,6 +132,22 @@ Status place_on_host(Program& p, const std::vector<bool>& host_launch) {
         for (MemoryRef& r : *refs) r.region = host_region(r.region);
     }
     out.push_back(std::move(launch));
+  }
+  // A handle's value lives on the device between runs (a host handle's is downloaded from
+  // there at the end): bytes last written on the host go back up.
+  for (size_t h = 0; h < p.handles.size(); ++h) {
+    const auto bytes = static_cast<int64_t>(p.handles[h]->byte_size());
+    const MemoryRef whole{Region::kHandle, static_cast<int32_t>(h), 0, bytes};
+    for (auto [b, e] : res.at(0, whole).missing(0, bytes))
+      for (auto [cb, ce] : res.at(1, whole).intersect(b, e)) {
+        MemoryRef part = whole;
+        part.offset = cb;
+        part.bytes = ce - cb;
+        Launch end;
+        end.name = fmt::format("end_of_run_{}", p.handles[h]->name());
+        out.push_back(transfer_launch(end, part, /*to_host=*/false));
+        res.at(0, whole).add(cb, ce);
+      }
   }
   p.launches = std::move(out);
   p.output_on_host.assign(p.outputs.size(), false);

@@ -13,6 +13,7 @@
 #include "carve/runtime/cuda/device_program.h"
 #include "carve/runtime/session.h"
 #include "carve/runtime/stream_plan.h"
+#include "fake_device.h"
 #include "test_support.h"
 
 using namespace carve;
@@ -71,6 +72,13 @@ std::map<std::string, std::vector<int>> simulate(const rt::Program& p) {
   for (size_t c = 0; c < p.constants.size(); ++c)
     for (rt::Region r : {rt::Region::kConstant, rt::Region::kHostConstant})
       bytes({r, static_cast<int32_t>(c), 0, 4096}).assign(4096, 2000 + static_cast<int>(c));
+  // A handle's value: in its own memory (host: kHostHandle, device: kHandle); a device
+  // handle's host staging starts as garbage.
+  for (size_t h = 0; h < p.handles.size(); ++h) {
+    const bool host = p.handles[h]->memory().is_cpu_accessible();
+    bytes({rt::Region::kHandle, static_cast<int32_t>(h), 0, 4096}).assign(4096, 3000 + static_cast<int>(h));
+    bytes({rt::Region::kHostHandle, static_cast<int32_t>(h), 0, 4096}).assign(4096, host ? 3000 + static_cast<int>(h) : -7);
+  }
   std::map<std::string, std::vector<int>> reads;
   for (const rt::Launch& l : p.launches) {
     if (l.kind == rt::LaunchKind::kKernel) {
@@ -90,6 +98,11 @@ std::map<std::string, std::vector<int>> simulate(const rt::Program& p) {
     auto& m = bytes({rt::Region::kHostOutput, static_cast<int32_t>(i), 0, 1});
     auto& seen = reads["host_output"];
     seen.insert(seen.end(), m.begin(), m.end());
+  }
+  for (size_t h = 0; h < p.handles.size(); ++h) {  // the value each handle keeps after the run
+    const bool host = p.handles[h]->memory().is_cpu_accessible();
+    reads["handle_" + p.handles[h]->name()] =
+        bytes({host ? rt::Region::kHostHandle : rt::Region::kHandle, static_cast<int32_t>(h), 0, 1});
   }
   return reads;
 }
@@ -232,7 +245,7 @@ TEST_CASE("cuda/placement/every placement of the diamond moves the same values")
   }
 }
 
-TEST_CASE("cuda/placement/a handle op on the cpu is unsupported") {
+TEST_CASE("cuda/placement/handle ops run on either side and the handle keeps the same value") {
   ir::GraphBuilder b("state");
   b.handle("acc", DType::kF32, {8});
   auto x = b.input("x", DType::kF32, {8});
@@ -240,16 +253,36 @@ TEST_CASE("cuda/placement/a handle op on the cpu is unsupported") {
   b.write_handle("acc", sum);
   b.output(b.rename(b.relu(sum), "y"));
   auto g = *b.build();
-  auto handle = *rt::BufferHandle::create("acc", DType::kF32, {8});
-  rt::CompileOptions o;
-  o.fuse = false;
-  o.handles = {handle};
-  o.placement[producer_name(g, "sum")] = rt::DeviceType::kCpu;
-  auto program = rt::build_device_program(g, o, rt::cpu_allocator());
-  REQUIRE(!program.ok());
-  CHECK(program.status().code() == ErrorCode::kUnsupported);
-  MESSAGE(program.status().to_string());
-  o.placement.clear();
-  o.placement[producer_name(g, "y")] = rt::DeviceType::kCpu;  // not touching the handle: fine
-  CHECK(rt::build_device_program(g, o, rt::cpu_allocator()).ok());
+  for (bool device_handle : {false, true}) {
+    CAPTURE(device_handle);
+    auto handle = device_handle
+                      ? *rt::BufferHandle::create("acc", DType::kF32, {8}, std::make_shared<test::FakeDevice>())
+                      : *rt::BufferHandle::create("acc", DType::kF32, {8});
+    for (unsigned mask = 0; mask < (1u << g.nodes.size()); ++mask) {
+      rt::CompileOptions o;
+      o.fuse = false;
+      o.handles = {handle};
+      for (size_t i = 0; i < g.nodes.size(); ++i)
+        if (mask & (1u << i)) o.placement[g.nodes[i].name] = rt::DeviceType::kCpu;
+      CAPTURE(mask);
+      check_placed(g, o);
+      // A cpu kernel reading the handle first: a device handle is downloaded for it, a host
+      // handle's own memory is read as it is.
+      auto program = rt::build_device_program(g, o, rt::cpu_allocator());
+      REQUIRE(program.ok());
+      int downloads = 0;
+      bool host_reads_first = false, seen_read = false;
+      for (const rt::Launch& l : (*program)->launches) {
+        downloads += l.kind == rt::LaunchKind::kDownload && l.operands[0].region == rt::Region::kHandle &&
+                     l.name.find("_for_") != std::string::npos;
+        if (l.kind != rt::LaunchKind::kKernel || seen_read) continue;
+        for (const auto& r : l.reads)
+          if (r.region == rt::Region::kHandle || r.region == rt::Region::kHostHandle) {
+            seen_read = true;
+            host_reads_first = l.on_host;
+          }
+      }
+      if (host_reads_first) CHECK(downloads == (device_handle ? 1 : 0));
+    }
+  }
 }

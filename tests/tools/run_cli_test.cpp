@@ -130,7 +130,7 @@ TEST_CASE("tools/run/check-hazards fails on a removed edge") {
     return;
   }
   // Two launches (no fusion): exp writes a, neg reads it. Without the edge 0:1 both are
-  // sources; each is held 2 ms, so they overlap and the checker reports the RAW race.
+  // sources; each is held 20 ms, so they overlap and the checker reports the RAW race.
   const fs::path dir = temp_dir();
   std::ofstream(dir / "chain.carve") << R"(graph chain {
   input x: f32[64,64]

@@ -42,8 +42,11 @@ namespace carve::runtime {
 Status add_device_transfers(Program& program, const std::vector<bool>& host_handle);
 
 // Mixed placement as above: `host_launch[l]` (per launch, before add_device_transfers) puts
-// kernel launch l on the CPU. kInvalidArgument for a wrong count or a flag on a copy;
-// kUnsupported for a host kernel that uses a handle (handles live on the device).
+// kernel launch l on the CPU. Handle ops may run on either side: a handle's value lives on
+// the device (a host handle's mirror), a CPU-placed handle op reads and writes its host
+// side (the host handle's own memory, or a staging copy for a DeviceResident handle) with
+// the copies above, and bytes last written on the host are uploaded at the end of the run.
+// kInvalidArgument for a wrong count or a flag on a copy.
 Status place_on_host(Program& program, const std::vector<bool>& host_launch);
 
 // Per Program kernel: whether the GPU runs it (a kernel launch not placed on the host
