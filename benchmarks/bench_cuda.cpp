@@ -166,11 +166,11 @@ void set_flops(benchmark::State& state, int64_t n) {
                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_Gemm(benchmark::State& state, rt::CudaGemm path, bool tf32) {
-  const int64_t n = state.range(0);
-  auto graph = matmul_graph(n);
+// Compiles `graph` (fused) for the GEMM path and runs it as the benchmark's loop.
+void run_model(benchmark::State& state, const carve::Result<carve::ir::Graph>& graph, int streams, rt::CudaGemm path,
+               bool tf32) {
   if (skip_if(state, graph.status())) return;
-  rt::SessionOptions options = device_options(1, true);
+  rt::SessionOptions options = device_options(streams, true);
   options.cuda_gemm = path;
   options.cuda_tf32 = tf32;
   auto r = DeviceRun::make(*graph, options, true);
@@ -178,6 +178,11 @@ void BM_Gemm(benchmark::State& state, rt::CudaGemm path, bool tf32) {
   if (skip_if(state, r->run())) return;  // warm-up (and graph capture)
   for (auto _ : state)
     if (skip_if(state, r->run())) break;
+}
+
+void BM_Gemm(benchmark::State& state, rt::CudaGemm path, bool tf32) {
+  const int64_t n = state.range(0);
+  run_model(state, matmul_graph(n), 1, path, tf32);
   set_flops(state, n);
 }
 
@@ -248,16 +253,7 @@ carve::Result<carve::ir::Graph> resnet_graph() {
 }
 
 void BM_Resnet(benchmark::State& state, rt::CudaGemm path, bool tf32) {
-  auto graph = resnet_graph();
-  if (skip_if(state, graph.status())) return;
-  rt::SessionOptions options = device_options(4, true);
-  options.cuda_gemm = path;
-  options.cuda_tf32 = tf32;
-  auto r = DeviceRun::make(*graph, options, true);
-  if (skip_if(state, r.status())) return;
-  if (skip_if(state, r->run())) return;  // warm-up (and graph capture)
-  for (auto _ : state)
-    if (skip_if(state, r->run())) break;
+  run_model(state, resnet_graph(), 4, path, tf32);
 }
 
 }  // namespace

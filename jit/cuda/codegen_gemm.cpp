@@ -137,6 +137,23 @@ Status gemm_epilogue(KernelWriter& w, const std::string& value, const std::strin
   return emit_chain(w, 1, dims, "lin", "o", values, code, indent);
 }
 
+MatmulShape matmul_shape(const ir::Graph& g, const ir::Node& matmul) {
+  std::vector<int64_t> ad = g.value(matmul.inputs[0]).type.shape.dims(), bd = g.value(matmul.inputs[1]).type.shape.dims();
+  const std::vector<int64_t> yd = g.value(matmul.outputs[0]).type.shape.dims();
+  const bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
+  if (a_vec) ad.insert(ad.begin(), 1);
+  if (b_vec) bd.push_back(1);
+  MatmulShape s;
+  s.m = ad[ad.size() - 2];
+  s.k = ad.back();
+  s.n = bd.back();
+  const size_t batch_rank = yd.size() - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
+  s.batch.assign(yd.begin(), yd.begin() + static_cast<std::ptrdiff_t>(batch_rank));
+  s.a_batch.assign(ad.begin(), ad.end() - 2);
+  s.b_batch.assign(bd.begin(), bd.end() - 2);
+  return s;
+}
+
 std::string sum_to_value(DType dt, std::string_view acc, const std::string& s) {
   if (acc == "double" && dt != DType::kF64) return from_double(dt, s);
   return round_to(dt, s);
@@ -181,7 +198,6 @@ Status emit_gemm(KernelWriter& w) {
   const ir::Graph& g = w.graph();
   const ir::Node& n = w.anchor();
   const ir::TensorType& ta = g.value(n.inputs[0]).type;
-  const ir::TensorType& tb = g.value(n.inputs[1]).type;
   const ir::TensorType& ty = g.value(n.outputs[0]).type;
   const DType dt = ta.dtype;
   if (dt == DType::kBool) return unsupported(g, n, "matmul of bool");
@@ -191,17 +207,12 @@ Status emit_gemm(KernelWriter& w) {
   GemmSpec s;
   s.acc = acc_type(dt, false);
   if (n.op == OpKind::kMatmul) {
-    std::vector<int64_t> ad = ta.shape.dims(), bd = tb.shape.dims();
-    const bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
-    if (a_vec) ad.insert(ad.begin(), 1);
-    if (b_vec) bd.push_back(1);
-    s.m = ad[ad.size() - 2];
-    s.k = ad.back();
-    s.n = bd.back();
-    const int batch_rank = ty.shape.rank() - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
-    std::vector<int64_t> batch(ty.shape.dims().begin(), ty.shape.dims().begin() + batch_rank);
-    std::vector<int64_t> a_batch(ad.begin(), ad.end() - 2), b_batch(bd.begin(), bd.end() - 2);
-    std::vector<int64_t> as = broadcast_strides(a_batch, batch), bs = broadcast_strides(b_batch, batch);
+    const MatmulShape ms = matmul_shape(g, n);
+    s.m = ms.m;
+    s.k = ms.k;
+    s.n = ms.n;
+    const std::vector<int64_t>& batch = ms.batch;
+    std::vector<int64_t> as = broadcast_strides(ms.a_batch, batch), bs = broadcast_strides(ms.b_batch, batch);
     for (int64_t& x : as) x *= s.m * s.k;
     for (int64_t& x : bs) x *= s.k * s.n;
     s.batch = numel(batch);

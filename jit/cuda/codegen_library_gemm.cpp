@@ -35,19 +35,13 @@ std::optional<int64_t> batch_stride(const std::vector<int64_t>& dims, const std:
 Status plan_matmul(KernelWriter& w, LibraryGemm& p) {
   const ir::Graph& g = w.graph();
   const ir::Node& n = w.anchor();
-  std::vector<int64_t> ad = g.value(n.inputs[0]).type.shape.dims(), bd = g.value(n.inputs[1]).type.shape.dims();
-  const std::vector<int64_t> yd = g.value(n.outputs[0]).type.shape.dims();
-  const bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
-  if (a_vec) ad.insert(ad.begin(), 1);
-  if (b_vec) bd.push_back(1);
-  p.m = ad[ad.size() - 2];
-  p.k = ad.back();
-  p.n = bd.back();
-  const size_t batch_rank = yd.size() - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
-  const std::vector<int64_t> batch(yd.begin(), yd.begin() + static_cast<std::ptrdiff_t>(batch_rank));
-  p.batch = detail::numel(batch);
-  const auto as = batch_stride({ad.begin(), ad.end() - 2}, batch, p.m * p.k);
-  const auto bs = batch_stride({bd.begin(), bd.end() - 2}, batch, p.k * p.n);
+  const detail::MatmulShape ms = detail::matmul_shape(g, n);
+  p.m = ms.m;
+  p.k = ms.k;
+  p.n = ms.n;
+  p.batch = detail::numel(ms.batch);
+  const auto as = batch_stride(ms.a_batch, ms.batch, p.m * p.k);
+  const auto bs = batch_stride(ms.b_batch, ms.batch, p.k * p.n);
   if (!as || !bs) return unsupported(g, n, "a partial batch broadcast");
   p.a = {w.operand(n.inputs[0], OperandRole::kInput), 0, *as, p.k, false};
   p.b = {w.operand(n.inputs[1], OperandRole::kInput), 0, *bs, p.n, false};
