@@ -46,8 +46,9 @@
 //    program, device_program.h): those kernels are compiled by the CPU JIT (kUnavailable
 //    in a build without it), host<->device copies are inserted where values cross, and
 //    the one hazard DAG orders everything; the program is built unfused, runs on streams
-//    (no CUDA graph; the host synchronises the streams before each CPU kernel) and takes
-//    host inputs/outputs only. A CPU Session with nodes placed on cuda is kUnsupported.
+//    (no CUDA graph; before each CPU kernel the host waits only for the events of the
+//    device work it depends on), handle ops may sit on either side, and it takes host
+//    inputs/outputs only. A CPU Session with nodes placed on cuda is kUnsupported.
 //  - Thread-safety: Session::compile may be called concurrently. One CompiledProgram
 //    runs one call at a time: concurrent run() calls on the same program serialise on
 //    its internal lock (the arena is shared state); different programs run concurrently,
