@@ -231,6 +231,7 @@ Result<std::vector<KernelGroup>> form_kernel_groups(const ir::Graph& graph,
       for (size_t p = pos + 1; p < order.size(); ++p) {
         ir::NodeId next = order[p];
         if (assigned[static_cast<size_t>(next)] || !grouper.extends(nodes, next)) break;
+        if (!options.side.empty() && options.side[static_cast<size_t>(next)] != options.side[static_cast<size_t>(id)]) break;
         if (epilogue && graph.value(graph.node(next).outputs[0]).type.shape != anchor_type.shape) break;
         nodes.push_back(next);
         if (grouper.closed(nodes)) keep = nodes.size();

@@ -373,7 +373,18 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
   CARVE_RETURN_IF_ERROR(bind_constants(*p, options));
   CARVE_RETURN_IF_ERROR(bind_handles(*p, options));
 
-  CARVE_ASSIGN_OR_RETURN(auto fused, jit::form_kernel_groups(p->graph, p->order, {.fuse = options.fuse}));
+  // Nodes placed on another device than the program's never share a kernel group.
+  std::vector<uint8_t> side;
+  const DeviceType home = p->on_device ? DeviceType::kCuda : DeviceType::kCpu;
+  if (!options.placement.empty()) {
+    side.assign(static_cast<size_t>(p->graph.num_nodes()), 0);
+    for (const ir::Node& n : p->graph.nodes) {
+      const auto it = options.placement.find(n.name);
+      side[static_cast<size_t>(n.id)] = it != options.placement.end() && it->second != home ? 1 : 0;
+    }
+  }
+  CARVE_ASSIGN_OR_RETURN(auto fused,
+                         jit::form_kernel_groups(p->graph, p->order, {.fuse = options.fuse, .side = std::move(side)}));
   planner::GraphPlanOptions plan_options;
   plan_options.inplace = options.inplace;
   plan_options.unstored.assign(static_cast<size_t>(p->graph.num_values()), false);

@@ -129,11 +129,10 @@ bool any_cpu_placement(const CompileOptions& options) {
 Result<std::unique_ptr<Program>> build_device_program(const ir::Graph& graph, const CompileOptions& options,
                                                       std::shared_ptr<Allocator> arena_allocator) {
   CARVE_RETURN_IF_ERROR(check_placement(graph, options, Device{DeviceType::kCuda, 0}));
-  // Mixed programs are built unfused: no kernel group spans the CPU/GPU boundary.
-  CompileOptions build_options = options;
-  if (any_cpu_placement(options)) build_options.fuse = false;
+  // Mixed programs fuse within each side: no kernel group spans the CPU/GPU boundary
+  // (build_program splits groups by placement).
   CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program,
-                         detail::build_program(graph, build_options, nullptr, std::move(arena_allocator)));
+                         detail::build_program(graph, options, nullptr, std::move(arena_allocator)));
   if (any_cpu_placement(options)) {
     CARVE_ASSIGN_OR_RETURN(std::vector<bool> host, host_launches(*program, options));
     if (std::find(host.begin(), host.end(), true) != host.end()) CARVE_RETURN_IF_ERROR(place_on_host(*program, host));

@@ -232,6 +232,33 @@ TEST_CASE("cuda/placement/a cpu node reads inputs and constants in host memory w
   check_placed(g, options);
 }
 
+TEST_CASE("cuda/placement/mixed programs fuse within each side, never across") {
+  auto g = diamond();
+  const std::vector<const char*> values = {"a", "n", "m", "e", "s", "y", "z"};
+  int fused_host = 0, fused_device = 0;
+  for (unsigned mask = 0; mask < (1u << values.size()); ++mask) {
+    rt::CompileOptions o;  // fuse on
+    for (size_t i = 0; i < values.size(); ++i)
+      if (mask & (1u << i)) o.placement[producer_name(g, values[i])] = rt::DeviceType::kCpu;
+    CAPTURE(mask);
+    auto program = rt::build_device_program(g, o, rt::cpu_allocator());
+    REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+    const rt::Program& p = **program;
+    for (const rt::Launch& l : p.launches) {
+      if (l.kind != rt::LaunchKind::kKernel) continue;
+      const auto& group = p.kernels[static_cast<size_t>(l.kernel)].group;
+      for (ir::NodeId n : group.nodes) CHECK(o.placement.contains(g.node(n).name) == l.on_host);
+      if (group.nodes.size() > 1) ++(l.on_host ? fused_host : fused_device);
+      for (const auto& r : l.operands) CHECK(host_region(r.region) == l.on_host);
+    }
+    auto schedule = rt::build_device_schedule(p, o);
+    REQUIRE(schedule.ok());
+    check_dag_orders_conflicts(p, *schedule);
+  }
+  CHECK(fused_host > 0);    // e.g. n -> e on the cpu
+  CHECK(fused_device > 0);  // and the same chain on the gpu
+}
+
 TEST_CASE("cuda/placement/every placement of the diamond moves the same values") {
   auto g = diamond();
   const std::vector<const char*> values = {"a", "n", "m", "e", "s", "y", "z"};

@@ -24,7 +24,8 @@
 //    hard-sigmoid/hard-swish (x * HardSigmoid(x)), gelu, a residual add. Their other
 //    operands (a bias, a residual) become extra inputs of the group.
 //  - every other node is its own group.
-//  FusionOptions::fuse = false turns chains and epilogues off (one group per non-view node).
+//  FusionOptions::fuse = false turns chains and epilogues off (one group per non-view node);
+//  FusionOptions::side keeps nodes of different sides in different groups.
 //
 // Operands (the Kernel ABI order, see kernel.h): the external values the group's nodes
 // read, deduplicated, in first-use order; then the values the group stores (its nodes'
@@ -59,6 +60,9 @@ namespace carve::jit {
 struct FusionOptions {
   bool fuse = true;                    // false: one group per non-view node
   int64_t elements_per_tile = 32768;   // elementwise/layout tile size target (>= 1)
+  // Per node id (or empty): nodes with different values never share a group (a mixed
+  // CPU/GPU program fuses within each side, never across the boundary).
+  std::vector<uint8_t> side{};
 };
 
 Result<std::vector<KernelGroup>> form_kernel_groups(const ir::Graph& graph,

@@ -45,7 +45,8 @@
 //    Placement: in a cuda Session, CompileOptions::placement may put nodes on cpu (mixed
 //    program, device_program.h): those kernels are compiled by the CPU JIT (kUnavailable
 //    in a build without it), host<->device copies are inserted where values cross, and
-//    the one hazard DAG orders everything; the program is built unfused, runs on streams
+//    the one hazard DAG orders everything; kernels fuse within each side (never across
+//    the boundary), the program runs on streams
 //    (no CUDA graph; before each CPU kernel the host waits only for the events of the
 //    device work it depends on), handle ops may sit on either side, and it takes host
 //    inputs/outputs only. A CPU Session with nodes placed on cuda is kUnsupported.
