@@ -7,15 +7,21 @@
 //    OH*OW, so NCHW falls out directly); bias is added in the GEMM store. Uses the
 //    register-blocked micro-kernel of emit_matmul.cpp (emit_gemm).
 //  - f32/f64, cg == 1 (depthwise, incl. channel multipliers): direct, one tile unit per
-//    output plane. Per output row, the valid kernel-row range is computed once; interior
-//    columns are vectorised over output width (W lanes; stride_w > 1 loads a contiguous
-//    run and de-interleaves it with a shuffle), border columns run scalar with clamped,
-//    masked loads.
+//    output plane, vectorised over output width (W lanes; stride_w > 1 loads a
+//    contiguous run and de-interleaves it with a shuffle) on a fixed grid of column
+//    chunks. Chunks touching left/right padding, the tail of a row and rows narrower
+//    than W (7, 14) stay vectorised with compile-time lane masks (masked loads, padded
+//    taps selected away). Output rows go R (<= 4) at a time for independent FMA chains,
+//    kernel taps unrolled; blocks touching top/bottom padding are emitted one by one
+//    with their padded kernel rows left out (checked at run time when there are many).
+//    An epilogue runs over the finished plane in place, vectorised.
 //  - other dtypes: a plain per-output loop (f16/bf16 in float, integers wrapping).
 // Padding: the direct and plain paths skip padded taps like the reference. The GEMM path
 // packs padding as zeros, so a padded tap adds 0 * w: identical for finite weights, but
 // an infinite/NaN weight makes outputs whose window overlaps the padding NaN where the
 // reference skips the tap (and an all-zero sum may differ in the sign of zero).
+#include <algorithm>
+
 #include "emit_gemm.h"
 
 namespace carve::jit::detail {
@@ -129,19 +135,6 @@ Status emit_gemm_conv(EmitContext& ec, const ir::Node& node, const tiling::ConvS
   return emit_gemm(ec, node, tiles, spec, epilogue);
 }
 
-// Valid kernel rows [kh_lo, kh_hi) for output row oh.
-std::pair<Value*, Value*> kernel_rows(EmitContext& ec, const tiling::ConvShape& c, Value* oh) {
-  auto& b = ec.b;
-  Value* t0 = b.CreateSub(i64c(ec, c.pt), b.CreateMul(oh, i64c(ec, c.sh)));  // -(ih at kh=0)
-  Value* lo = max_i64(ec, i64c(ec, 0), ceil_div_i(ec, t0, c.dh));
-  Value* t1 = b.CreateAdd(t0, i64c(ec, c.h - 1));
-  // floor(t1 / dh) + 1, t1 may be negative
-  Value* hi = b.CreateAdd(ceil_div_i(ec, b.CreateSub(t1, i64c(ec, c.dh - 1)), c.dh), i64c(ec, 1));
-  hi = min_i64(ec, i64c(ec, c.kh), hi);
-  hi = max_i64(ec, hi, lo);
-  return {lo, hi};
-}
-
 // The operands of a conv2d: input, weights, bias (null when absent) and where the result goes.
 struct ConvIO {
   Value *X, *Wt, *Bias;
@@ -153,32 +146,108 @@ ConvIO conv_io(EmitContext& ec, const ir::Node& node, const Epilogue& epilogue) 
           store_target(ec, node, epilogue)};
 }
 
+// Which lanes of output-column chunk [c0, c0 + W) have an in-range input for tap column kw.
+std::vector<bool> chunk_lane_mask(const tiling::ConvShape& c, int W, int64_t c0, int64_t kw) {
+  std::vector<bool> m(static_cast<size_t>(W), false);
+  for (int l = 0; l < W; ++l) {
+    const int64_t ow = c0 + l;
+    const int64_t iw = ow * c.sw - c.pl + kw * c.dw;
+    m[static_cast<size_t>(l)] = ow < c.ow && iw >= 0 && iw < c.w;
+  }
+  return m;
+}
+
 Status emit_direct_conv(EmitContext& ec, const ir::Node& node, const tiling::ConvShape& c,
                         ir::DType dtype, const Epilogue& epilogue) {
   auto& b = ec.b;
   const auto [X, Wt, Bias, target] = conv_io(ec, node, epilogue);
   Type* T = storage_type(ec, dtype);
-  const int W = dtype == ir::DType::kF64 ? std::max(2, ec.vector_width_f32 / 2) : ec.vector_width_f32;
+  // Lanes: the host's vector width, halved while a row fits in half (a 7-wide row in 8
+  // lanes rather than 16: half the work where 512-bit ops run as two 256-bit halves).
+  int W = dtype == ir::DType::kF64 ? std::max(2, ec.vector_width_f32 / 2) : ec.vector_width_f32;
+  while (W > 4 && W / 2 >= c.ow) W /= 2;
   const int64_t HW = c.h * c.w, OHW = c.oh * c.ow, KK = c.kh * c.kw;
-  // Interior output columns: every tap of every lane inside [0, W).
-  int64_t ow_a = (c.pl + c.sw - 1) / c.sw;
-  int64_t num = c.w - 1 + c.pl - (c.kw - 1) * c.dw;
-  int64_t ow_b = num < 0 ? 0 : std::min(c.ow, num / c.sw + 1);
-  ow_a = std::min(ow_a, c.ow);
-  int64_t vec_blocks = ow_b - ow_a >= W ? (ow_b - ow_a) / W : 0;
-  int64_t vec_end = ow_a + vec_blocks * W;
-  const int64_t span = static_cast<int64_t>(W - 1) * c.sw + 1;  // loaded run per tap
-  Type* RT = vec_type(T, static_cast<int>(span));
-  std::vector<int> deint;
-  for (int l = 0; l < W; ++l) deint.push_back(l * static_cast<int>(c.sw));
+  // Output columns in chunks [k * W, k * W + W) on a fixed grid. A chunk is clean when
+  // every lane of every tap column is an output column with its input inside [0, w);
+  // clean chunks are contiguous and run in a loop with plain vector loads. The others
+  // (left/right padding, the tail of a row, a whole row narrower than W) are emitted one
+  // by one with compile-time lane masks: masked loads (nothing outside the row is read)
+  // and a select that skips padded taps like the reference.
+  const int64_t chunks = (c.ow + W - 1) / W;
+  std::vector<std::vector<std::vector<bool>>> masks(static_cast<size_t>(chunks));
+  std::vector<bool> clean(static_cast<size_t>(chunks), true);
+  for (int64_t k = 0; k < chunks; ++k) {
+    for (int64_t kw = 0; kw < c.kw; ++kw) {
+      masks[k].push_back(chunk_lane_mask(c, W, k * W, kw));
+      for (bool v : masks[k].back()) clean[k] = clean[k] && v;
+    }
+  }
+  int64_t clean_a = 0;
+  while (clean_a < chunks && !clean[clean_a]) ++clean_a;
+  int64_t clean_b = clean_a;
+  while (clean_b < chunks && clean[clean_b]) ++clean_b;
+  // A tap reads the run of span elements whose every sw-th element is a lane. It is
+  // loaded as W-element pieces at offsets 0, W, 2W, ..., the last one ending at the run's
+  // end (so nothing past the run is read), and the lanes are gathered from the pieces
+  // with shuffles (one two-source permute for stride 2).
+  const llvm::Align align(static_cast<uint64_t>(ir::dtype_size(dtype)));
+  const int64_t span = static_cast<int64_t>(W - 1) * c.sw + 1;
+  Type* VT = vec_type(T, W);
+  std::vector<int64_t> piece_off;
+  for (int64_t off = 0; off < span; off += W) piece_off.push_back(std::min(off, span - W));
+  std::vector<int64_t> lane_piece(static_cast<size_t>(W));  // the piece each lane comes from
+  for (int l = 0; l < W; ++l) {
+    const int64_t e = l * c.sw;
+    size_t p = 0;
+    while (!(e >= piece_off[p] && e < piece_off[p] + W)) ++p;
+    lane_piece[static_cast<size_t>(l)] = static_cast<int64_t>(p);
+  }
+  // Loads the tap's lanes at xptr; em: the run's element mask (null: every lane valid).
+  auto load_lanes = [&](Value* xptr, const std::vector<bool>* em) -> Value* {
+    std::vector<Value*> piece(piece_off.size(), nullptr);
+    for (size_t p = 0; p < piece_off.size(); ++p) {
+      Value* pp = b.CreateGEP(T, xptr, i64c(ec, piece_off[p]));
+      if (!em) {
+        piece[p] = load_vec(ec, VT, pp);
+        continue;
+      }
+      std::vector<llvm::Constant*> m;
+      bool any = false;
+      for (int j = 0; j < W; ++j) {
+        const bool on = (*em)[static_cast<size_t>(piece_off[p] + j)];
+        any = any || on;
+        m.push_back(on ? b.getTrue() : b.getFalse());
+      }
+      piece[p] = any ? b.CreateMaskedLoad(VT, pp, align, llvm::ConstantVector::get(m), zero(VT)) : zero(VT);
+    }
+    if (piece.size() == 1) return piece[0];
+    Value* cur = nullptr;
+    for (size_t p = 1; p < piece.size(); ++p) {
+      std::vector<int> sh(static_cast<size_t>(W), -1);
+      for (int l = 0; l < W; ++l) {
+        const int64_t lp = lane_piece[static_cast<size_t>(l)], e = l * c.sw;
+        if (lp < static_cast<int64_t>(p)) sh[l] = cur ? l : static_cast<int>(e - piece_off[0]);
+        else if (lp == static_cast<int64_t>(p)) sh[l] = W + static_cast<int>(e - piece_off[p]);
+      }
+      cur = b.CreateShuffleVector(cur ? cur : piece[0], piece[p], sh);
+    }
+    return cur;
+  };
 
-  // With an epilogue, border columns (and whole planes narrower than a vector) would run
-  // it one element at a time: store the plane raw and finish it in place, vectorised,
-  // while it is in cache -- unless the output may share bytes with an epilogue input.
+  // With an epilogue, the tail chunks would run it on masked vectors or one element at a
+  // time: store the plane raw and finish it in place, vectorised, while it is in cache --
+  // unless the output may share bytes with an epilogue input.
   ir::ValueId target_value = ec.graph.node(ec.group.nodes.back()).outputs[0];
   const bool plane_pass = epilogue && target.dtype == dtype && !output_may_alias(ec, target_value);
   const Epilogue per_store = plane_pass ? Epilogue() : epilogue;
   const tiling::UnitTiles ut = tiling::unit_tiles_for(ec.graph, node);
+  // Output rows in blocks of R: R independent accumulator chains per chunk (one chain of
+  // kh * kw dependent FMAs per row is latency-bound on narrow planes). Kernel rows and
+  // columns are unrolled. A block whose rows all have every kernel row inside [0, h)
+  // runs unguarded; others (top/bottom padding, the last oh % R rows) load from the
+  // clamped input row and select the tap away when its row is padding. Each output is
+  // still bias + its taps in (kh, kw) order, whatever the blocking.
+  const int64_t R = std::clamp<int64_t>(256 / std::max<int64_t>(1, KK), 1, 4);
   for_units(ec, ut.units, [&](Value*, Value* u) {
     Value* o = b.CreateURem(u, i64c(ec, c.o));
     Value* n = b.CreateUDiv(u, i64c(ec, c.o));
@@ -187,58 +256,115 @@ Status emit_direct_conv(EmitContext& ec, const ir::Node& node, const tiling::Con
     Value* wp = b.CreateGEP(T, Wt, b.CreateMul(o, i64c(ec, KK)));
     Value* bias = Bias ? load_elem(ec, dtype, Bias, o) : zero(T);
     Value* obase = b.CreateMul(u, i64c(ec, OHW));
-    for_range(ec, i64c(ec, 0), i64c(ec, c.oh), 1, [&](Value* oh) {
-      auto [kh_lo, kh_hi] = kernel_rows(ec, c, oh);
-      Value* ih0 = b.CreateSub(b.CreateMul(oh, i64c(ec, c.sh)), i64c(ec, c.pt));
-      Value* lin_row = b.CreateAdd(obase, b.CreateMul(oh, i64c(ec, c.ow)));
-      // Vector interior.
-      if (vec_blocks > 0) {
-        for_range(ec, i64c(ec, ow_a), i64c(ec, vec_end), W, [&](Value* ow) {
-          Value* col0 = b.CreateSub(b.CreateMul(ow, i64c(ec, c.sw)), i64c(ec, c.pl));
-          auto acc = for_range_carry(ec, kh_lo, kh_hi, 1, {splat(ec, W, bias)},
-                                     [&](Value* kh, const std::vector<Value*>& a) {
-            Value* ih = b.CreateAdd(ih0, b.CreateMul(kh, i64c(ec, c.dh)));
-            Value* xrow = b.CreateGEP(T, xp, b.CreateAdd(b.CreateMul(ih, i64c(ec, c.w)), col0));
-            Value* wrow = b.CreateGEP(T, wp, b.CreateMul(kh, i64c(ec, c.kw)));
-            Value* v = a[0];
-            for (int64_t kw = 0; kw < c.kw; ++kw) {
-              Value* wv = splat(ec, W, b.CreateLoad(T, b.CreateGEP(T, wrow, i64c(ec, kw))));
-              Value* xv = load_vec(ec, RT, b.CreateGEP(T, xrow, i64c(ec, kw * c.dw)));
-              if (c.sw != 1) xv = b.CreateShuffleVector(xv, deint);
-              v = mul_add(ec, wv, xv, v);
-            }
-            return std::vector<Value*>{v};
-          }, "kh");
-          store_result(ec, target, dtype, per_store, acc[0], b.CreateAdd(lin_row, ow));
-        }, "ow");
+    // The weights of this plane, splatted once.
+    std::vector<Value*> wv(static_cast<size_t>(KK));
+    for (int64_t t = 0; t < KK; ++t) wv[t] = splat(ec, W, b.CreateLoad(T, b.CreateGEP(T, wp, i64c(ec, t))));
+    // Rows [oh0, oh0 + rows). oh_const >= 0: oh0 is that constant, so padded kernel rows
+    // are known here and skipped; else guarded: checked at run time (or not at all when
+    // the caller knows every kernel row of the block is inside).
+    auto block = [&](Value* oh0, int64_t rows, bool guarded, int64_t oh_const) {
+      std::vector<Value*> lin(rows);
+      std::vector<std::vector<Value*>> xrow(rows), ok(rows);  // per (row, kernel row)
+      std::vector<std::vector<bool>> skip(rows, std::vector<bool>(static_cast<size_t>(c.kh), false));
+      for (int64_t r = 0; r < rows; ++r) {
+        Value* ohr = b.CreateAdd(oh0, i64c(ec, r));
+        lin[r] = b.CreateAdd(obase, b.CreateMul(ohr, i64c(ec, c.ow)));
+        Value* ih0 = b.CreateSub(b.CreateMul(ohr, i64c(ec, c.sh)), i64c(ec, c.pt));
+        for (int64_t kh = 0; kh < c.kh; ++kh) {
+          Value* ih = b.CreateAdd(ih0, i64c(ec, kh * c.dh));
+          if (oh_const >= 0) {
+            const int64_t ihc = (oh_const + r) * c.sh - c.pt + kh * c.dh;
+            skip[r][kh] = ihc < 0 || ihc >= c.h;
+          } else if (guarded) {
+            ok[r].push_back(b.CreateAnd(b.CreateICmpSGE(ih, i64c(ec, 0)), b.CreateICmpSLT(ih, i64c(ec, c.h))));
+            ih = clamp_i(ec, ih, i64c(ec, 0), i64c(ec, c.h - 1));
+          }
+          xrow[r].push_back(b.CreateGEP(T, xp, b.CreateMul(ih, i64c(ec, c.w))));
+        }
       }
-      // Scalar border columns.
-      auto scalar_cols = [&](int64_t from, int64_t to) {
-        if (from >= to) return;
-        for_range(ec, i64c(ec, from), i64c(ec, to), 1, [&](Value* ow) {
-          Value* col0 = b.CreateSub(b.CreateMul(ow, i64c(ec, c.sw)), i64c(ec, c.pl));
-          auto acc = for_range_carry(ec, kh_lo, kh_hi, 1, {bias},
-                                     [&](Value* kh, const std::vector<Value*>& a) {
-            Value* ih = b.CreateAdd(ih0, b.CreateMul(kh, i64c(ec, c.dh)));
-            Value* xrow = b.CreateGEP(T, xp, b.CreateMul(ih, i64c(ec, c.w)));
-            Value* wrow = b.CreateGEP(T, wp, b.CreateMul(kh, i64c(ec, c.kw)));
-            auto r = for_range_carry(ec, i64c(ec, 0), i64c(ec, c.kw), 1, {a[0]},
-                                     [&](Value* kw, const std::vector<Value*>& a2) {
-              Value* iw = b.CreateAdd(col0, b.CreateMul(kw, i64c(ec, c.dw)));
-              Value* ok = b.CreateAnd(b.CreateICmpSGE(iw, i64c(ec, 0)), b.CreateICmpSLT(iw, i64c(ec, c.w)));
-              Value* xv = b.CreateLoad(T, b.CreateGEP(T, xrow, clamp_i(ec, iw, i64c(ec, 0), i64c(ec, c.w - 1))));
-              Value* wv = b.CreateLoad(T, b.CreateGEP(T, wrow, kw));
+      if (oh_const >= 0) guarded = false;
+      // One chunk starting at output column ow; k >= 0: a masked chunk (its masks).
+      auto chunk = [&](Value* ow, int64_t k) {
+        Value* col0 = b.CreateSub(b.CreateMul(ow, i64c(ec, c.sw)), i64c(ec, c.pl));
+        std::vector<Value*> acc(rows, splat(ec, W, bias));
+        for (int64_t kh = 0; kh < c.kh; ++kh) {
+          for (int64_t kw = 0; kw < c.kw; ++kw) {
+            bool any = true, all = true;
+            if (k >= 0) {
+              const auto& m = masks[k][kw];
+              any = std::find(m.begin(), m.end(), true) != m.end();
+              all = std::find(m.begin(), m.end(), false) == m.end();
+            }
+            if (!any) continue;  // every lane's tap is padding
+            Value* lane_mask = nullptr;
+            std::vector<bool> em(static_cast<size_t>(span), false);
+            if (!all) {
+              std::vector<llvm::Constant*> lm;
+              for (int l = 0; l < W; ++l) {
+                lm.push_back(masks[k][kw][l] ? b.getTrue() : b.getFalse());
+                if (masks[k][kw][l]) em[static_cast<size_t>(l * c.sw)] = true;
+              }
+              lane_mask = llvm::ConstantVector::get(lm);
+            }
+            for (int64_t r = 0; r < rows; ++r) {
+              if (skip[r][kh]) continue;  // a padded kernel row of this output row
+              Value* xptr = b.CreateGEP(T, xrow[r][kh], b.CreateAdd(col0, i64c(ec, kw * c.dw)));
+              Value* xv = load_lanes(xptr, all ? nullptr : &em);
+              Value* nv = mul_add(ec, wv[kh * c.kw + kw], xv, acc[r]);
               // A padded tap is skipped (not 0 * w, which is NaN for an infinite w).
-              return std::vector<Value*>{b.CreateSelect(ok, mul_add(ec, wv, xv, a2[0]), a2[0])};
-            }, "kw");
-            return r;
-          }, "kh");
-          store_result(ec, target, dtype, per_store, acc[0], b.CreateAdd(lin_row, ow));
-        }, "bw");
+              if (lane_mask) nv = b.CreateSelect(lane_mask, nv, acc[r]);
+              if (guarded) nv = b.CreateSelect(ok[r][kh], nv, acc[r]);
+              acc[r] = nv;
+            }
+          }
+        }
+        const int64_t lanes = k < 0 ? W : std::min<int64_t>(W, c.ow - k * W);
+        for (int64_t r = 0; r < rows; ++r) {
+          Value* at = b.CreateAdd(lin[r], ow);
+          if (lanes == W) {
+            store_result(ec, target, dtype, per_store, acc[r], at);
+          } else if (!per_store && target.dtype == dtype) {
+            std::vector<llvm::Constant*> sm;
+            for (int l = 0; l < W; ++l) sm.push_back(l < lanes ? b.getTrue() : b.getFalse());
+            b.CreateMaskedStore(acc[r], elem_ptr(ec, dtype, target.ptr, at), align, llvm::ConstantVector::get(sm));
+          } else {
+            for (int64_t l = 0; l < lanes; ++l)
+              store_result(ec, target, dtype, per_store, b.CreateExtractElement(acc[r], static_cast<uint64_t>(l)),
+                           b.CreateAdd(at, i64c(ec, l)));
+          }
+        }
       };
-      scalar_cols(0, ow_a);
-      scalar_cols(vec_end, c.ow);
-    }, "oh");
+      for (int64_t k = 0; k < clean_a; ++k) chunk(i64c(ec, k * W), k);
+      if (clean_b > clean_a)
+        for_range(ec, i64c(ec, clean_a * W), i64c(ec, clean_b * W), W, [&](Value* ow) { chunk(ow, -1); }, "ow");
+      for (int64_t k = clean_b; k < chunks; ++k) chunk(i64c(ec, k * W), k);
+    };
+    // Blocks of R rows, then the last oh % R rows. Blocks whose kernel rows are all inside
+    // [0, h) (a contiguous run) loop unguarded; the others -- top/bottom padding, a few --
+    // are emitted one by one with their padded kernel rows left out at compile time.
+    const int64_t nblocks = c.oh / R;
+    auto inside = [&](int64_t bi) {
+      const int64_t top = bi * R * c.sh - c.pt;
+      return top >= 0 && top + (R - 1) * c.sh + (c.kh - 1) * c.dh < c.h;
+    };
+    int64_t in_a = 0;
+    while (in_a < nblocks && !inside(in_a)) ++in_a;
+    int64_t in_b = in_a;
+    while (in_b < nblocks && inside(in_b)) ++in_b;
+    if (in_a + (nblocks - in_b) <= 8) {
+      for (int64_t bi = 0; bi < in_a; ++bi) block(i64c(ec, bi * R), R, false, bi * R);
+      if (in_b > in_a)
+        for_range(ec, i64c(ec, in_a * R), i64c(ec, in_b * R), R, [&](Value* oh0) { block(oh0, R, false, -1); }, "oh");
+      for (int64_t bi = in_b; bi < nblocks; ++bi) block(i64c(ec, bi * R), R, false, bi * R);
+    } else if (nblocks > 0) {  // many padded blocks (a kernel about as tall as the input)
+      for_range(ec, i64c(ec, 0), i64c(ec, nblocks * R), R, [&](Value* oh0) {
+        Value* top = b.CreateSub(b.CreateMul(oh0, i64c(ec, c.sh)), i64c(ec, c.pt));
+        Value* bottom = b.CreateAdd(top, i64c(ec, (R - 1) * c.sh + (c.kh - 1) * c.dh));
+        Value* in = b.CreateAnd(b.CreateICmpSGE(top, i64c(ec, 0)), b.CreateICmpSLT(bottom, i64c(ec, c.h)));
+        if_then_else(ec, in, [&] { block(oh0, R, false, -1); }, [&] { block(oh0, R, true, -1); });
+      }, "oh");
+    }
+    if (nblocks * R < c.oh) block(i64c(ec, nblocks * R), c.oh - nblocks * R, false, nblocks * R);
     if (plane_pass) epilogue_in_place(ec, target, epilogue, obase, OHW, W);
   });
   return Status();

@@ -4,6 +4,8 @@
 // Inputs include +-inf/NaN now and then; weights are kept finite except on the direct
 // (depthwise) path, because the GEMM path packs padding as zeros (0 * inf = NaN where
 // the reference skips the padded tap; see emit_conv.cpp).
+#include <array>
+
 #include "compute_test_util.h"
 
 namespace carve::jit::computetest {
@@ -124,6 +126,19 @@ TEST_CASE("jit/compute/conv2d/other_dtypes") {
   }
 }
 
+// The graph's single output fused (one kernel) vs unfused: "" when within tol (0: bits).
+std::string fused_vs_unfused(const ir::Graph& g, const std::vector<HostTensor>& in, double tol) {
+  JitRunOptions unfused;
+  unfused.fusion.fuse = false;
+  std::vector<CompiledKernel> kf;
+  auto rf = run_jit(*shared_jit(), g, in, nullptr, {}, &kf);
+  auto ru = run_jit(*shared_jit(), g, in, nullptr, unfused);
+  if (!rf.ok()) return "fused: " + rf.status().to_string();
+  if (!ru.ok()) return "unfused: " + ru.status().to_string();
+  if (kf.size() != 1) return "fused into " + std::to_string(kf.size()) + " kernels";
+  return compare((*rf)[0], (*ru)[0], tol, tol);
+}
+
 // conv + bias + relu (+ a residual add): fused and unfused give the same bits.
 TEST_CASE("jit/compute/conv2d/fused_epilogue_equals_unfused") {
   if (skip_without_jit()) return;
@@ -140,15 +155,7 @@ TEST_CASE("jit/compute/conv2d/fused_epilogue_equals_unfused") {
     auto g = b.build();
     REQUIRE(g.ok());
     auto in = random_inputs(*g, 5, -1, 1, {"w"});
-    JitRunOptions unfused;
-    unfused.fusion.fuse = false;
-    std::vector<CompiledKernel> kf;
-    auto rf = run_jit(*shared_jit(), *g, in, nullptr, {}, &kf);
-    auto ru = run_jit(*shared_jit(), *g, in, nullptr, unfused);
-    REQUIRE(rf.ok());
-    REQUIRE(ru.ok());
-    CHECK(kf.size() == 1);
-    CHECK(compare((*rf)[0], (*ru)[0]) == "");
+    CHECK(fused_vs_unfused(*g, in, 0) == "");
     std::string r = jit_vs_reference(*g, in, dot_tol(145), dot_tol(145));
     CHECK_MESSAGE(r.empty(), r);
   }
@@ -184,6 +191,143 @@ TEST_CASE("jit/compute/conv2d/tile_ranges") {
     auto tiled = JitRunOptions{};
     tiled.tile_by_tile = true;
     std::string r = jit_vs_reference(*g, in, dot_tol(216), dot_tol(216), tiled);
+    CHECK_MESSAGE(r.empty(), r);
+  }
+}
+
+// Depthwise (one input channel per group) on the shapes of MobileNet/EfficientNet: the
+// direct path vectorises over output columns with masked chunks for padding, row tails
+// and rows narrower than a vector (7, 14), and plain vectors on the interior (112).
+// Every kernel size / stride / padding combination, odd channel counts; weights may be
+// +-inf/NaN (padded taps must be skipped, not multiplied by 0).
+TEST_CASE("jit/compute/conv2d/depthwise_shapes") {
+  if (skip_without_jit()) return;
+  struct Plane { int64_t hw, c; };
+  const Plane planes[] = {{7, 5}, {14, 3}, {13, 7}, {112, 3}};
+  uint64_t seed = 300;
+  for (const Plane& pl : planes) {
+    for (int64_t k : {3, 5}) {
+      for (int64_t s : {1, 2}) {
+        const std::vector<std::array<int64_t, 4>> pads = {
+            {0, 0, 0, 0}, {k / 2, k / 2, k / 2, k / 2}, {k / 2 - 1, k / 2 - 1, k / 2, k / 2}, {1, 0, 2, 3}};
+        for (const auto& p : pads) {
+          ConvCase d;
+          d.n = 1, d.c = d.o = pl.c, d.h = d.w = pl.hw, d.kh = d.kw = k;
+          d.opt.groups = pl.c;
+          d.opt.strides = {s, s};
+          d.opt.pads = {p[0], p[1], p[2], p[3]};
+          d.bias = (seed & 1) == 0;
+          d.dtype = seed % 5 == 0 ? DType::kF64 : DType::kF32;
+          if (!fits(d)) continue;
+          CAPTURE(pl.hw);
+          CAPTURE(pl.c);
+          CAPTURE(k);
+          CAPTURE(s);
+          CAPTURE(p[0]);
+          CAPTURE(p[1]);
+          CAPTURE(p[2]);
+          CAPTURE(p[3]);
+          std::string r = check_conv(d, seed++);
+          CHECK_MESSAGE(r.empty(), r);
+        }
+      }
+    }
+  }
+  // Rectangular, channel multiplier 2, batch 2, dilation 2, a row wider than two vectors
+  // with a tail (37), and a plane one column wide.
+  ConvCase r;
+  r.n = 2, r.c = 3, r.o = 6, r.h = 9, r.w = 37, r.kh = 3, r.kw = 5;
+  r.opt.groups = 3;
+  r.opt.pads = {1, 2, 1, 2};
+  r.opt.dilations = {1, 2};
+  for (int64_t w : {37, 1, 16, 17}) {
+    CAPTURE(w);
+    r.w = w;
+    r.opt.pads = {1, 2, 1, 2};
+    if (!fits(r)) continue;
+    std::string m = check_conv(r, 400 + static_cast<uint64_t>(w));
+    CHECK_MESSAGE(m.empty(), m);
+  }
+  // A kernel (dilated) about as tall as the input: no output row block has all its
+  // kernel rows inside, so the rows are checked at run time.
+  ConvCase t;
+  t.n = 1, t.c = t.o = 3, t.h = 40, t.w = 20, t.kh = t.kw = 3;
+  t.opt.groups = 3;
+  t.opt.dilations = {20, 1};
+  t.opt.pads = {20, 1, 20, 1};
+  std::string m = check_conv(t, 450);
+  CHECK_MESSAGE(m.empty(), m);
+}
+
+// Depthwise + bias + SiLU / hard-swish / relu / relu and a cast to f16, as fused by the
+// group former: one kernel, equal to the unfused graph (relu: bit for bit) and to the
+// reference, on narrow and wide planes.
+TEST_CASE("jit/compute/conv2d/depthwise_fused_activation") {
+  if (skip_without_jit()) return;
+  for (int64_t hw : {7, 14, 56}) {
+    for (int act = 0; act < 4; ++act) {
+      CAPTURE(hw);
+      CAPTURE(act);
+      const int64_t c = 11, k = hw == 7 ? 5 : 3, s = hw == 56 ? 2 : 1;
+      GraphBuilder b;
+      auto x = b.input("x", DType::kF32, {1, c, hw, hw});
+      auto w = b.input("w", DType::kF32, {c, 1, k, k});
+      ir::Conv2dOptions opt;
+      opt.groups = c;
+      opt.strides = {s, s};
+      opt.pads = {k / 2, k / 2, k / 2, k / 2};
+      auto y = b.conv2d(x, w, b.input("bias", DType::kF32, {c}), opt);
+      if (act == 0) {
+        y = b.mul(y, b.sigmoid(y));
+      } else if (act == 1) {
+        y = b.mul(y, b.op1(ir::OpKind::kHardSigmoid, {y}, {{"alpha", 1.0 / 6}, {"beta", 0.5}}, "hsig"));
+      } else if (act == 2) {
+        y = b.relu(y);
+      } else {  // changes the dtype: not finished in place, tail chunks lane by lane
+        y = b.cast(b.relu(y), DType::kF16);
+      }
+      b.output(y);
+      auto g = b.build();
+      REQUIRE(g.ok());
+      auto in = random_inputs(*g, 7 + static_cast<uint64_t>(hw), -1, 1, {"w"});
+      // The fused SiLU is silu_f32, unfused sigmoid then a multiply: within an ulp or two.
+      CHECK(fused_vs_unfused(*g, in, act >= 2 ? 0 : 1e-6) == "");
+      const double tol = act == 3 ? 2e-3 : dot_tol(k * k + 1) + 1e-6;
+      std::string r = jit_vs_reference(*g, in, tol, tol);
+      CHECK_MESSAGE(r.empty(), r);
+    }
+  }
+}
+
+// Narrow depthwise planes split into tiles run separately equal one run.
+TEST_CASE("jit/compute/conv2d/depthwise_tile_ranges") {
+  if (skip_without_jit()) return;
+  for (int64_t hw : {7, 14}) {
+    CAPTURE(hw);
+    GraphBuilder b;
+    const int64_t c = 37;
+    auto x = b.input("x", DType::kF32, {1, c, hw, hw});
+    auto w = b.input("w", DType::kF32, {c, 1, 5, 5});
+    ir::Conv2dOptions opt;
+    opt.groups = c;
+    opt.pads = {2, 2, 2, 2};
+    b.output(b.conv2d(x, w, b.input("bias", DType::kF32, {c}), opt));
+    auto g = b.build();
+    REQUIRE(g.ok());
+    auto in = random_inputs(*g, 8, -1, 1, {"w"});
+    const ir::NodeId node = g->nodes.back().id;
+    const int64_t natural = compute_op_tiles(*g, g->node(node));
+    auto whole = run_node_tiles(*g, node, in, natural, {{0, natural}});
+    REQUIRE(whole.ok());
+    for (int64_t tiles : {natural, int64_t{5}, int64_t{37}, int64_t{64}}) {
+      CAPTURE(tiles);
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      for (int64_t t = 0; t < tiles; t += 3) ranges.push_back({t, std::min(tiles, t + 3)});
+      auto parts = run_node_tiles(*g, node, in, tiles, ranges);
+      REQUIRE(parts.ok());
+      CHECK(compare(*parts, *whole) == "");
+    }
+    std::string r = jit_vs_reference(*g, in, dot_tol(26), dot_tol(26));
     CHECK_MESSAGE(r.empty(), r);
   }
 }
