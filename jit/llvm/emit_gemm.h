@@ -13,6 +13,7 @@ namespace carve::jit::detail {
 // Per work unit (batch b, row tile, column tile of tiling::GemmTiles) it packs a K-block
 // of B's column tile into a panel (scratch slot of the kernel tile, or a stack buffer)
 // and runs an MR x (2 vectors) register-blocked FMA micro-kernel, K innermost.
+
 struct GemmSpec {
   ir::DType dtype = ir::DType::kF32;  // f32 or f64
   // Address of A[b](0, 0); element (i, k) at + i * a_rs + k * a_cs.
@@ -23,6 +24,16 @@ struct GemmSpec {
   std::function<void(llvm::Value* b, llvm::Value* k0, llvm::Value* kc, llvm::Value* j0,
                      llvm::Value* nc, llvm::Value* dst, int64_t ld)>
       pack_b;
+  // Optional: address of B[b](0, 0) when B is row-major in memory (element (k, j) at
+  // + k * b_ld + j). The GEMV path (m <= tiling::kGemvMaxRows) then streams B from there instead
+  // of packing it; absent, or when the output may alias an input, it reads packed panels.
+  std::function<llvm::Value*(llvm::Value* b)> b_direct;
+  int64_t b_ld = 0;
+  // Optional: address of B[b] pre-packed in the GEMV strip layout (tiling::pack_gemv_b
+  // with `strips`). Only for m <= tiling::kGemvMaxRows; the K loop then streams each
+  // strip's contiguous panel, K blocks summed in registers (the blocked GEMM's order).
+  std::function<llvm::Value*(llvm::Value* b)> b_prepacked;
+  tiling::GemvStrips strips;
   // Linear index (in the anchor output) of C[b](0, 0); element (i, j) at + i * ldc + j.
   std::function<llvm::Value*(llvm::Value* b)> out_base;
   int64_t ldc = 0;

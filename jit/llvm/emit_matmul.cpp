@@ -10,8 +10,17 @@
 // small stack buffer and scalar stores. K blocks after the first accumulate into the
 // output (only when the output has the anchor dtype and may not alias an input;
 // otherwise the whole K is packed at once in narrower column blocks).
+// GEMV (m <= tiling::kGemvMaxRows: classifier heads, decode steps): a micro-kernel of
+// exactly m rows over strips of 8/m vectors (at least 2), then single vectors, then single
+// columns. B is read from (a) the strip panels the runtime packed at compile time
+// (attribute tiling::kPrepackedAttr: each strip's K rows contiguous, streamed once, K
+// blocks summed in registers), (b) B itself when row-major (no packing), or (c) the panel
+// packed per run. Per output element the K blocks (KC as above), k order and fused
+// multiply-adds are the MR-row kernel's, so every variant writes the same bytes.
 // Other dtypes (f16/bf16 via float, integers wrapping) use a simple per-element loop.
 #include <fmt/format.h>
+
+#include <optional>
 
 #include "emit_gemm.h"
 
@@ -59,6 +68,41 @@ WorkUnit work_unit(EmitContext& ec, const tiling::GemmTiles& tiles, Value* u) {
           min_i64(ec, b.CreateAdd(j0, i64c(ec, tiles.cols_per_tile)), i64c(ec, tiles.n))};
 }
 
+// One k step of the GEMV micro-kernel: arow.size() rows x nv B values (vectors of
+// `lanes`, 0: scalars) from B row `brow` (step apart), A elements at arow[r] + koff.
+std::vector<Value*> gemv_k_step(EmitContext& ec, Type* T, Value* brow, const std::vector<Value*>& arow,
+                                Value* koff, int nv, int lanes, const std::vector<Value*>& in) {
+  auto& b = ec.b;
+  const int step = lanes == 0 ? 1 : lanes;
+  std::vector<Value*> bv;
+  for (int v = 0; v < nv; ++v) {
+    Value* ptr = b.CreateGEP(T, brow, i64c(ec, v * step));
+    bv.push_back(lanes == 0 ? static_cast<Value*>(b.CreateLoad(T, ptr)) : load_vec(ec, vec_type(T, lanes), ptr));
+  }
+  std::vector<Value*> out(in.size());
+  for (size_t r = 0; r < arow.size(); ++r) {
+    Value* s = splat_like(ec, b.CreateLoad(T, b.CreateGEP(T, arow[r], koff)), lanes);
+    for (int v = 0; v < nv; ++v) {
+      size_t x = r * static_cast<size_t>(nv) + static_cast<size_t>(v);
+      out[x] = mul_add(ec, s, bv[static_cast<size_t>(v)], in[x]);
+    }
+  }
+  return out;
+}
+
+// GEMV columns [begin, end): strip(c, nv, lanes) over strips of `wide` columns (wide / vec
+// vectors), then single vectors of `vec` lanes, then single columns (lanes 0).
+void gemv_columns(EmitContext& ec, Value* begin, Value* end, int64_t wide, int vec,
+                  const std::function<void(Value* c, int nv, int lanes)>& strip) {
+  auto& b = ec.b;
+  Value* n = b.CreateSub(end, begin);
+  Value* wide_end = b.CreateAdd(begin, b.CreateMul(b.CreateUDiv(n, i64c(ec, wide)), i64c(ec, wide)));
+  Value* vec_end = b.CreateAdd(begin, b.CreateMul(b.CreateUDiv(n, i64c(ec, vec)), i64c(ec, vec)));
+  for_range(ec, begin, wide_end, wide, [&](Value* c) { strip(c, static_cast<int>(wide / vec), vec); }, "gw");
+  for_range(ec, wide_end, vec_end, vec, [&](Value* c) { strip(c, 1, vec); }, "gv");
+  for_range(ec, vec_end, end, 1, [&](Value* c) { strip(c, 1, 0); }, "gs");
+}
+
 }  // namespace
 
 Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles& tiles,
@@ -74,8 +118,26 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
       epilogue ? ec.graph.node(ec.group.nodes.back()).outputs[0] : node.outputs[0];
   const bool kblock_ok = target.dtype == spec.dtype && !output_may_alias(ec, target_value);
 
-  const int64_t K = tiles.k;
+  const int64_t K = tiles.k, N_total = tiles.n;
   const int64_t units = tiles.tiles();
+  // GEMV: every row tile has all m <= kGemvMaxRows rows (rows_per_tile >= m), so the
+  // micro-kernel has exactly m rows, and strips of wide / vec vectors keep >= 8
+  // accumulators (tiling::gemv_strips).
+  const bool gemv = tiles.m <= tiling::kGemvMaxRows && tiles.rows_per_tile >= tiles.m;
+  const int gemv_rows = static_cast<int>(tiles.m);
+  const tiling::GemvStrips strips = tiling::gemv_strips(tiles.m, spec.dtype, ec.vector_width_f32);
+  // Pre-packed B: streamed strip by strip, no panel (the `streamed` branch below).
+  const bool streamed = gemv && spec.b_prepacked;
+  // Pre-packed B with more rows: the MR-row kernel reads the strips of NR columns in
+  // place (no per-run packing); the last, narrower strip is gathered.
+  const bool panels = !gemv && spec.b_prepacked;
+  if (spec.b_prepacked && (strips.vec != W || strips.wide != spec.strips.wide || spec.strips.vec != W ||
+                           (panels && strips.wide != NR))) {
+    return Status(ErrorCode::kInternal,
+                  fmt::format("{}: B pre-packed for strips of {}/{} columns, the kernel needs {}/{} (m {})",
+                              ir::describe_node(ec.graph, node.id), spec.strips.wide, spec.strips.vec,
+                              strips.wide, strips.vec, tiles.m));
+  }
   const int64_t chunk = units_per_kernel_tile(ec, units);
   const int64_t slots = (units + chunk - 1) / chunk;
   // The panel lives in the group's scratch (slot per kernel tile) when the group has
@@ -89,7 +151,9 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
     // Pack all of K at once, in column blocks narrow enough to fit the panel.
     int64_t cols = capacity / K - 16;
     ncb = cols / NR * NR;
-    if (ncb < NR) {
+    if (streamed || panels) {
+      ncb = tiles.cols_per_tile;  // pre-packed B needs no panel: only KC = K matters
+    } else if (ncb < NR) {
       return Status(ErrorCode::kUnsupported,
                     fmt::format("{}: K {} too large for an unblocked panel",
                                 ir::describe_node(ec.graph, node.id), K));
@@ -102,6 +166,61 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
   Value* stack_panel = scratch ? nullptr : entry_alloca(ec, T, capacity, "panel");
   Value* edge = entry_alloca(ec, T, static_cast<int64_t>(MR) * NR, "edge");
   Value* vzero = zero(VT);
+  const bool direct = gemv && spec.b_direct && spec.b_ld > 0 && !output_may_alias(ec, target_value);
+
+  // The final value of C(row, col) (scalar: lanes 0) from its K sum.
+  auto final_store = [&](Value* bi, Value* obase, Value* v, Value* row, Value* col, int lanes) {
+    Value* lin = b.CreateAdd(obase, b.CreateAdd(b.CreateMul(row, i64c(ec, spec.ldc)), col));
+    if (spec.alpha != 1.0) v = b.CreateFMul(v, fpc(v->getType(), spec.alpha));
+    if (spec.cterm) v = b.CreateFAdd(v, spec.cterm(bi, row, col, lanes));
+    store_result(ec, target, spec.dtype, epilogue, v, lin);
+  };
+
+  if (streamed) {
+    // Per strip (columns c.., width w, K rows contiguous at c * K): K blocks of KC rows,
+    // each summed from zero with k ascending and added to the previous blocks' sum as
+    // the blocked path adds it to the output (+0 for the first) -- the same bytes.
+    for_units(ec, units, [&](Value*, Value* u) {
+      auto [bi, i0, i1, j0, j1] = work_unit(ec, tiles, u);
+      Value* abase = spec.a_base(bi);
+      Value* obase = spec.out_base(bi);
+      Value* bp = spec.b_prepacked(bi);
+      std::vector<Value*> arow(static_cast<size_t>(gemv_rows));
+      for (int r = 0; r < gemv_rows; ++r)
+        arow[static_cast<size_t>(r)] = b.CreateGEP(T, abase, b.CreateMul(b.CreateAdd(i0, i64c(ec, r)), i64c(ec, spec.a_rs)));
+      auto strip = [&](Value* c, int nv, int lanes) {
+        Type* AT = lanes == 0 ? T : static_cast<Type*>(vec_type(T, lanes));
+        const int step = lanes == 0 ? 1 : lanes;
+        const int64_t width = static_cast<int64_t>(nv) * step;
+        Value* bcol = b.CreateGEP(T, bp, b.CreateMul(c, i64c(ec, K)));
+        std::vector<Value*> init(static_cast<size_t>(gemv_rows * nv), zero(AT));
+        std::vector<Value*> sum = for_range_carry(ec, i64c(ec, 0), i64c(ec, K), KC, init,
+                                                  [&](Value* k0, const std::vector<Value*>& prev) {
+          Value* kend = min_i64(ec, b.CreateAdd(k0, i64c(ec, KC)), i64c(ec, K));
+          std::vector<Value*> acc = for_range_carry(ec, k0, kend, 1, init,
+                                                    [&](Value* k, const std::vector<Value*>& in) {
+            return gemv_k_step(ec, T, b.CreateGEP(T, bcol, b.CreateMul(k, i64c(ec, width))), arow,
+                               b.CreateMul(k, i64c(ec, spec.a_cs)), nv, lanes, in);
+          }, "sk");
+          if (!kblocked) return acc;
+          Value* first = b.CreateICmpEQ(k0, i64c(ec, 0));
+          std::vector<Value*> out(acc.size());
+          for (size_t x = 0; x < acc.size(); ++x)
+            out[x] = b.CreateFAdd(acc[x], b.CreateSelect(first, zero(AT), prev[x]));
+          return out;
+        }, "sb");
+        for (int r = 0; r < gemv_rows; ++r) {
+          for (int v = 0; v < nv; ++v) {
+            final_store(bi, obase, sum[static_cast<size_t>(r * nv + v)], b.CreateAdd(i0, i64c(ec, r)),
+                        b.CreateAdd(c, i64c(ec, v * step)), lanes);
+          }
+        }
+      };
+      // Column tiles start at multiples of 256, which strips.wide divides (tiles.h).
+      gemv_columns(ec, j0, j1, strips.wide, W, strip);
+    });
+    return Status();
+  }
 
   for_units(ec, units, [&](Value* t, Value* u) {
     Value* buf = stack_panel;
@@ -114,7 +233,7 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
       Value* jn = min_i64(ec, i64c(ec, ncb), b.CreateSub(j1, jb));
       for_range(ec, i64c(ec, 0), i64c(ec, K), KC, [&](Value* k0) {
         Value* kc = min_i64(ec, i64c(ec, KC), b.CreateSub(i64c(ec, K), k0));
-        spec.pack_b(bi, k0, kc, jb, jn, buf, ldp);
+        if (!direct && !panels) spec.pack_b(bi, k0, kc, jb, jn, buf, ldp);
         Value* first = kblocked ? b.CreateICmpEQ(k0, i64c(ec, 0)) : b.getTrue();
         Value* last = kblocked ? b.CreateICmpEQ(b.CreateAdd(k0, kc), i64c(ec, K)) : b.getTrue();
 
@@ -143,9 +262,101 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
               });
         };
 
-        for_range(ec, i64c(ec, 0), jn, NR, [&](Value* p) {
+        if (gemv) {
+          // B rows k0.. from column jb: the panel, or B itself (direct).
+          Value* bsrc = buf;
+          int64_t ld = ldp;
+          if (direct) {
+            bsrc = b.CreateGEP(T, spec.b_direct(bi),
+                               b.CreateAdd(b.CreateMul(k0, i64c(ec, spec.b_ld)), jb));
+            ld = spec.b_ld;
+          }
+          std::vector<Value*> arow(static_cast<size_t>(gemv_rows));
+          for (int r = 0; r < gemv_rows; ++r) {
+            Value* row = b.CreateAdd(i0, i64c(ec, r));
+            arow[static_cast<size_t>(r)] = b.CreateGEP(
+                T, abase,
+                b.CreateAdd(b.CreateMul(row, i64c(ec, spec.a_rs)), b.CreateMul(k0, i64c(ec, spec.a_cs))));
+          }
+          // gemv_rows x nv vectors of `lanes` (0: one scalar) at columns p...
+          auto strip = [&](Value* p, int nv, int lanes) {
+            Type* AT = lanes == 0 ? T : static_cast<Type*>(vec_type(T, lanes));
+            const int step = lanes == 0 ? 1 : lanes;
+            std::vector<Value*> init(static_cast<size_t>(gemv_rows * nv), zero(AT));
+            Value* bcol = b.CreateGEP(T, bsrc, p);
+            std::vector<Value*> acc = for_range_carry(ec, i64c(ec, 0), kc, 1, init,
+                                                      [&](Value* k, const std::vector<Value*>& in) {
+              return gemv_k_step(ec, T, b.CreateGEP(T, bcol, b.CreateMul(k, i64c(ec, ld))), arow,
+                                 b.CreateMul(k, i64c(ec, spec.a_cs)), nv, lanes, in);
+            }, "gk");
+            Value* col = b.CreateAdd(jb, p);
+            for (int r = 0; r < gemv_rows; ++r) {
+              for (int v = 0; v < nv; ++v) {
+                finish(acc[static_cast<size_t>(r * nv + v)], b.CreateAdd(i0, i64c(ec, r)),
+                       b.CreateAdd(col, i64c(ec, v * step)), lanes);
+              }
+            }
+          };
+          gemv_columns(ec, i64c(ec, 0), jn, strips.wide, W, strip);
+          return;
+        }
+
+        // One strip of NR columns at p; `tail`: the last strip of pre-packed B, columns
+        // [N / NR * NR, N), stored as vector strips then single columns (gathered).
+        auto strip_body = [&](Value* p, bool tail) {
           Value* nr = min_i64(ec, i64c(ec, NR), b.CreateSub(jn, p));
           Value* bpanel = b.CreateGEP(T, buf, p);
+          int64_t bld = ldp;
+          Value* bp = panels ? spec.b_prepacked(bi) : nullptr;
+          std::vector<Value*> tail_off, tail_step;  // per vector: <W x i64> element offsets at k 0, per k
+          if (panels && !tail) {
+            bpanel = b.CreateGEP(T, bp, b.CreateAdd(b.CreateMul(b.CreateAdd(jb, p), i64c(ec, K)),
+                                                    b.CreateMul(k0, i64c(ec, NR))));
+            bld = NR;
+          } else if (panels) {
+            const int64_t wide_end = N_total / NR * NR, vec_end = N_total / W * W;
+            for (int v = 0; v < NRV; ++v) {
+              Value* off = llvm::PoisonValue::get(vec_type(b.getInt64Ty(), W));
+              Value* step = off;
+              for (int l = 0; l < W; ++l) {
+                // Columns past the last one repeat it (their results are discarded).
+                Value* j = b.CreateAdd(jb, min_i64(ec, b.CreateAdd(p, i64c(ec, v * W + l)),
+                                                   b.CreateSub(jn, i64c(ec, 1))));
+                Value* in_vec = b.CreateICmpSLT(j, i64c(ec, vec_end));
+                Value* c = b.CreateSelect(
+                    in_vec,
+                    b.CreateAdd(i64c(ec, wide_end),
+                                b.CreateMul(b.CreateUDiv(b.CreateSub(j, i64c(ec, wide_end)), i64c(ec, W)), i64c(ec, W))),
+                    j);
+                Value* w = b.CreateSelect(in_vec, i64c(ec, W), i64c(ec, 1));
+                Value* o = b.CreateAdd(b.CreateMul(c, i64c(ec, K)), b.CreateSub(j, c));
+                o = b.CreateAdd(o, b.CreateMul(k0, w));
+                off = b.CreateInsertElement(off, o, static_cast<uint64_t>(l));
+                step = b.CreateInsertElement(step, w, static_cast<uint64_t>(l));
+              }
+              tail_off.push_back(off);
+              tail_step.push_back(step);
+            }
+          }
+          // The NRV vectors of B row k (k from the K block's start).
+          auto load_b = [&](Value* k) {
+            std::vector<Value*> bv;
+            if (panels && tail) {
+              llvm::Constant* all = llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(static_cast<unsigned>(W)),
+                                                                   b.getTrue());
+              Value* kv = b.CreateVectorSplat(static_cast<unsigned>(W), k);
+              for (int v = 0; v < NRV; ++v) {
+                Value* idx = b.CreateAdd(tail_off[static_cast<size_t>(v)], b.CreateMul(kv, tail_step[static_cast<size_t>(v)]));
+                Value* ptrs = b.CreateGEP(T, bp, idx);
+                bv.push_back(b.CreateMaskedGather(VT, ptrs, llvm::Align(T->getScalarSizeInBits() / 8), all));
+              }
+              return bv;
+            }
+            Value* brow = b.CreateGEP(T, bpanel, b.CreateMul(k, i64c(ec, bld)));
+            for (int v = 0; v < NRV; ++v)
+              bv.push_back(load_vec(ec, VT, b.CreateGEP(T, brow, i64c(ec, v * W))));
+            return bv;
+          };
           for_range(ec, i0, i1, MR, [&](Value* i) {
             Value* mr = min_i64(ec, i64c(ec, MR), b.CreateSub(i1, i));
             // The micro-kernel; `uniform` rows are i..i+MR-1, else clamped to mr-1.
@@ -161,10 +372,7 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
               std::vector<Value*> init(static_cast<size_t>(MR * NRV), vzero);
               return for_range_carry(ec, i64c(ec, 0), kc, 1, init,
                                      [&](Value* k, const std::vector<Value*>& acc) {
-                Value* brow = b.CreateGEP(T, bpanel, b.CreateMul(k, i64c(ec, ldp)));
-                std::vector<Value*> bv;
-                for (int v = 0; v < NRV; ++v)
-                  bv.push_back(load_vec(ec, VT, b.CreateGEP(T, brow, i64c(ec, v * W))));
+                std::vector<Value*> bv = load_b(k);
                 Value* koff = b.CreateMul(k, i64c(ec, spec.a_cs));
                 std::vector<Value*> out(acc.size());
                 for (int r = 0; r < MR; ++r) {
@@ -244,7 +452,15 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
                   }, "er");
                 });
           }, "ir");
-        }, "jp");
+        };
+        if (!panels) {
+          for_range(ec, i64c(ec, 0), jn, NR, [&](Value* p) { strip_body(p, false); }, "jp");
+        } else {
+          // Full strips: global columns below N / NR * NR (jb is a multiple of NR).
+          Value* full = min_i64(ec, jn, max_i64(ec, i64c(ec, 0), b.CreateSub(i64c(ec, N_total / NR * NR), jb)));
+          for_range(ec, i64c(ec, 0), full, NR, [&](Value* p) { strip_body(p, false); }, "jp");
+          for_range(ec, full, jn, NR, [&](Value* p) { strip_body(p, true); }, "jt");
+        }
       }, "kc");
     }, "jb");
   });
@@ -390,6 +606,11 @@ Status emit_matmul(EmitContext& ec, const ir::Node& node, const Epilogue& epilog
   s.alpha = alpha;
   s.out_value = node.outputs[0];
   bool packed = (dtype == ir::DType::kF32 || dtype == ir::DType::kF64) && K > 0;
+  // Set by the runtime's compile-time weight pre-packing: {strip width, vector lanes}.
+  std::optional<std::vector<int64_t>> prepacked_b;
+  if (auto it = node.attrs.find(tiling::kPrepackedAttr); it != node.attrs.end() && it->second.is_ints() &&
+      it->second.as_ints().size() == 2)
+    prepacked_b = it->second.as_ints();
   if (packed) {
     GemmSpec spec = s;
     Type* T = storage_type(ec, dtype);
@@ -411,6 +632,13 @@ Status emit_matmul(EmitContext& ec, const ir::Node& node, const Epilogue& epilog
         }, "pj");
       }
     };
+    if (prepacked_b) {  // B is a constant in the GEMV strip layout (tiles.h)
+      spec.b_prepacked = b_base;
+      spec.strips = {prepacked_b->at(0), prepacked_b->at(1)};
+    } else if (!tb) {  // row-major B: the GEMV path streams it without packing
+      spec.b_direct = b_base;
+      spec.b_ld = N;
+    }
     if (C) {
       spec.cterm = [&, T](Value*, Value* i, Value* j, int lanes) -> Value* {
         Value* idx = b.CreateAdd(b.CreateMul(i, i64c(ec, c_rs)), b.CreateMul(j, i64c(ec, c_cs)));
@@ -427,7 +655,12 @@ Status emit_matmul(EmitContext& ec, const ir::Node& node, const Epilogue& epilog
       };
     }
     Status st = emit_gemm(ec, node, tiles, spec, epilogue);
-    if (st.code() != ErrorCode::kUnsupported) return st;
+    if (st.code() != ErrorCode::kUnsupported || prepacked_b) return st;
+  }
+  if (prepacked_b) {
+    return Status(ErrorCode::kInternal, fmt::format("{}: B pre-packed, but no packed-B kernel for {} with m {}",
+                                                    ir::describe_node(ec.graph, node.id),
+                                                    ir::dtype_name(dtype), M));
   }
 
   s.b_base = b_base;

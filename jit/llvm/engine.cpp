@@ -47,6 +47,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "carve/jit/tiles.h"
 #include "carve/jit/host_target.h"
 #include "carve/jit/jit.h"
 #include "emit.h"
@@ -112,11 +113,6 @@ std::string object_problem(llvm::MemoryBufferRef buffer, const std::string& symb
   return found ? "" : fmt::format("does not define '{}'", symbol);
 }
 
-int vector_width_f32(const std::string& features) {
-  if (features.find("+avx512f") != std::string::npos) return 16;
-  if (features.find("+avx") != std::string::npos) return 8;
-  return 4;
-}
 
 void optimize_module(llvm::Module& m, llvm::TargetMachine& tm, int level) {
   if (level <= 0) return;
@@ -323,7 +319,7 @@ Result<std::unique_ptr<llvm::Module>> JitCompiler::Impl::build(llvm::LLVMContext
   llvm::IRBuilder<> b(ctx);
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", body));
   detail::EmitContext ec{ctx, *module, b, body, graph, group, {}, body->getArg(static_cast<unsigned>(n)),
-                         body->getArg(static_cast<unsigned>(n + 1)), vector_width_f32(host.features)};
+                         body->getArg(static_cast<unsigned>(n + 1)), tiling::vector_width_f32(host.features)};
   for (size_t i = 0; i < n; ++i) ec.operand_ptrs.push_back(body->getArg(static_cast<unsigned>(i)));
   CARVE_RETURN_IF_ERROR(detail::emit_group(ec));
   b.CreateRetVoid();

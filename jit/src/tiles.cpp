@@ -1,6 +1,7 @@
 #include "carve/jit/tiles.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "carve/jit/fusion.h"
 
@@ -119,6 +120,57 @@ GemmTiles matmul_tiles(const ir::Graph& graph, const ir::Node& node) {
   ir::DType d = in_type(graph, node, 0).dtype;
   int64_t batch = product(s.batch_dims, 0, s.batch_dims.size());
   return gemm_tiles(batch, s.m, s.n, s.k, ir::dtype_size(d), packs(d));
+}
+
+GemvStrips gemv_strips(int64_t m, ir::DType dtype, int vector_width_f32) {
+  GemvStrips s;
+  const int64_t wf = std::max(4, vector_width_f32);
+  s.vec = dtype == ir::DType::kF64 ? std::max<int64_t>(2, wf / 2) : wf;
+  // GEMV: >= 8 independent accumulators (m rows x vectors per strip) hide the FMA
+  // latency. More rows: the MR-row micro-kernel's NR = 2 vectors.
+  s.wide = m > kGemvMaxRows ? 2 * s.vec : s.vec * std::max<int64_t>(2, 8 / std::max<int64_t>(1, m));
+  return s;
+}
+
+int vector_width_f32(std::string_view features) {
+  if (features.find("+avx512f") != std::string_view::npos) return 16;
+  if (features.find("+avx") != std::string_view::npos) return 8;
+  return 4;
+}
+
+namespace {
+
+// pack_gemv_b for one element type E (f32/f64 as same-sized unsigned integers).
+template <typename E>
+void pack_strips(const E* in, E* out, int64_t k, int64_t n, bool trans_b, const GemvStrips& strips) {
+  const int64_t wide_end = n / strips.wide * strips.wide, vec_end = n / strips.vec * strips.vec;
+  for (int64_t c = 0; c < n;) {
+    const int64_t w = c < wide_end ? strips.wide : c < vec_end ? strips.vec : 1;
+    E* dst = out + c * k;
+    for (int64_t kk = 0; kk < k; ++kk, dst += w) {
+      if (!trans_b) {
+        std::memcpy(dst, in + kk * n + c, static_cast<size_t>(w) * sizeof(E));
+        continue;
+      }
+      for (int64_t j = 0; j < w; ++j) dst[j] = in[(c + j) * k + kk];
+    }
+    c += w;
+  }
+}
+
+}  // namespace
+
+void pack_gemv_b(const void* src, void* dst, int64_t k, int64_t n, bool trans_b, int64_t elem_bytes,
+                 const GemvStrips& strips) {
+  if (elem_bytes == 8) {
+    pack_strips(static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst), k, n, trans_b, strips);
+  } else if (elem_bytes == 4) {
+    pack_strips(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), k, n, trans_b, strips);
+  } else if (elem_bytes == 2) {
+    pack_strips(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), k, n, trans_b, strips);
+  } else {
+    pack_strips(static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), k, n, trans_b, strips);
+  }
 }
 
 ConvShape conv_shape(const ir::Graph& graph, const ir::Node& node) {

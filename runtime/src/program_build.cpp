@@ -8,6 +8,8 @@
 #include "carve/ir/order.h"
 #include "carve/ir/verify.h"
 #include "carve/jit/fusion.h"
+#include "carve/jit/host_target.h"
+#include "carve/jit/tiles.h"
 #include "carve/planner/memory_order.h"
 #include "carve/planner/parallel_safe.h"
 
@@ -136,6 +138,78 @@ Status check_constant_keys(const ir::Graph& g, const CompileOptions& options) {
       return Status(ErrorCode::kInvalidArgument,
                     fmt::format("CompileOptions::constants binds '{}', a constant that already carries its data",
                                 name));
+  }
+  return Status();
+}
+
+// Compile-time pre-packing of weights (CompileOptions::prepack_weights): a matmul/gemm
+// whose B is a 2-D f32/f64 constant with bytes (its data, or a CompileOptions::constants
+// buffer) gets B packed in the strip layout its kernel reads in place
+// (jit::tiling::pack_gemv_b with gemv_strips for its m and the host's vector width: the
+// GEMV strips for m <= kGemvMaxRows, the micro-kernel's NR columns above), the attribute
+// kPrepackedAttr and trans_b 0. The packed bytes replace the constant's data when the
+// node is its only reader and it is no output (no copy kept); otherwise they become a new
+// constant "<name>#prepacked" that only this node reads. Runs on the program's graph
+// copy, before the constants are bound.
+Status prepack_weights(Program& p, const CompileOptions& options) {
+  Result<jit::HostTarget> host = jit::host_target();
+  if (!host.ok()) return Status();  // no CPU JIT: nothing to pack for
+  const int vector_width = jit::tiling::vector_width_f32(host->features);
+  ir::Graph& g = p.graph;
+  const auto users = ir::compute_users(g);
+  for (ir::Node& node : g.nodes) {
+    if ((node.op != ir::OpKind::kMatmul && node.op != ir::OpKind::kGemm) || node.inputs.size() < 2) continue;
+    const ir::ValueId bid = node.inputs[1];
+    if (node.inputs[0] == bid) continue;
+    const ir::DType dtype = g.value(node.inputs[0]).type.dtype;
+    {
+      const ir::Value& bv = g.value(bid);
+      if (bv.kind != ir::ValueKind::kConstant || bv.type.shape.rank() != 2 || bv.type.dtype != dtype ||
+          (dtype != ir::DType::kF32 && dtype != ir::DType::kF64))
+        continue;
+    }
+    const jit::tiling::MatmulShape shape = jit::tiling::matmul_shape(g, node);
+    if (shape.k <= 0 || shape.n <= 0) continue;
+    const bool gemm = node.op == ir::OpKind::kGemm;
+    auto tb_it = node.attrs.find("trans_b");
+    const bool tb = gemm && tb_it != node.attrs.end() && tb_it->second.is_int() && tb_it->second.as_int() != 0;
+    const ir::Value& bv = g.value(bid);
+    const void* src = nullptr;
+    size_t bytes = 0;
+    if (bv.data) {
+      src = bv.data->data();
+      bytes = bv.data->size();
+    } else if (auto bound = options.constants.find(bv.name); bound != options.constants.end()) {
+      Result<std::span<const std::byte>> span = bound->second.bytes();
+      if (!span.ok()) continue;  // bind_constants reports a bad binding
+      src = span->data();
+      bytes = span->size();
+    } else {
+      continue;  // unbound: bind_group reports it
+    }
+    const int64_t elem = ir::dtype_size(dtype);
+    if (static_cast<int64_t>(bytes) != shape.k * shape.n * elem) continue;  // checked when bound
+    const jit::tiling::GemvStrips strips = jit::tiling::gemv_strips(shape.m, dtype, vector_width);
+    std::vector<uint8_t> packed(bytes);
+    jit::tiling::pack_gemv_b(src, packed.data(), shape.k, shape.n, tb, elem, strips);
+    if (bv.data && users[static_cast<size_t>(bid)].size() == 1 && !g.is_output(bid)) {
+      ir::Value& v = g.value(bid);
+      v.data = std::move(packed);
+      v.type.shape = ir::Shape({shape.k, shape.n});
+    } else {
+      ir::Value v;
+      v.id = g.num_values();
+      v.kind = ir::ValueKind::kConstant;
+      v.type = bv.type;
+      v.type.shape = ir::Shape({shape.k, shape.n});
+      v.name = bv.name + "#prepacked";
+      for (int i = 2; g.find_value(v.name) != nullptr; ++i) v.name = fmt::format("{}#prepacked{}", bv.name, i);
+      v.data = std::move(packed);
+      node.inputs[1] = v.id;
+      g.values.push_back(std::move(v));
+    }
+    if (gemm) node.attrs["trans_b"] = int64_t{0};
+    node.attrs[jit::tiling::kPrepackedAttr] = std::vector<int64_t>{strips.wide, strips.vec};
   }
   return Status();
 }
@@ -359,6 +433,7 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
   auto p = std::make_unique<Program>();
   p->on_device = jit == nullptr;
   p->graph = graph;
+  if (!p->on_device && options.prepack_weights) CARVE_RETURN_IF_ERROR(prepack_weights(*p, options));
   if (options.order == "memory") {
     CARVE_ASSIGN_OR_RETURN(planner::MemoryOrder memory, planner::memory_aware_order(p->graph));
     p->order = std::move(memory.order);

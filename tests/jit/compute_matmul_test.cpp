@@ -189,6 +189,74 @@ TEST_CASE("jit/compute/matmul/long_k_with_cast_epilogue") {
 
 // Running tile ranges [0, k) then [k, n) equals one call over [0, n), for the natural
 // tile count and for other num_tiles (the kernel accepts any).
+TEST_CASE("jit/compute/matmul/gemv_rows") {
+  // m <= kGemvMaxRows: the m-row GEMV kernel (B streamed when row-major, else packed per
+  // run), over strip tails (n not a multiple of the vector width), several column tiles
+  // and K blocks, batched A, gemm flags; and its tile ranges write the whole run's bytes.
+  if (skip_without_jit()) return;
+  for (int64_t m = 1; m <= tiling::kGemvMaxRows; ++m) {
+    for (auto [k, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 5}, {17, 33}, {300, 129}, {700, 600}}) {
+      CAPTURE(m);
+      CAPTURE(k);
+      CAPTURE(n);
+      std::string r = check_matmul(m, k, n, DType::kF32, static_cast<uint64_t>(m * 31 + k * 7 + n));
+      CHECK_MESSAGE(r.empty(), r);
+      for (bool tb : {false, true}) {
+        CAPTURE(tb);
+        r = check([&](GraphBuilder& b) {
+          auto x = b.input("a", DType::kF32, {m, k});
+          auto y = b.input("b", DType::kF32, tb ? ir::Shape{n, k} : ir::Shape{k, n});
+          b.output(b.relu(b.gemm(x, y, b.input("c", DType::kF32, {n}), false, tb, -0.5, 2.0)));
+        }, static_cast<uint64_t>(m + k + n), 2 * dot_tol(k), 2 * dot_tol(k));
+        CHECK_MESSAGE(r.empty(), r);
+      }
+    }
+  }
+  std::string r = check([&](GraphBuilder& b) {  // batched A, broadcast B: m 2 per GEMM
+    b.output(b.matmul(b.input("a", DType::kF64, {3, 2, 40}), b.input("b", DType::kF64, {40, 50})));
+  }, 5, 1e-12, 1e-12);
+  CHECK_MESSAGE(r.empty(), r);
+
+  GraphBuilder b;
+  b.output(b.matmul(b.input("a", DType::kF32, {3, 300}), b.input("b", DType::kF32, {300, 1000})));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto in = random_inputs(*g, 6);
+  const ir::NodeId node = g->nodes.back().id;
+  const int64_t natural = compute_op_tiles(*g, g->node(node));
+  CHECK(natural == 4);  // column tiles of 256
+  auto whole = run_node_tiles(*g, node, in, natural, {{0, natural}});
+  REQUIRE(whole.ok());
+  for (int64_t split : {int64_t{1}, int64_t{3}}) {
+    auto parts = run_node_tiles(*g, node, in, natural, {{0, split}, {split, natural}});
+    REQUIRE(parts.ok());
+    CHECK(compare(*parts, *whole) == "");
+  }
+}
+
+TEST_CASE("jit/compute/tiles/pack_gemv_b_layout") {
+  // Strips: wide from column 0, then vec-lane strips, then single columns; the strip at
+  // column c of width w holds (k, j) at c * K + k * w + (j - c). trans_b reads B^T.
+  const tiling::GemvStrips s{8, 4};
+  const int64_t K = 3, N = 15;  // wide [0, 8), vec [8, 12), single 12, 13, 14
+  std::vector<int32_t> b(K * N), bt(K * N), p(K * N), pt(K * N);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) b[k * N + j] = bt[j * K + k] = static_cast<int32_t>(100 * k + j);
+  tiling::pack_gemv_b(b.data(), p.data(), K, N, false, 4, s);
+  tiling::pack_gemv_b(bt.data(), pt.data(), K, N, true, 4, s);
+  CHECK(p == pt);
+  auto at = [&](int64_t k, int64_t j) {
+    int64_t c = j < 8 ? 0 : j < 12 ? 8 : j, w = j < 8 ? 8 : j < 12 ? 4 : 1;
+    return p[c * K + k * w + (j - c)];
+  };
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) CHECK(at(k, j) == 100 * k + j);
+  CHECK(tiling::gemv_strips(1, DType::kF32, 16).wide == 128);
+  CHECK(tiling::gemv_strips(4, DType::kF64, 16).vec == 8);
+  for (int64_t m = 1; m <= tiling::kGemvMaxRows; ++m)
+    for (int w : {4, 8, 16}) CHECK(256 % tiling::gemv_strips(m, DType::kF32, w).wide == 0);
+}
+
 TEST_CASE("jit/compute/matmul/tile_ranges") {
   if (skip_without_jit()) return;
   GraphBuilder b;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "carve/ir/graph.h"
@@ -59,6 +60,33 @@ struct MatmulShape {
 };
 MatmulShape matmul_shape(const ir::Graph& graph, const ir::Node& node);
 GemmTiles matmul_tiles(const ir::Graph& graph, const ir::Node& node);
+
+// GEMV (a matmul/gemm GEMM with m <= kGemvMaxRows rows: classifier heads, decode steps).
+// The JIT runs it with a micro-kernel of exactly m rows, vectorised over N in strips:
+// `wide` columns (several vectors), then single vectors of `vec` lanes, then single
+// columns. Per output element the summation order is the blocked GEMM's (K blocks of
+// GemmTiles::kc, k ascending, one fused multiply-add each), so the bytes match it.
+inline constexpr int64_t kGemvMaxRows = 4;
+struct GemvStrips {
+  int64_t wide = 1, vec = 1;  // columns per wide strip (a multiple of vec), lanes per vector
+};
+// vector_width_f32: f32 lanes per host vector register (4/8/16, see vector_width_f32).
+// m > kGemvMaxRows: the strips of the MR-row GEMM micro-kernel (wide = its NR, 2 vectors).
+GemvStrips gemv_strips(int64_t m, ir::DType dtype, int vector_width_f32);
+// f32 lanes of the widest vector register the LLVM feature string enables.
+int vector_width_f32(std::string_view features);
+// Pre-packed weights (a constant B, packed once at compile time; the matmul/gemm node
+// then carries the attribute kPrepackedAttr = {wide, vec} of gemv_strips): B's K x N elements
+// reordered so each strip is contiguous. The columns split into wide strips from column
+// 0 up to floor(n / wide) * wide, then vec-lane strips up to floor(n / vec) * vec, then
+// single columns; the strip starting at column c with width w holds element (k, j) at
+// c * k_total + k * w + (j - c). Column tiles of GemmTiles start at multiples of 256,
+// which every `wide` divides, so each tile's strips are a run of these.
+inline constexpr const char* kPrepackedAttr = "prepacked_b";
+// Packs B (row-major K x N; trans_b: row-major N x K holding B transposed) of
+// elements of elem_bytes (1, 2, 4 or 8) from src into dst (K * N elements, the layout above).
+void pack_gemv_b(const void* src, void* dst, int64_t k, int64_t n, bool trans_b, int64_t elem_bytes,
+                 const GemvStrips& strips);
 
 struct ConvShape {
   int64_t n = 1, c = 1, h = 1, w = 1;        // input

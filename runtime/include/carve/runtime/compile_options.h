@@ -44,6 +44,13 @@ struct CompileOptions {
   // false: this compile neither reads nor writes the kernel disk cache (jit/kernel_cache.h;
   // SessionOptions::jit.disk_cache = false turns it off for the whole session).
   bool kernel_disk_cache = true;
+  // Compile-time weight pre-packing (CPU programs): the constant 2-D f32/f64 B of a
+  // matmul/gemm is packed once into the strip layout its kernel reads (jit/tiles.h: the
+  // GEMV kernel's for m <= 4 rows, the GEMM micro-kernel's above), so no run packs or
+  // transposes it. The packed copy replaces the
+  // constant when this node is its only reader (else it is a new constant beside it). The
+  // results are the same bytes either way; false keeps the weights as given.
+  bool prepack_weights = true;
 };
 
 }  // namespace carve::runtime

@@ -116,7 +116,7 @@ struct CompileTimes {
 };
 
 struct Program {
-  ir::Graph graph;                       // owned copy; constants borrow its data
+  ir::Graph graph;                       // owned copy (weights pre-packed: compile_options.h); constants borrow its data
   std::vector<ir::NodeId> order;
   std::vector<ir::ValueId> inputs;       // graph inputs, in value-id order
   std::vector<ir::ValueId> outputs;      // = graph.outputs

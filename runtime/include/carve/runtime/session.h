@@ -5,7 +5,9 @@
 //   auto outputs = (*program)->run(inputs);                       // or run(inputs, outputs)
 //
 // Contract
-//  - compile() verifies the graph, chooses the execution order, forms kernel groups,
+//  - compile() verifies the graph, pre-packs constant matmul/gemm weights into the
+//    layout their kernels read (CompileOptions::prepack_weights; in Program::graph, the
+//    program's copy), chooses the execution order, forms kernel groups,
 //    plans one arena (validated), materialises it as one Storage with a Buffer view per
 //    planned value (value_view(); launches name these views and kernel pointers are
 //    resolved from them), JIT-compiles the kernels and builds the launch list.
