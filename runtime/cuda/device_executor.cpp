@@ -197,12 +197,13 @@ Result<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(std::shared_ptr<D
 
 DeviceExecutor::~DeviceExecutor() = default;
 
-Status DeviceExecutor::launch_one(const Program& p, int32_t l, const RegionBases& bases, cuda::CudaStream* stream) const {
+Status DeviceExecutor::launch_one(const Program& p, int32_t l, const RegionBases& bases, size_t stream_index) const {
   const Launch& launch = p.launches[static_cast<size_t>(l)];
+  cuda::CudaStream* stream = streams_[stream_index].get();
   switch (launch.kind) {
     case LaunchKind::kKernel: {
       const auto k = static_cast<size_t>(launch.kernel);
-      if (library_[k]) return named(p, l, launch_library(p, l, bases, stream));
+      if (library_[k]) return named(p, l, launch_library(p, l, bases, stream_index));
       const std::vector<uint64_t> params = launch_addresses(p, launch, bases);
       return named(p, l, modules_[k]->launch(configs_[k], params, stream));
     }
@@ -223,13 +224,12 @@ Status DeviceExecutor::launch_one(const Program& p, int32_t l, const RegionBases
 }
 
 Status DeviceExecutor::launch_library(const Program& p, int32_t l, const RegionBases& bases,
-                                      cuda::CudaStream* stream) const {
+                                      size_t stream_index) const {
   const Launch& launch = p.launches[static_cast<size_t>(l)];
   const LibraryKernel& lib = *library_[static_cast<size_t>(launch.kernel)];
   const cu::LibraryGemm& g = lib.gemm;
-  size_t s = 0;
-  while (s + 1 < streams_.size() && streams_[s].get() != stream) ++s;
-  const cuda::DevicePtr workspace = dptr(workspaces_[s].unsafe_data());
+  cuda::CudaStream* stream = streams_[stream_index].get();
+  const cuda::DevicePtr workspace = dptr(workspaces_[stream_index].unsafe_data());  // this stream's own
   const cuda::DevicePtr columns = workspace + cuda::CublasLt::kWorkspaceBytes;
   const cuda::DevicePtr product = columns + 4 * static_cast<uint64_t>(g.column_elements);
   std::vector<uint64_t> params = launch_addresses(p, launch, bases);
@@ -264,14 +264,15 @@ Status DeviceExecutor::enqueue(const Program& p, const RegionBases& bases, const
       p.kernels[static_cast<size_t>(launch.kernel)].fn(operands.data(), launch.tile_begin, launch.tile_end);
       continue;
     }
-    cuda::CudaStream* stream = streams_[static_cast<size_t>(plan_.stream_of[static_cast<size_t>(t)])].get();
+    const auto stream_index = static_cast<size_t>(plan_.stream_of[static_cast<size_t>(t)]);
+    cuda::CudaStream* stream = streams_[stream_index].get();
     for (int32_t w : plan_.waits[static_cast<size_t>(t)]) {
       const int32_t wl = schedule_->tasks()[static_cast<size_t>(w)].launch;
       if (capture && is_transfer(p.launches[static_cast<size_t>(wl)])) continue;  // done before the graph
       if (plan_.on_host(w)) continue;  // ran on this thread before this enqueue
       CARVE_RETURN_IF_ERROR(named(p, l, stream->wait(*events_[static_cast<size_t>(w)])));
     }
-    if (!skip[static_cast<size_t>(l)]) CARVE_RETURN_IF_ERROR(launch_one(p, l, bases, stream));
+    if (!skip[static_cast<size_t>(l)]) CARVE_RETURN_IF_ERROR(launch_one(p, l, bases, stream_index));
     if (capture && launch.kind == LaunchKind::kKernel && !library_[static_cast<size_t>(launch.kernel)]) {
       CARVE_ASSIGN_OR_RETURN(nodes_[static_cast<size_t>(l)], stream->last_captured_node());
     }
@@ -307,7 +308,7 @@ Status DeviceExecutor::transfers(const Program& p, const RegionBases& bases, con
                                  LaunchKind kind) {
   for (size_t l = 0; l < p.launches.size(); ++l)
     if (p.launches[l].kind == kind && !skip[l])
-      CARVE_RETURN_IF_ERROR(launch_one(p, static_cast<int32_t>(l), bases, streams_[0].get()));
+      CARVE_RETURN_IF_ERROR(launch_one(p, static_cast<int32_t>(l), bases, 0));
   return Status();
 }
 

@@ -96,9 +96,9 @@ class DeviceExecutor {
 
  private:
   DeviceExecutor() = default;
-  Status launch_one(const Program& program, int32_t l, const RegionBases& bases, runtime::cuda::CudaStream* stream) const;
-  Status launch_library(const Program& program, int32_t l, const RegionBases& bases,
-                        runtime::cuda::CudaStream* stream) const;
+  // On streams_[stream_index] (launch_library also uses that stream's workspace).
+  Status launch_one(const Program& program, int32_t l, const RegionBases& bases, size_t stream_index) const;
+  Status launch_library(const Program& program, int32_t l, const RegionBases& bases, size_t stream_index) const;
   // The library kernel for Program kernel `k`, or why there is none (generated kernel then).
   Result<std::optional<LibraryKernel>> make_library_kernel(const Program& program, size_t k);
   Status enqueue(const Program& program, const RegionBases& bases, const std::vector<uint8_t>& skip, bool capture);
