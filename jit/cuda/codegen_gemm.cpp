@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "carve/ir/op.h"
+#include "carve/jit/tiles.h"
 #include "codegen_internal.h"
 
 namespace carve::jit::cuda::detail {
@@ -137,23 +138,6 @@ Status gemm_epilogue(KernelWriter& w, const std::string& value, const std::strin
   return emit_chain(w, 1, dims, "lin", "o", values, code, indent);
 }
 
-MatmulShape matmul_shape(const ir::Graph& g, const ir::Node& matmul) {
-  std::vector<int64_t> ad = g.value(matmul.inputs[0]).type.shape.dims(), bd = g.value(matmul.inputs[1]).type.shape.dims();
-  const std::vector<int64_t> yd = g.value(matmul.outputs[0]).type.shape.dims();
-  const bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
-  if (a_vec) ad.insert(ad.begin(), 1);
-  if (b_vec) bd.push_back(1);
-  MatmulShape s;
-  s.m = ad[ad.size() - 2];
-  s.k = ad.back();
-  s.n = bd.back();
-  const size_t batch_rank = yd.size() - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
-  s.batch.assign(yd.begin(), yd.begin() + static_cast<std::ptrdiff_t>(batch_rank));
-  s.a_batch.assign(ad.begin(), ad.end() - 2);
-  s.b_batch.assign(bd.begin(), bd.end() - 2);
-  return s;
-}
-
 std::string sum_to_value(DType dt, std::string_view acc, const std::string& s) {
   if (acc == "double" && dt != DType::kF64) return from_double(dt, s);
   return round_to(dt, s);
@@ -207,14 +191,13 @@ Status emit_gemm(KernelWriter& w) {
   GemmSpec s;
   s.acc = acc_type(dt, false);
   if (n.op == OpKind::kMatmul) {
-    const MatmulShape ms = matmul_shape(g, n);
+    const tiling::MatmulShape ms = tiling::matmul_shape(g, n);
     s.m = ms.m;
     s.k = ms.k;
     s.n = ms.n;
-    const std::vector<int64_t>& batch = ms.batch;
-    std::vector<int64_t> as = broadcast_strides(ms.a_batch, batch), bs = broadcast_strides(ms.b_batch, batch);
-    for (int64_t& x : as) x *= s.m * s.k;
-    for (int64_t& x : bs) x *= s.k * s.n;
+    const std::vector<int64_t>& batch = ms.batch_dims;
+    const std::vector<int64_t>& as = ms.a_batch_strides;
+    const std::vector<int64_t>& bs = ms.b_batch_strides;
     s.batch = numel(batch);
     s.per_batch = decompose(batch, "z", "zb", "  ");
     s.per_batch += fmt::format("  const long long a_off = {}, b_off = {};\n", offset_of(batch, as, "zb"), offset_of(batch, bs, "zb"));

@@ -109,14 +109,6 @@ Status emit_chain(KernelWriter& w, size_t first, const std::vector<int64_t>& out
                   std::map<ir::ValueId, std::string>& values, std::string& code,
                   std::string_view indent, bool stores = true);
 
-// A matmul's problem (numpy rules): vectors promoted to [1 x k] / [k x 1], the batch dims
-// of the output, and each operand's own batch dims (before broadcasting).
-struct MatmulShape {
-  int64_t m = 1, n = 1, k = 1;
-  std::vector<int64_t> batch, a_batch, b_batch;
-};
-MatmulShape matmul_shape(const ir::Graph& g, const ir::Node& matmul);
-
 // matmul/gemm/conv2d epilogues (codegen_gemm.cpp). gemm_epilogue: statements that define
 // the anchor's value `value` (a compute value of the output dtype) at linear output index
 // `lin`, then the fused chain and the stores. The value expressions below read `sum` (the

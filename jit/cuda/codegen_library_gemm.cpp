@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "carve/ir/op.h"
+#include "carve/jit/tiles.h"
 #include "codegen_internal.h"
 
 namespace carve::jit::cuda {
@@ -19,29 +20,32 @@ Status unsupported(const ir::Graph& g, const ir::Node& n, std::string_view why) 
   return detail::unsupported(g, n, fmt::format("library gemm: {}", why));
 }
 
-// Batch stride of an operand whose batch dims `dims` broadcast against `batch`: the matrix
-// size when they are the whole batch, 0 when they are all 1; anything else is a partial
-// broadcast the library cannot express with one stride.
-std::optional<int64_t> batch_stride(const std::vector<int64_t>& dims, const std::vector<int64_t>& batch,
+// One batch stride for an operand whose per-dim broadcast strides (tiling::matmul_shape)
+// are `strides`: 0 when it is broadcast over the whole batch, the matrix size when it has
+// every batch dim of its own; a partial broadcast has none.
+std::optional<int64_t> batch_stride(const std::vector<int64_t>& batch, const std::vector<int64_t>& strides,
                                     int64_t matrix) {
-  const int64_t count = detail::numel(dims);
-  if (count == 1) return 0;
-  if (dims.size() <= batch.size() && std::equal(dims.rbegin(), dims.rend(), batch.rbegin()) &&
-      count == detail::numel(batch))
-    return matrix;
+  bool shared = true, own = true;
+  for (size_t d = 0; d < batch.size(); ++d) {
+    if (batch[d] <= 1) continue;
+    shared = shared && strides[d] == 0;
+    own = own && strides[d] != 0;
+  }
+  if (shared) return 0;
+  if (own) return matrix;
   return std::nullopt;
 }
 
 Status plan_matmul(KernelWriter& w, LibraryGemm& p) {
   const ir::Graph& g = w.graph();
   const ir::Node& n = w.anchor();
-  const detail::MatmulShape ms = detail::matmul_shape(g, n);
+  const tiling::MatmulShape ms = tiling::matmul_shape(g, n);
   p.m = ms.m;
   p.k = ms.k;
   p.n = ms.n;
-  p.batch = detail::numel(ms.batch);
-  const auto as = batch_stride(ms.a_batch, ms.batch, p.m * p.k);
-  const auto bs = batch_stride(ms.b_batch, ms.batch, p.k * p.n);
+  p.batch = detail::numel(ms.batch_dims);
+  const auto as = batch_stride(ms.batch_dims, ms.a_batch_strides, p.m * p.k);
+  const auto bs = batch_stride(ms.batch_dims, ms.b_batch_strides, p.k * p.n);
   if (!as || !bs) return unsupported(g, n, "a partial batch broadcast");
   p.a = {w.operand(n.inputs[0], OperandRole::kInput), 0, *as, p.k, false};
   p.b = {w.operand(n.inputs[1], OperandRole::kInput), 0, *bs, p.n, false};
