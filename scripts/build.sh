@@ -20,13 +20,13 @@ case "$config" in
   release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
   asan)    args=(-DCMAKE_BUILD_TYPE=Debug -DCARVE_SANITIZE=ON -DCARVE_BUILD_BENCHMARKS=OFF) ;;
   minimal) args=(-DCMAKE_BUILD_TYPE=Release -DCARVE_WITH_LLVM=OFF -DCARVE_WITH_CUDA=OFF -DCARVE_WITH_ONNX=OFF
-                 -DCARVE_BUILD_BENCHMARKS=OFF) ;;
+                 -DCARVE_WITH_DNNL=OFF -DCARVE_BUILD_BENCHMARKS=OFF) ;;
   tsan)    bash scripts/tbb-tsan.sh build/tbb-tsan  # an instrumented oneTBB (see there why)
-           args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCARVE_SANITIZE=thread -DCARVE_WITH_CUDA=OFF
+           args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCARVE_SANITIZE=thread -DCARVE_WITH_CUDA=OFF -DCARVE_WITH_DNNL=OFF
                  -DCARVE_WITH_ONNX=OFF -DCARVE_BUILD_BENCHMARKS=OFF -DTBB_DIR="$PWD/build/tbb-tsan/lib/cmake/TBB")
            [ ${#targets[@]} -gt 0 ] || targets=(carve_runtime_tests) ;;
   fuzz)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
-                 -DCARVE_BUILD_FUZZERS=ON -DCARVE_WITH_LLVM=OFF -DCARVE_WITH_CUDA=OFF -DCARVE_BUILD_TESTS=OFF
+                 -DCARVE_BUILD_FUZZERS=ON -DCARVE_WITH_LLVM=OFF -DCARVE_WITH_CUDA=OFF -DCARVE_WITH_DNNL=OFF -DCARVE_BUILD_TESTS=OFF
                  -DCARVE_BUILD_BENCHMARKS=OFF)
            [ ${#targets[@]} -gt 0 ] || targets=(text_parser_fuzzer npy_reader_fuzzer planner_csv_fuzzer
                                                  onnx_import_fuzzer) ;;

@@ -8,6 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build git pkg-config
   llvm-22-dev libzstd-dev          # CPU JIT (LLVM ORC)
   libtbb-dev                       # parallel executor
+  libdnnl-dev                      # oneDNN convolutions (CARVE_WITH_DNNL)
   doctest-dev librapidcheck-dev    # tests
   libbenchmark-dev libopenblas-dev # benchmarks (OpenBLAS is a baseline only)
   libfmt-dev nlohmann-json3-dev libcli11-dev

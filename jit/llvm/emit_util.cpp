@@ -427,11 +427,7 @@ void copy_run(EmitContext& ec, Type* t, Value* dst, Value* src, Value* n) {
 }
 
 double attr_float(const ir::Node& n, const char* name, double fallback) {
-  auto it = n.attrs.find(name);
-  if (it == n.attrs.end()) return fallback;
-  if (it->second.is_float()) return it->second.as_float();
-  if (it->second.is_int()) return static_cast<double>(it->second.as_int());
-  return fallback;
+  return ir::float_attr_or(n.attrs, name, fallback);
 }
 
 int64_t attr_int(const ir::Node& n, const char* name, int64_t fallback) {

@@ -107,7 +107,7 @@ void execute_launch(const Program& program, const LaunchOperands& operands, int3
     return;
   }
   if (!l.position_checks.empty() && !operands.positions_in_range(program, launch)) return;
-  program.kernels[static_cast<size_t>(l.kernel)].fn(ptrs, tile_begin, tile_end);
+  program.kernels[static_cast<size_t>(l.kernel)].run(ptrs, tile_begin, tile_end);
 }
 
 void execute_sequential(const Program& program, const LaunchOperands& operands) {

@@ -9,6 +9,7 @@
 #include "carve/ir/verify.h"
 #include "carve/jit/fusion.h"
 #include "carve/jit/host_target.h"
+#include "carve/jit/library_kernel.h"
 #include "carve/jit/tiles.h"
 #include "carve/planner/memory_order.h"
 #include "carve/planner/parallel_safe.h"
@@ -419,6 +420,31 @@ Status add_output_copies(Program& p) {
   return Status();
 }
 
+// Groups a library takes (CompileOptions::library_kernels; jit/library_kernel.h): their
+// scratch and tiles become the library kernel's, before the arena is planned. Index-
+// parallel to `groups`; null where the JIT generates the kernel.
+std::vector<std::shared_ptr<const jit::LibraryKernel>> take_library_groups(const Program& p,
+                                                                            std::vector<jit::KernelGroup>& groups) {
+  std::vector<std::shared_ptr<const jit::LibraryKernel>> library(groups.size());
+  auto constant_bytes = [&p](ir::ValueId v) -> const void* {
+    auto it = std::lower_bound(p.constants.begin(), p.constants.end(), v);
+    if (it == p.constants.end() || *it != v) return nullptr;
+    const auto& buffer = p.constant_buffers[static_cast<size_t>(it - p.constants.begin())];
+    return buffer ? buffer->unsafe_data() : nullptr;
+  };
+  for (size_t g = 0; g < groups.size(); ++g) {
+    jit::KernelGroup& group = groups[g];
+    std::unique_ptr<jit::LibraryKernel> kernel = jit::make_library_kernel(p.graph, group, constant_bytes);
+    if (!kernel) continue;
+    std::erase_if(group.operands, [](const jit::KernelOperand& o) { return o.role == jit::OperandRole::kScratch; });
+    group.scratch_bytes = kernel->scratch_bytes();
+    if (group.scratch_bytes > 0) group.operands.push_back({jit::OperandRole::kScratch, ir::kNoValue});
+    group.num_tiles = kernel->num_tiles();
+    library[g] = std::move(kernel);
+  }
+  return library;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const CompileOptions& options,
@@ -469,6 +495,8 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
   }
   CARVE_ASSIGN_OR_RETURN(p->problem, planner::build_graph_problem(p->graph, p->order, plan_options));
   CARVE_ASSIGN_OR_RETURN(auto groups, reconcile_groups(*p, std::move(fused)));
+  std::vector<std::shared_ptr<const jit::LibraryKernel>> library(groups.size());
+  if (!p->on_device && options.library_kernels) library = take_library_groups(*p, groups);
   p->times.prepare = phase_seconds();
   std::vector<int32_t> scratch_buffer;
   CARVE_RETURN_IF_ERROR(plan_memory(*p, options, groups, scratch_buffer));
@@ -488,10 +516,19 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
     return p;
   }
   const auto start = std::chrono::steady_clock::now();
-  CARVE_ASSIGN_OR_RETURN(auto compiled, jit->compile(p->graph, groups, options.kernel_disk_cache));
+  std::vector<jit::KernelGroup> generated;
+  for (size_t g = 0; g < groups.size(); ++g)
+    if (!library[g]) generated.push_back(groups[g]);
+  CARVE_ASSIGN_OR_RETURN(auto compiled, jit->compile(p->graph, generated, options.kernel_disk_cache));
   p->jit_seconds = seconds_since(start);
   p->times.jit = p->jit_seconds;
-  for (auto& kernel : compiled) {
+  size_t next = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (library[g]) {
+      p->kernels.push_back({std::move(groups[g]), nullptr, false, std::move(library[g])});
+      continue;
+    }
+    jit::CompiledKernel& kernel = compiled[next++];
     p->kernels_from_cache += kernel.from_memory_cache || kernel.from_disk_cache;
     p->kernels_from_memory += kernel.from_memory_cache;
     p->kernels_from_disk += kernel.from_disk_cache;

@@ -188,7 +188,7 @@ Status validate_launch(const Program& program, const Launch& launch, size_t inde
   if (launch.kind == LaunchKind::kKernel) {
     if (launch.kernel < 0 || static_cast<size_t>(launch.kernel) >= program.kernels.size())
       return bad(fmt::format("kernel index {} out of range ({} kernels)", launch.kernel, program.kernels.size()));
-    if (!program.on_device && program.kernels[static_cast<size_t>(launch.kernel)].fn == nullptr)
+    if (!program.on_device && !program.kernels[static_cast<size_t>(launch.kernel)].has_code())
       return bad("kernel has no code");
     if (launch.tile_begin < 0 || launch.tile_end < launch.tile_begin)
       return bad(fmt::format("bad tile range [{},{})", launch.tile_begin, launch.tile_end));

@@ -544,7 +544,13 @@ std::string CompiledProgram::explain() const {
   std::string text = fmt::format("graph '{}': {} nodes, {} kernels, {} launches\n", p.graph.name,
                                  p.graph.num_nodes(), p.kernels.size(), p.launches.size());
   text += "kernels (fused groups):\n";
-  for (const ProgramKernel& k : p.kernels) text += "  " + jit::describe_group(p.graph, k.group) + "\n";
+  int64_t library_kernels = 0;
+  for (const ProgramKernel& k : p.kernels) {
+    text += "  " + jit::describe_group(p.graph, k.group);
+    if (k.library) text += " | " + k.library->describe();
+    text += "\n";
+    library_kernels += k.library != nullptr;
+  }
   text += fmt::format(
       "arena plan: strategy {}, arena {} bytes, lower bound {} bytes ({:.4f}x), no reuse {} bytes; "
       "{} buffers, {} views folded, {} in place; planned in {:.3f} ms\n",
@@ -552,8 +558,10 @@ std::string CompiledProgram::explain() const {
       s.lower_bound_bytes > 0 ? double(s.arena_bytes) / double(s.lower_bound_bytes) : 1.0, s.no_reuse_bytes,
       s.buffers, s.views, s.inplace, s.plan_seconds * 1e3);
   text += fmt::format("jit: {} kernels in {:.1f} ms: {} compiled, {} from the memory cache, {} from the disk cache\n",
-                      p.kernels.size(), p.jit_seconds * 1e3, p.kernels_compiled, p.kernels_from_memory,
-                      p.kernels_from_disk);
+                      p.kernels.size() - static_cast<size_t>(library_kernels), p.jit_seconds * 1e3,
+                      p.kernels_compiled, p.kernels_from_memory, p.kernels_from_disk);
+  if (library_kernels > 0)
+    text += fmt::format("library kernels: {} through {}\n", library_kernels, jit::library_provider_name());
   text += explain_views(p);
   text += fmt::format("schedule: {}\n", schedule_.stats().to_string());
   if (device_) text += device_->describe() + "\n";

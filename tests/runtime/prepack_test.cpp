@@ -18,6 +18,7 @@
 #include "carve/jit/tiles.h"
 #include "carve/reference/reference.h"
 #include "carve/runtime/session.h"
+#include "runtime_test_util.h"
 #include "test_support.h"
 
 using namespace carve;
@@ -36,16 +37,6 @@ std::vector<uint8_t> random_bytes(DType dt, int64_t n, uint32_t seed) {
     std::memcpy(bytes.data() + static_cast<size_t>(i) * es, dt == DType::kF64 ? static_cast<void*>(&d) : &f, es);
   }
   return bytes;
-}
-
-std::unique_ptr<runtime::Session> session_or_skip(int threads = 1) {
-  if (!jit::cpu_jit_available()) {
-    test::skip("carve was built without the LLVM CPU JIT (CARVE_WITH_LLVM=OFF)");
-    return nullptr;
-  }
-  auto s = runtime::Session::create({.threads = threads});
-  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
-  return std::move(*s);
 }
 
 struct Case {
@@ -179,7 +170,7 @@ std::vector<Case> cases() {
 }  // namespace
 
 TEST_CASE("runtime/prepack/gemv weights: packed and unpacked programs write the same bytes") {
-  auto session = session_or_skip();
+  auto session = runtime::testing::cpu_session_or_skip();
   if (!session) return;
   for (const Case& c : cases()) check_packed_vs_unpacked(*session, c, 3);
 }
@@ -187,7 +178,7 @@ TEST_CASE("runtime/prepack/gemv weights: packed and unpacked programs write the 
 TEST_CASE("runtime/prepack/gemv rows equal the blocked GEMM's rows byte for byte") {
   // The first m rows of a 13-row product (the MR-row micro-kernel, B packed per run)
   // equal the m-row GEMV's, pre-packed or streamed: one summation order per element.
-  auto session = session_or_skip();
+  auto session = runtime::testing::cpu_session_or_skip();
   if (!session) return;
   for (const Case& c : cases()) {
     if (c.relu) continue;
@@ -214,7 +205,7 @@ TEST_CASE("runtime/prepack/gemv rows equal the blocked GEMM's rows byte for byte
 }
 
 TEST_CASE("runtime/prepack/parallel runs write the sequential run's bytes") {
-  auto session = session_or_skip(4);
+  auto session = runtime::testing::cpu_session_or_skip(4);
   if (!session) return;
   for (Case c : {Case{1, 512, 3000, true, true, true}, Case{4, 300, 1500}, Case{2, 64, 2000, false, false, true, true},
                  Case{200, 300, 1100, true, true, true, true}}) {
@@ -232,7 +223,7 @@ TEST_CASE("runtime/prepack/parallel runs write the sequential run's bytes") {
 }
 
 TEST_CASE("runtime/prepack/a constant that something else reads keeps its bytes") {
-  auto session = session_or_skip();
+  auto session = runtime::testing::cpu_session_or_skip();
   if (!session) return;
   // w [4, 6] feeds a GEMV (a[1,4] @ w), is added to x, and is a graph output itself.
   ir::GraphBuilder b("shared");
@@ -265,7 +256,7 @@ TEST_CASE("runtime/prepack/a constant that something else reads keeps its bytes"
 }
 
 TEST_CASE("runtime/prepack/a sole reader packs the constant in place, no copy kept") {
-  auto session = session_or_skip();
+  auto session = runtime::testing::cpu_session_or_skip();
   if (!session) return;
   Case c{1, 40, 70, true, true, true};
   ir::Graph g = make_graph(c, 1);
@@ -282,7 +273,7 @@ TEST_CASE("runtime/prepack/a sole reader packs the constant in place, no copy ke
 }
 
 TEST_CASE("runtime/prepack/caller-bound constants are packed into a copy") {
-  auto session = session_or_skip();
+  auto session = runtime::testing::cpu_session_or_skip();
   if (!session) return;
   Case c{2, 300, 130, true, true, true};
   ir::Graph with_data = make_graph(c, c.m);
@@ -306,7 +297,7 @@ TEST_CASE("runtime/prepack/caller-bound constants are packed into a copy") {
 TEST_CASE("runtime/prepack/more rows: the GEMM micro-kernel reads pre-packed panels, the same bytes") {
   // m > kGemvMaxRows: strips of NR columns read in place, the last narrower strip
   // gathered; row tiles and column tiles (n 600: 3 tiles), K blocks (k 300, 513).
-  auto session = session_or_skip();
+  auto session = runtime::testing::cpu_session_or_skip();
   if (!session) return;
   for (Case c : {Case{5, 300, 130, true, true, true}, Case{40, 70, 600, true, true, true, true},
                  Case{13, 513, 77, true, true, false, false, DType::kF64}, Case{100, 300, 600},
@@ -319,7 +310,7 @@ TEST_CASE("runtime/prepack/long K with a cast epilogue: one K block, within the 
   // The output is f16, so K blocks cannot accumulate in it: the whole K is one block
   // (the unpacked GEMM falls back to its scalar loop past a panel's capacity; the
   // pre-packed kernels need no panel). Compared with the reference only.
-  auto session = session_or_skip();
+  auto session = runtime::testing::cpu_session_or_skip();
   if (!session) return;
   for (int64_t m : {3, 19}) {
     for (int64_t k : {600, 3000}) {

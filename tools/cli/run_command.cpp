@@ -104,6 +104,7 @@ Result<runtime::CompileOptions> compile_options(const RunCommandOptions& options
   compile.order = options.order;
   compile.inplace = !options.no_inplace;
   compile.fuse = !options.no_fuse;
+  compile.library_kernels = !options.no_library;
   compile.schedule.sequential = options.sequential;
   for (const std::string& edge : options.drop_edges) {
     CARVE_ASSIGN_OR_RETURN(auto pair, parse_edge(edge));

@@ -28,6 +28,7 @@ struct RunCommandOptions {
   std::string order = "given";
   bool no_inplace = false;
   bool no_fuse = false;
+  bool no_library = false;  // CompileOptions::library_kernels = false
   int compile_threads = 0;  // 0 = hardware concurrency
   bool no_cache = false;  // no kernel disk cache (jit/kernel_cache.h); its warnings go to `err`
   int threads = 0;  // 0 = hardware concurrency

@@ -65,4 +65,13 @@ class Attr {
 
 using Attrs = std::map<std::string, Attr, std::less<>>;
 
+// attrs[name] as a number (an int widens), or `fallback` when absent or not a number.
+inline double float_attr_or(const Attrs& attrs, std::string_view name, double fallback) {
+  auto it = attrs.find(name);
+  if (it == attrs.end()) return fallback;
+  if (it->second.is_float()) return it->second.as_float();
+  if (it->second.is_int()) return static_cast<double>(it->second.as_int());
+  return fallback;
+}
+
 }  // namespace carve::ir

@@ -51,6 +51,13 @@ struct CompileOptions {
   // constant when this node is its only reader (else it is a new constant beside it). The
   // results are the same bytes either way; false keeps the weights as given.
   bool prepack_weights = true;
+  // Library kernels (CPU programs; jit/library_kernel.h): an f32 conv2d group (with its
+  // fused relu/clip/sigmoid/silu/tanh/hard-swish and residual add) runs through oneDNN
+  // when the build has it (CARVE_WITH_DNNL) and oneDNN has a fast kernel for the shape;
+  // its weights are reordered once, here. Results agree with the generated kernels
+  // within rounding (another summation order), not bit for bit; either way they do not
+  // depend on the thread count. false: every kernel is generated.
+  bool library_kernels = true;
 };
 
 }  // namespace carve::runtime

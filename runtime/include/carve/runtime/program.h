@@ -24,6 +24,7 @@
 
 #include "carve/ir/graph.h"
 #include "carve/jit/kernel.h"
+#include "carve/jit/library_kernel.h"
 #include "carve/planner/graph_problem.h"
 #include "carve/planner/strategy.h"
 #include "carve/runtime/arena.h"
@@ -92,8 +93,18 @@ struct Launch {
 
 struct ProgramKernel {
   jit::KernelGroup group;
-  jit::KernelFn fn = nullptr;
+  jit::KernelFn fn = nullptr;  // generated code; null for a library kernel
   bool from_cache = false;
+  std::shared_ptr<const jit::LibraryKernel> library;  // set: runs instead of fn (library_kernel.h)
+
+  void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const {
+    if (library) {
+      library->run(operands, tile_begin, tile_end);
+    } else {
+      fn(operands, tile_begin, tile_end);
+    }
+  }
+  bool has_code() const { return fn != nullptr || library != nullptr; }
 };
 
 struct PlanSummary {

@@ -1,0 +1,13 @@
+// Stands in for jit/dnnl/ when the build has no oneDNN (CARVE_WITH_DNNL=OFF): every group
+// is declined, so the JIT generates all kernels.
+#include "carve/jit/library_kernel.h"
+
+namespace carve::jit {
+
+std::unique_ptr<LibraryKernel> make_library_kernel(const ir::Graph&, const KernelGroup&, const ConstantBytes&) {
+  return nullptr;
+}
+
+std::string library_provider_name() { return ""; }
+
+}  // namespace carve::jit

@@ -1,0 +1,52 @@
+// Library kernels: a kernel group run by a well-kept library instead of generated code.
+// Today one provider: oneDNN (Debian's libdnnl, when the build has it, CARVE_WITH_DNNL)
+// for f32 convolutions with their fused activation and residual add. No library types here.
+//
+// Contract:
+//  - make_library_kernel looks at one group (anchor + fused epilogue, kernel.h) and either
+//    takes it, or declines (a null kernel) and the JIT generates it as before. It declines
+//    whatever it cannot run exactly: other dtypes, epilogue nodes with no library
+//    equivalent, weights without bytes, a library that picks a slow reference path.
+//  - Taking a group does the work that depends only on constants now, at compile time:
+//    the weights are reordered into the library's blocked layout once (owned by the kernel).
+//  - run() keeps the kernel ABI (kernel.h): operands in the group's order, tiles
+//    [tile_begin, tile_end) of num_tiles(); the group's scratch must hold scratch_bytes()
+//    (the caller sets KernelGroup::scratch_bytes/num_tiles from the kernel before planning).
+//  - Threads: the library runs single-threaded inside run() (its own OpenMP pool is held
+//    at one thread), so only carve's scheduler decides what runs in parallel.
+//  - Determinism: an output element is computed by one library call whose shape does not
+//    depend on the thread count, so any thread count writes the same bytes.
+//  - Errors: never throws; a library failure while taking a group is a decline.
+// Thread-safety: run() may be called from any thread, concurrently on disjoint tile ranges.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "carve/jit/kernel.h"
+
+namespace carve::jit {
+
+class LibraryKernel {
+ public:
+  virtual ~LibraryKernel() = default;
+  virtual void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const = 0;
+  virtual int64_t num_tiles() const = 0;
+  virtual int64_t scratch_bytes() const = 0;
+  // What runs, e.g. "oneDNN 2.6.3 brgconv:avx512_core".
+  virtual std::string describe() const = 0;
+};
+
+// The bytes of a graph constant, or nullptr when it has none.
+using ConstantBytes = std::function<const void*(ir::ValueId)>;
+
+// Takes `group` (a null kernel: declined).
+std::unique_ptr<LibraryKernel> make_library_kernel(const ir::Graph& graph, const KernelGroup& group,
+                                                   const ConstantBytes& constant_bytes);
+
+// "oneDNN 2.6.3", or "" when the build has no library provider.
+std::string library_provider_name();
+
+}  // namespace carve::jit

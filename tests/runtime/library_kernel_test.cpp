@@ -1,0 +1,204 @@
+// Library kernels (CompileOptions::library_kernels, jit/library_kernel.h): f32 convs with
+// their fused epilogue through oneDNN. Checked: which groups the library takes and which
+// stay generated; results within the reference's tolerance (another summation order, so
+// not bit-equal to the generated kernels); the same bytes sequentially and at 1 and 2
+// threads; library_kernels = false generates every kernel. In a build without oneDNN
+// (CARVE_WITH_DNNL=OFF) the same cases check that every group is generated.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+
+#include "carve/ir/builder.h"
+#include "carve/jit/host_target.h"
+#include "carve/jit/library_kernel.h"
+#include "carve/reference/reference.h"
+#include "carve/runtime/session.h"
+#include "runtime_test_util.h"
+#include "test_support.h"
+
+using namespace carve;
+using ir::DType;
+
+namespace {
+
+std::vector<uint8_t> random_floats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n) * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) {
+    float f = dist(rng);
+    std::memcpy(bytes.data() + static_cast<size_t>(i) * sizeof(float), &f, sizeof f);
+  }
+  return bytes;
+}
+
+struct Case {
+  std::string name;
+  int64_t c, o, h, k;
+  ir::Conv2dOptions conv;
+  // The epilogue over the conv's result y; `residual` is a second input of y's shape.
+  std::function<ir::ValueId(ir::GraphBuilder&, ir::ValueId y, ir::ValueId residual)> epilogue;
+  bool residual = false;
+  bool taken = true;  // by the library, when the build has one
+};
+
+int64_t out_size(const Case& c) {
+  const auto& o = c.conv;
+  const int64_t dk = o.dilations[0] * (c.k - 1) + 1;
+  return (c.h + o.pads[0] + o.pads[2] - dk) / o.strides[0] + 1;
+}
+
+ir::Graph make_graph(const Case& c) {
+  ir::GraphBuilder b(c.name);
+  auto x = b.input("x", DType::kF32, {1, c.c, c.h, c.h});
+  const int64_t cg = c.c / c.conv.groups;
+  auto w = b.constant("w", DType::kF32, {c.o, cg, c.k, c.k}, random_floats(c.o * cg * c.k * c.k, 11));
+  auto bias = b.constant("bias", DType::kF32, {c.o}, random_floats(c.o, 12));
+  const int64_t oh = out_size(c);
+  ir::ValueId residual = c.residual ? b.input("r", DType::kF32, {1, c.o, oh, oh}) : ir::kNoValue;
+  auto y = b.conv2d(x, w, bias, c.conv);
+  b.output(b.rename(c.epilogue ? c.epilogue(b, y, residual) : y, "y"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(*g);
+}
+
+std::vector<Case> cases() {
+  const ir::Conv2dOptions same{.pads = {1, 1, 1, 1}};
+  auto relu = [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.relu(y); };
+  return {
+      {"conv3x3 relu", 16, 32, 12, 3, same, relu},
+      {"conv3x3 stride 2, uneven pads", 24, 40, 13, 3, {.strides = {2, 2}, .pads = {1, 0, 2, 1}}, relu},
+      {"conv3x3 dilation 2", 16, 16, 14, 3, {.pads = {2, 2, 2, 2}, .dilations = {2, 2}}, relu},
+      {"conv7x7 stride 2 stem", 3, 32, 30, 7, {.strides = {2, 2}, .pads = {3, 3, 3, 3}}, relu},
+      {"conv3x3 no epilogue", 32, 32, 9, 3, same, nullptr},
+      {"conv3x3 + residual add + relu", 16, 16, 10, 3, same,
+       [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId r) { return b.relu(b.add(r, y)); }, true},
+      {"conv3x3 clip 0..6", 16, 24, 8, 3, same,
+       [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.clip(y, 0.0, 6.0); }},
+      {"conv3x3 x*sigmoid(x)", 16, 24, 8, 3, same,
+       [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.mul(y, b.sigmoid(y)); }},
+      {"conv3x3 silu", 16, 24, 8, 3, same, [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.silu(y); }},
+      {"conv3x3 tanh", 16, 24, 8, 3, same, [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.tanh(y); }},
+      {"conv3x3 hard-swish", 16, 24, 8, 3, same,
+       [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.mul(y, b.hard_sigmoid(y, 1.0 / 6, 0.5)); }},
+      {"1x1 conv, wide", 256, 512, 7, 1, {}, relu},
+      // Left to the generated kernels:
+      {"conv3x3 x*hard_sigmoid(x) with alpha 0.2 (no library equivalent)", 16, 24, 8, 3, same,
+       [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.mul(y, b.hard_sigmoid(y)); }, false, false},
+      {"depthwise 3x3 (generated is faster)", 32, 32, 12, 3, {.groups = 32, .pads = {1, 1, 1, 1}}, relu, false, false},
+      {"grouped 3x3", 32, 32, 12, 3, {.groups = 4, .pads = {1, 1, 1, 1}}, relu, false, false},
+      {"1x1 conv, few channels (reorders would dominate)", 16, 16, 12, 1, {}, relu, false, false},
+      {"conv3x3 + gelu (no library equivalent)", 16, 24, 8, 3, same,
+       [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.gelu(y); }, false, false},
+  };
+}
+
+reference::HostTensor tensor(ir::Shape shape, std::vector<uint8_t> bytes) {
+  reference::HostTensor t;
+  t.type = {DType::kF32, std::move(shape)};
+  t.bytes = std::move(bytes);
+  return t;
+}
+
+struct RunResult {
+  std::vector<uint8_t> bytes;
+  int64_t library_kernels = 0;
+};
+
+RunResult run(runtime::Session& s, const ir::Graph& g, const std::vector<reference::HostTensor>& in,
+           runtime::CompileOptions options) {
+  auto program = s.compile(g, options);
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  RunResult r;
+  for (const auto& k : (*program)->program().kernels) r.library_kernels += k.library != nullptr;
+  std::vector<runtime::Buffer> inputs;
+  for (const auto& t : in) {
+    std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(t.bytes.data()), t.bytes.size());
+    inputs.push_back(*runtime::Buffer::borrow(bytes, t.type.dtype, t.type.shape));
+  }
+  auto out = (*program)->run(inputs);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  auto bytes = out->at(0).bytes();
+  REQUIRE(bytes.ok());
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes->data());
+  r.bytes.assign(p, p + bytes->size());
+  return r;
+}
+
+// |got - want| <= tol * (1 + |want|) elementwise; counts the elements outside.
+int64_t outside(const std::vector<uint8_t>& got, const reference::HostTensor& want, double tol) {
+  REQUIRE(got.size() == want.bytes.size());
+  int64_t bad = 0;
+  for (size_t i = 0; i < got.size() / sizeof(float); ++i) {
+    float g, w;
+    std::memcpy(&g, got.data() + i * sizeof(float), sizeof g);
+    std::memcpy(&w, want.bytes.data() + i * sizeof(float), sizeof w);
+    bad += !(std::fabs(double(g) - double(w)) <= tol * (1 + std::fabs(double(w))));
+  }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("runtime/library/conv groups: taken where expected, within the reference's tolerance") {
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  if (!session) return;
+  const bool have_library = !jit::library_provider_name().empty();
+  for (const Case& c : cases()) {
+    CAPTURE(c.name);
+    ir::Graph g = make_graph(c);
+    std::vector<reference::HostTensor> in{tensor({1, c.c, c.h, c.h}, random_floats(c.c * c.h * c.h, 5))};
+    const int64_t oh = out_size(c);
+    if (c.residual) in.push_back(tensor({1, c.o, oh, oh}, random_floats(c.o * oh * oh, 6)));
+    auto want = reference::run_reference(g, in);
+    REQUIRE(want.ok());
+    RunResult library = run(*session, g, in, {});
+    CHECK(library.library_kernels == (have_library && c.taken ? 1 : 0));
+    RunResult generated = run(*session, g, in, {.library_kernels = false});
+    CHECK(generated.library_kernels == 0);
+    const double tol = 2e-6 * std::sqrt(static_cast<double>(c.c / c.conv.groups * c.k * c.k)) + 1e-6;
+    CHECK(outside(library.bytes, want->at(0), tol) == 0);
+    CHECK(outside(generated.bytes, want->at(0), tol) == 0);
+    if (!library.library_kernels) CHECK(library.bytes == generated.bytes);
+  }
+}
+
+TEST_CASE("runtime/library/conv groups write the same bytes at any thread count") {
+  auto one = runtime::testing::cpu_session_or_skip(1);
+  if (!one) return;
+  auto two = runtime::testing::cpu_session_or_skip(2);
+  for (const Case& c : cases()) {
+    if (!c.taken) continue;
+    CAPTURE(c.name);
+    ir::Graph g = make_graph(c);
+    std::vector<reference::HostTensor> in{tensor({1, c.c, c.h, c.h}, random_floats(c.c * c.h * c.h, 8))};
+    const int64_t oh = out_size(c);
+    if (c.residual) in.push_back(tensor({1, c.o, oh, oh}, random_floats(c.o * oh * oh, 9)));
+    runtime::CompileOptions sequential;
+    sequential.schedule.sequential = true;
+    const std::vector<uint8_t> bytes = run(*one, g, in, sequential).bytes;
+    CHECK(run(*one, g, in, {}).bytes == bytes);
+    CHECK(run(*two, g, in, {}).bytes == bytes);
+  }
+}
+
+TEST_CASE("runtime/library/explain names the library and the kernels it runs") {
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  if (!session) return;
+  ir::Graph g = make_graph(cases().front());
+  auto program = session->compile(g, {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  const std::string text = (*program)->explain();
+  const std::string name = jit::library_provider_name();
+  if (name.empty()) {
+    CHECK(text.find("library kernels") == std::string::npos);
+  } else {
+    CHECK(text.find("library kernels: 1 through " + name) != std::string::npos);
+    CHECK(text.find("| " + name + " ") != std::string::npos);
+  }
+}
