@@ -61,12 +61,16 @@ def sh(cmd):
 
 
 def first_error_line(text):
-    """The line that says what went wrong: the first one with 'error' in it (an MLIR
-    diagnostic, a compiler's message), else the last non-empty one (a Python exception)."""
+    """The line that says what went wrong: the first diagnostic with 'error:' in it (MLIR's
+    'file:line:col: error: ...', a compiler's), else the last Python exception line
+    ('onnx...ValidationError: ...'), else the last non-empty line (carve's own message)."""
     lines = [l.strip() for l in text.splitlines() if l.strip()]
     for l in lines:
-        if re.search(r"\berror\b", l, re.I) and not l.startswith("Traceback"):
+        if re.search(r"\berror:", l, re.I):
             return l[:400]
+    exc = [l for l in lines if re.match(r"^[\w.]*(Error|Exception|Exit)\b[^:]*:", l)]
+    if exc:
+        return exc[-1][:400]
     return lines[-1][:400] if lines else "(no output)"
 
 
