@@ -203,6 +203,7 @@ def model_inputs(models_dir, name):
     return out
 
 
+IREE_RETRY_OPSET = 17
 # iree-compile for llvm-cpu on this CPU (what `-march=native` is to carve's JIT).
 IREE_COMPILE_FLAGS = ["--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
                       "--iree-llvmcpu-target-cpu=host"]
@@ -210,25 +211,47 @@ IREE_COMPILE_FLAGS = ["--iree-hal-target-device=local", "--iree-hal-local-target
 
 def iree_prepare(args, name):
     """Imports MODELS/NAME.onnx with iree-import-onnx and compiles it with iree-compile for
-    llvm-cpu on this host's CPU. Returns {"vmfb": path} or {"error": first error line,
-    "stage": "import" | "compile"}. Cached under MODELS/iree, failures included, keyed by
-    the IREE version, the .onnx file and the CPU (the module is compiled for this one)."""
-    bindir = os.path.dirname(args.peer_python)
+    llvm-cpu on this host's CPU. Where that fails as exported, it tries once more with the
+    importer's --opset-version IREE_RETRY_OPSET (the ONNX version converter first): IREE's
+    ONNX lowerings cover some operators only in their newer forms (densenet121's
+    BatchNormalization at opset 13 does not compile, at 17 it does). Returns {"vmfb": path}
+    (with "retry": the first error, when the upgrade was needed) or {"error": first error
+    line, "stage": "import" | "compile", "retry": the upgraded attempt's error}. Cached
+    under MODELS/iree, failures included, keyed by the IREE version, the .onnx file and
+    the CPU (the module is compiled for this one)."""
     onnx_path = os.path.join(args.models, name + ".onnx")
     cache = os.path.join(args.models, "iree")
     os.makedirs(cache, exist_ok=True)
     st = os.stat(onnx_path)
     key = {"iree": args.machine["iree"], "onnx": [st.st_size, st.st_mtime], "cpu": args.machine["cpu"],
-           "flags": IREE_COMPILE_FLAGS}
+           "flags": IREE_COMPILE_FLAGS, "retry_opset": IREE_RETRY_OPSET}
     stamp = os.path.join(cache, name + ".json")
     if os.path.exists(stamp):
         old = json.load(open(stamp))
         if old.get("key") == key and ("error" in old["result"] or os.path.exists(old["result"]["vmfb"])):
             return old["result"]
-    mlir, vmfb = os.path.join(cache, name + ".mlir"), os.path.join(cache, name + ".vmfb")
     print(f"  {name}: iree import + compile", file=sys.stderr, flush=True)
-    result = None
-    for stage, cmd in (("import", [os.path.join(bindir, "iree-import-onnx"), onnx_path, "-o", mlir]),
+    result = iree_build(args, name, [])
+    if "error" in result:
+        print(f"  {name}: iree: {result['error'][:200]}; again with --opset-version {IREE_RETRY_OPSET}",
+              file=sys.stderr, flush=True)
+        retry = iree_build(args, name, ["--opset-version", str(IREE_RETRY_OPSET)])
+        if "error" in retry:
+            result["retry"] = f"with --opset-version {IREE_RETRY_OPSET}: {retry['stage']}: {retry['error']}"
+        else:
+            retry["retry"] = f"as exported: {result['stage']}: {result['error']}"
+            result = retry
+    with open(stamp, "w") as f:
+        json.dump({"key": key, "result": result}, f)
+    return result
+
+
+def iree_build(args, name, import_flags):
+    bindir = os.path.dirname(args.peer_python)
+    onnx_path = os.path.join(args.models, name + ".onnx")
+    mlir, vmfb = (os.path.join(args.models, "iree", name + ext) for ext in (".mlir", ".vmfb"))
+    result = {"vmfb": vmfb, "import_flags": import_flags}
+    for stage, cmd in (("import", [os.path.join(bindir, "iree-import-onnx"), onnx_path, *import_flags, "-o", mlir]),
                        ("compile", [os.path.join(bindir, "iree-compile"), mlir, *IREE_COMPILE_FLAGS, "-o", vmfb])):
         rc, out, err, wall, rss = run_child(cmd, os.environ.copy(), timeout=args.iree_compile_timeout)
         if rc != 0:
@@ -236,9 +259,6 @@ def iree_prepare(args, name):
             break
     if os.path.exists(mlir):
         os.remove(mlir)  # the weights, inlined as MLIR resources: as large as the model again
-    result = result or {"vmfb": vmfb}
-    with open(stamp, "w") as f:
-        json.dump({"key": key, "result": result, "vmfb": vmfb}, f)
     return result
 
 
@@ -308,7 +328,8 @@ def end_to_end(args, work, threads, names):
                        "wall_s": median([r["wall_s"] for r in ok]),
                        "errors": list(dict.fromkeys(r["error"] for r in rs if "error" in r))}
         if iree is not None and "error" in iree:
-            row["iree"]["errors"] = [f"IREE {iree['stage']} failed: {iree['error']}"]
+            row["iree"]["errors"] = [f"IREE {iree['stage']} failed: {iree['error']}"
+                                     + (f" (and {iree['retry']})" if iree.get("retry") else "")]
         if iree is not None:
             row["iree_compile"] = iree
         # Cross-check: every output against torch's (same module, same weights; for the
@@ -576,6 +597,13 @@ def markdown(res, args):
                  f"Process wall: the whole process, i.e. start-up and import, carve's JIT compile of every kernel "
                  f"(no disk cache) / ORT's session build / OpenVINO's compile_model / IREE's module load / torch's "
                  f"module construction, and the {args.iters} runs.\n")
+        upgraded = {n: r["iree_compile"]["retry"] for e2e in e2e_all.values() for n, r in e2e.items()
+                    if "vmfb" in r.get("iree_compile", {}) and r["iree_compile"].get("retry")}
+        for n, why in upgraded.items():
+            L.append(f"IREE ran {n} imported with `--opset-version {IREE_RETRY_OPSET}` (the ONNX version converter "
+                     f"first); {why}.  ")
+        if upgraded:
+            L.append("")
     d = res.get("decoder")
     if d and "error" not in d:
         cfg = d["config"]
