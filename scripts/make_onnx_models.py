@@ -6,7 +6,8 @@ tests do not: the models and .npy files are committed). Weights are random (seed
 never downloaded.
 
   scripts/make_onnx_models.py                 # regenerate tests/onnx/models (small models)
-  scripts/make_onnx_models.py --full DIR      # full-size torchvision models + GPT/BERT, batch 1
+  scripts/make_onnx_models.py --full DIR      # full-size torchvision CNNs (CNNS) + GPT/BERT, batch 1
+  scripts/make_onnx_models.py --full DIR --only resnet18,vgg16   # some of them
 
 For each model NAME it writes NAME.onnx, NAME.input.<input>.npy and
 NAME.output.<output>.npy (torch's outputs for those inputs), and lists NAME in
@@ -429,25 +430,48 @@ def small_models():
     ]
 
 
-def full_models():
-    m = torchvision.models
-    image = [rand(1, 3, 224, 224, seed=40)]
-    out = []
-    for name, make in [("resnet18", m.resnet18), ("resnet50", m.resnet50), ("mobilenet_v2", m.mobilenet_v2),
-                       ("mobilenet_v3_small", m.mobilenet_v3_small), ("squeezenet1_0", m.squeezenet1_0),
-                       ("vgg16", m.vgg16)]:
-        torch.manual_seed(1)
-        out.append((name, randomize(make(weights=None), 2), image, 13, ["image"], ["logits"]))
-    torch.manual_seed(3)
-    gpt = Gpt(vocab=1000, ctx=128, dim=256, heads=8, layers=4)
-    out.append(("gpt", gpt, [ids(1000, 1, 64, seed=41)], 17, ["ids"], ["logits"]))
-    torch.manual_seed(4)
-    mask = torch.ones(1, 64, dtype=torch.long)
-    mask[0, 50:] = 0
-    bert = Bert(vocab=1000, ctx=128, dim=256, heads=8, layers=4)
-    out.append(("bert", bert, [ids(1000, 1, 64, seed=42), ids(2, 1, 64, seed=43), mask], 14,
-                ["ids", "segments", "mask"], ["hidden", "pooled"]))
-    return out
+# The torchvision CNNs of --full (and of benchmarks/compare/compare.py --cnn): random
+# weights, batch 1, the default constructor arguments.
+CNNS = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "squeezenet1_0",
+        "vgg16", "densenet121", "inception_v3", "efficientnet_b0", "shufflenet_v2_x1_0", "mnasnet1_0",
+        "regnet_y_400mf", "googlenet", "convnext_tiny"]
+
+
+def cnn(name):
+    """torchvision's NAME with the seeds the exports use (benchmarks/compare/worker.py
+    rebuilds the same module with this, so torch runs the exported weights)."""
+    kwargs = {}
+    if name in ("inception_v3", "googlenet"):
+        # Without pretrained weights both default to aux_logits=True and init_weights=None
+        # (a warning); the aux heads are unused in eval mode, so leave them out of the module.
+        kwargs = dict(aux_logits=False, init_weights=True)
+    torch.manual_seed(1)
+    return randomize(getattr(torchvision.models, name)(weights=None, **kwargs), 2)
+
+
+def cnn_input(name):
+    # inception_v3 is defined for 299x299 (the others 224x224).
+    size = 299 if name == "inception_v3" else 224
+    return [rand(1, 3, size, size, seed=40)]
+
+
+def full_models(only=None):
+    """Yields (name, module, inputs, opset, input names, output names); a generator that
+    builds a module only when it is reached and selected, since vgg16 alone is 0.5 GB."""
+    for name in CNNS:
+        if only is None or name in only:
+            yield name, cnn(name), cnn_input(name), 13, ["image"], ["logits"]
+    if only is None or "gpt" in only:
+        torch.manual_seed(3)
+        gpt = Gpt(vocab=1000, ctx=128, dim=256, heads=8, layers=4)
+        yield "gpt", gpt, [ids(1000, 1, 64, seed=41)], 17, ["ids"], ["logits"]
+    if only is None or "bert" in only:
+        torch.manual_seed(4)
+        mask = torch.ones(1, 64, dtype=torch.long)
+        mask[0, 50:] = 0
+        bert = Bert(vocab=1000, ctx=128, dim=256, heads=8, layers=4)
+        yield ("bert", bert, [ids(1000, 1, 64, seed=42), ids(2, 1, 64, seed=43), mask], 14,
+               ["ids", "segments", "mask"], ["hidden", "pooled"])
 
 
 # ----------------------------------------------------------------------------- special files
@@ -697,9 +721,10 @@ def main():
     args = parser.parse_args()
     out_dir = args.full or SMALL_DIR
     os.makedirs(out_dir, exist_ok=True)
-    models = full_models() if args.full else small_models()
-    if args.only:
-        models = [m for m in models if m[0] in args.only.split(",")]
+    only = args.only.split(",") if args.only else None
+    models = full_models(only) if args.full else small_models()  # full: built one at a time
+    if only and not args.full:
+        models = [m for m in models if m[0] in only]
     seen = set()
     for name, model, inputs, opset, input_names, output_names in models:
         seen.update(export(model, name, inputs, opset, out_dir, input_names, output_names))

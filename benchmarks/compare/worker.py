@@ -1,12 +1,17 @@
 """One peer framework in its own process (so its peak RSS is its own), for compare.py.
 
-  worker.py ort   model   --models DIR --name NAME --threads T --iters N --out DIR
-  worker.py torch model   --models DIR --name NAME --threads T --iters N --out DIR
-  worker.py ort   decoder --dump DIR --onnx-dir DIR --threads T --reps R --out DIR
-  worker.py torch decoder --dump DIR --threads T --reps R --out DIR
+  worker.py ort      model   --models DIR --name NAME --threads T --iters N --out DIR
+  worker.py openvino model   --models DIR --name NAME --threads T --iters N --out DIR
+  worker.py iree     model   --models DIR --name NAME --vmfb FILE --threads T --iters N --out DIR
+  worker.py torch    model   --models DIR --name NAME --threads T --iters N --out DIR
+  worker.py ort      decoder --dump DIR --onnx-dir DIR --threads T --reps R --out DIR
+  worker.py torch    decoder --dump DIR --threads T --reps R --out DIR
 
 Prints one JSON line (latencies in ms, or prefill ms / decode tokens/s per rep) and saves
-its outputs as .npy under --out for the cross-check. The ort worker never imports torch.
+its outputs as .npy under --out for the cross-check. Two interpreters run it (see
+scripts/bench-compare.sh): torch with /usr/bin/python3 (Debian's torch, numpy 1.x), the
+others with build/bench-venv's (PyPI wheels, numpy 2.x); so ort, openvino and iree never
+import torch, and torch never imports the PyPI packages.
 Timing protocol, the same for carve (carve run --iters N): N runs in one process, the
 first one included, median reported by compare.py.
 """
@@ -44,6 +49,66 @@ def ort_session(path, threads):
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
+def openvino_model(path, threads):
+    """OpenVINO's CPU plugin on the same .onnx file: f32 throughout (no bf16/f16 down-
+    conversion on CPUs that have it), latency mode (one stream: one request at a time uses
+    all its threads) and the same thread count as the others."""
+    import openvino as ov
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", {
+        "INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads})
+    extra = {"openvino_threads": int(compiled.get_property("INFERENCE_NUM_THREADS")),
+             "openvino_precision": str(compiled.get_property("INFERENCE_PRECISION_HINT"))}
+    return compiled, compiled.create_infer_request(), extra
+
+
+def iree_function(vmfb, threads):
+    """The entry function of an IREE module compiled by compare.py (iree-compile for
+    llvm-cpu, host CPU). One thread: the local-sync driver, which runs the dispatches on the
+    calling thread; more: local-task with that many workers (task topology group count)."""
+    import iree.runtime as rt
+    if threads > 1:
+        rt.flags.parse_flags(f"--task_topology_max_group_count={threads}")
+    config = rt.Config("local-sync" if threads == 1 else "local-task")
+    ctx = rt.SystemContext(config=config)
+    vm = rt.VmModule.mmap(config.vm_instance, vmfb)
+    ctx.add_vm_module(vm)
+    # The synchronous entry point (the module also exports NAME$async and __init).
+    names = [n for n in vm.function_names if not n.startswith("__") and "$" not in n]
+    if len(names) != 1:
+        raise SystemExit(f"{vmfb}: expected one entry function, found {names}")
+    return getattr(ctx.modules, vm.name)[names[0]], {"iree_driver": "local-sync" if threads == 1 else "local-task"}
+
+
+def torch_layer(models, name):
+    """A single-layer model of make_layer_models.py as torch functions (Conv, then Relu or
+    Clip), with the .onnx file's own weights."""
+    import onnx
+    import torch
+    import torch.nn.functional as F
+    from onnx import numpy_helper
+    g = onnx.load(os.path.join(models, name + ".onnx")).graph
+    w = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy()) for i in g.initializer}
+    steps = []
+    for node in g.node:
+        at = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type == "Conv":
+            steps.append(lambda x, n=node, at=at: F.conv2d(x, w[n.input[1]], w[n.input[2]] if len(n.input) > 2 else None,
+                                                           stride=at["strides"], padding=at["pads"][:2], groups=at["group"]))
+        elif node.op_type == "Relu":
+            steps.append(torch.relu)
+        elif node.op_type == "Clip":
+            steps.append(lambda x, n=node: torch.clamp(x, float(w[n.input[1]]), float(w[n.input[2]])))
+        else:
+            raise SystemExit(f"{name}: torch_layer has no {node.op_type}")
+
+    def run(x):
+        for f in steps:
+            x = f(x)
+        return x
+    return run
+
+
 def torch_setup(threads):
     import torch
     torch.set_num_threads(threads)
@@ -60,21 +125,21 @@ def blas_libraries():
     return sorted(libs)
 
 
-def torch_model(name):
+def torch_model(models, name):
     """The module make_onnx_models.py --full exported as NAME, rebuilt with the same seeds
     (the weights are checked against the exported reference outputs by compare.py)."""
     import torch
-    import torchvision
     sys.path.insert(0, os.path.join(REPO, "scripts"))
     import make_onnx_models as mk
+    if name.startswith("layer_"):
+        return torch_layer(models, name)
     if name == "gpt":
         torch.manual_seed(3)
         return mk.Gpt(vocab=1000, ctx=128, dim=256, heads=8, layers=4).eval()
     if name == "bert":
         torch.manual_seed(4)
         return mk.Bert(vocab=1000, ctx=128, dim=256, heads=8, layers=4).eval()
-    torch.manual_seed(1)
-    return mk.randomize(getattr(torchvision.models, name)(weights=None), 2).eval()
+    return mk.cnn(name).eval()
 
 
 def input_order(models, name):
@@ -95,10 +160,31 @@ def run_model(a):
             outputs = s.run(None, feeds)
             lat.append((time.perf_counter() - t) * 1e3)
             cpu.append((time.process_time() - c) * 1e3)
+    elif a.framework == "openvino":
+        compiled, req, extra = openvino_model(os.path.join(a.models, a.name + ".onnx"), a.threads)
+        names = [o.get_any_name() for o in compiled.outputs]
+        for _ in range(a.iters):
+            t, c = time.perf_counter(), time.process_time()
+            res = req.infer(feeds)
+            lat.append((time.perf_counter() - t) * 1e3)
+            cpu.append((time.process_time() - c) * 1e3)
+        outputs = [res[o] for o in compiled.outputs]
+    elif a.framework == "iree":
+        fn, extra = iree_function(a.vmfb, a.threads)
+        ins, names = input_order(a.models, a.name)
+        args = [feeds[n] for n in ins]
+        for _ in range(a.iters):
+            t, c = time.perf_counter(), time.process_time()
+            out = fn(*args)
+            # The results as host arrays, like ORT's and OpenVINO's (local-CPU buffers are
+            # host-visible, so this maps rather than copies, but it is part of a run).
+            outputs = [o.to_host() for o in (out if isinstance(out, (tuple, list)) else (out,))]
+            lat.append((time.perf_counter() - t) * 1e3)
+            cpu.append((time.process_time() - c) * 1e3)
     else:
         torch = torch_setup(a.threads)
         ins, names = input_order(a.models, a.name)
-        model = torch_model(a.name)
+        model = torch_model(a.models, a.name)
         args = [torch.from_numpy(feeds[n]) for n in ins]
         for _ in range(a.iters):
             t, c = time.perf_counter(), time.process_time()
@@ -174,10 +260,11 @@ def run_decoder(a):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("framework", choices=["ort", "torch"])
+    p.add_argument("framework", choices=["ort", "openvino", "iree", "torch"])
     p.add_argument("kind", choices=["model", "decoder"])
     p.add_argument("--models")
     p.add_argument("--name")
+    p.add_argument("--vmfb", help="iree: the module compare.py compiled from the .onnx file")
     p.add_argument("--dump")
     p.add_argument("--onnx-dir")
     p.add_argument("--threads", type=int, default=1)
