@@ -439,7 +439,8 @@ std::vector<std::shared_ptr<const jit::LibraryKernel>> take_library_groups(const
     std::erase_if(group.operands, [](const jit::KernelOperand& o) { return o.role == jit::OperandRole::kScratch; });
     group.scratch_bytes = kernel->scratch_bytes();
     if (group.scratch_bytes > 0) group.operands.push_back({jit::OperandRole::kScratch, ir::kNoValue});
-    group.num_tiles = kernel->num_tiles();
+    group.num_tiles = 0;
+    for (int64_t tiles : kernel->phase_tiles()) group.num_tiles += tiles;
     library[g] = std::move(kernel);
   }
   return library;
@@ -506,8 +507,23 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
 
   for (size_t g = 0; g < groups.size(); ++g) {
     CARVE_ASSIGN_OR_RETURN(Launch launch, bind_group(*p, groups[g], scratch_buffer[g], scratch_view[g]));
-    launch.kernel = static_cast<int32_t>(p->launches.size());
-    p->launches.push_back(std::move(launch));
+    launch.kernel = static_cast<int32_t>(g);
+    if (!library[g]) {
+      p->launches.push_back(std::move(launch));
+      continue;
+    }
+    // One launch per phase of a library kernel (library_kernel.h), in order: every phase
+    // writes the scratch, so the hazard DAG runs each after the one before.
+    const std::vector<int64_t> phases = library[g]->phase_tiles();
+    int64_t first = 0;
+    for (size_t ph = 0; ph < phases.size(); ++ph) {
+      Launch part = launch;
+      if (ph + 1 < phases.size()) part.name += fmt::format("#phase{}", ph);
+      part.tile_begin = first;
+      part.tile_end = first + phases[ph];
+      first = part.tile_end;
+      p->launches.push_back(std::move(part));
+    }
   }
   p->times.materialise = phase_seconds();
   if (p->on_device) {  // the device executor compiles the same groups with NVRTC

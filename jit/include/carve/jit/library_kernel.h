@@ -9,9 +9,13 @@
 //    equivalent, weights without bytes, a library that picks a slow reference path.
 //  - Taking a group does the work that depends only on constants now, at compile time:
 //    the weights are reordered into the library's blocked layout once (owned by the kernel).
-//  - run() keeps the kernel ABI (kernel.h): operands in the group's order, tiles
-//    [tile_begin, tile_end) of num_tiles(); the group's scratch must hold scratch_bytes()
-//    (the caller sets KernelGroup::scratch_bytes/num_tiles from the kernel before planning).
+//  - run() keeps the kernel ABI (kernel.h): operands in the group's order (the scratch
+//    operand last), tiles [tile_begin, tile_end); the group's scratch must hold
+//    scratch_bytes() (the caller sets KernelGroup::scratch_bytes/num_tiles before planning).
+//  - Phases: the tiles are numbered phase after phase (phase_tiles()); the tiles of one
+//    phase are independent, and every tile of a phase must run after every tile of the
+//    phases before it (the runtime launches each phase separately: both write the scratch,
+//    so the hazard scheduler orders them).
 //  - Threads: the library runs single-threaded inside run() (its own OpenMP pool is held
 //    at one thread), so only carve's scheduler decides what runs in parallel.
 //  - Determinism: an output element is computed by one library call whose shape does not
@@ -24,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "carve/jit/kernel.h"
 
@@ -33,7 +38,7 @@ class LibraryKernel {
  public:
   virtual ~LibraryKernel() = default;
   virtual void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const = 0;
-  virtual int64_t num_tiles() const = 0;
+  virtual std::vector<int64_t> phase_tiles() const = 0;  // tiles per phase, in order
   virtual int64_t scratch_bytes() const = 0;
   // What runs, e.g. "oneDNN 2.6.3 brgconv:avx512_core".
   virtual std::string describe() const = 0;
