@@ -194,10 +194,12 @@ Reorder make_reorder(const memory::desc& from, const memory::desc& to) {
   return {dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to))};
 }
 
-// Tiles: phase 0 (absent when oneDNN reads NCHW) reorders the input into the blocked
-// layout in scratch, once; phase 1 has one tile per chunk of output channels, each a call
-// of the same primitive (chunk-sized) on its slice of the weights, writing its slice of the
-// NCHW output. The chunk count depends on the shape only (chunks()).
+// Tiles: phase 0 (absent when oneDNN reads the input as it is) reorders the input into
+// the blocked layout in scratch, once; phase 1 has one tile per chunk of output channels,
+// each a call of the same primitive (chunk-sized) on its slice of the weights, writing
+// its slice of the output. The chunk count depends on the shape only (chunks()).
+// Operands the runtime keeps in nChw16c (use_blocked) need no reorder: with one image a
+// chunk of 16k channels is one contiguous slice in NCHW and in nChw16c alike.
 class DnnlConv final : public LibraryKernel {
  public:
   void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
@@ -225,7 +227,26 @@ class DnnlConv final : public LibraryKernel {
   }
   int64_t scratch_bytes() const override { return scratch_bytes_; }
   std::string describe() const override {
-    return library_provider_name() + " " + impl_ + (chunks_ > 1 ? " x" + std::to_string(chunks_) + " channel chunks" : "");
+    std::string text = library_provider_name() + " " + impl_;
+    if (chunks_ > 1) text += " x" + std::to_string(chunks_) + " channel chunks";
+    std::string blocked;
+    if (src_blocked_) blocked += " input";
+    if (residual_blocked_) blocked += " residual";
+    if (out_blocked_) blocked += " output";
+    if (!blocked.empty()) text += ", nChw16c" + blocked;
+    return text;
+  }
+  std::string blocked_layout(int32_t operand) const override {
+    if (!one_image_) return {};
+    if (operand == x_index_ && src_md_ == blocked_src_) return "nChw16c";
+    if ((operand == out_index_ || operand == residual_index_) && dst_md_ == blocked_dst_) return "nChw16c";
+    return {};
+  }
+  void use_blocked(int32_t operand) override {
+    src_blocked_ = src_blocked_ || operand == x_index_;
+    out_blocked_ = out_blocked_ || operand == out_index_;
+    residual_blocked_ = residual_blocked_ || operand == residual_index_;
+    layout();
   }
 
   static std::unique_ptr<LibraryKernel> make(const ir::Graph& graph, const KernelGroup& group,
@@ -234,22 +255,43 @@ class DnnlConv final : public LibraryKernel {
  private:
   int64_t input_tiles() const { return src_reorder_.prim ? 1 : 0; }
   std::byte* scratch(void* const* operands) const {
-    return static_cast<std::byte*>(scratch_index_ >= 0 ? operands[scratch_index_] : nullptr);
+    return static_cast<std::byte*>(scratch_bytes_ > 0 ? operands[scratch_index_] : nullptr);
+  }
+  // Whether the conv writes the output's slice directly (else its chunk slot in scratch).
+  // A blocked output over a plain residual goes through the slot: the two may share bytes.
+  bool dst_is_out() const {
+    return out_blocked_ ? residual_index_ < 0 || residual_blocked_ : dst_md_ == plain_dst_ && one_image_;
+  }
+
+  // Reorders and the scratch layout for the operands' layouts.
+  void layout() {
+    src_reorder_ = {};
+    if (!src_blocked_ && src_md_ != user_src_) src_reorder_ = make_reorder(user_src_, src_md_);
+    dst_reorder_ = {};
+    residual_reorder_ = {};
+    if (!out_blocked_ && !dst_is_out()) dst_reorder_ = make_reorder(dst_md_, user_dst_slice_);
+    // A plain residual is copied as it is only into a plain result of one image.
+    if (residual_index_ >= 0 && !residual_blocked_ && !(dst_md_ == plain_dst_ && one_image_))
+      residual_reorder_ = make_reorder(user_dst_slice_, dst_md_);
+    chunk_offset_ = src_reorder_.prim ? align64(static_cast<int64_t>(src_md_.get_size())) : 0;
+    scratchpad_offset_ = dst_is_out() ? 0 : align64(static_cast<int64_t>(dst_md_.get_size()));
+    chunk_stride_ = scratchpad_offset_ + align64(scratchpad_bytes_);
+    scratch_bytes_ = chunk_offset_ + chunks_ * chunk_stride_;
   }
 
   void run_chunk(dnnl::stream& s, void* const* operands, int64_t chunk) const {
     std::byte* scratch_base = scratch(operands);
     void* src = src_reorder_.prim ? static_cast<void*>(scratch_base) : operands[x_index_];
     std::byte* slot = scratch_base + chunk_offset_ + chunk * chunk_stride_;
-    const int64_t slice = chunk * slice_bytes_;  // this chunk's channels in an NCHW tensor (N == 1 when in place)
+    const int64_t slice = chunk * slice_bytes_;  // this chunk's channels (one image, or the plain slice's start)
     auto* out = static_cast<std::byte*>(operands[out_index_]);
-    void* dst = dst_reorder_.prim ? static_cast<void*>(slot) : out + slice;
+    std::byte* dst = dst_is_out() ? out + slice : slot;
     if (residual_index_ >= 0) {
-      auto* residual = static_cast<std::byte*>(operands[residual_index_]);
-      if (!dst_reorder_.prim) {
-        if (residual != out) std::memcpy(dst, residual + slice, static_cast<size_t>(slice_bytes_));
-      } else {
-        residual_reorder_.run(s, user_dst_slice_, residual + slice, dst_md_, dst);
+      std::byte* residual = static_cast<std::byte*>(operands[residual_index_]) + slice;
+      if (residual_reorder_.prim) {
+        residual_reorder_.run(s, user_dst_slice_, residual, dst_md_, dst);
+      } else if (residual != dst) {  // already in the result's layout
+        std::memcpy(dst, residual, static_cast<size_t>(slice_bytes_));
       }
     }
     memory src_m(src_md_, cpu_engine(), src), dst_m(dst_md_, cpu_engine(), dst);
@@ -259,16 +301,22 @@ class DnnlConv final : public LibraryKernel {
     if (scratchpad_bytes_ > 0)
       args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad_md_, cpu_engine(), slot + scratchpad_offset_));
     conv_.execute(s, args);
-    dst_reorder_.run(s, dst_md_, dst, user_dst_slice_, out + slice);
+    if (dst_reorder_.prim) {
+      dst_reorder_.run(s, dst_md_, dst, user_dst_slice_, out + slice);
+    } else if (dst != out + slice) {
+      std::memcpy(out + slice, dst, static_cast<size_t>(slice_bytes_));
+    }
   }
 
   memory::desc user_src_, user_dst_slice_, src_md_, dst_md_, scratchpad_md_;
+  memory::desc blocked_src_, blocked_dst_, plain_dst_;  // nChw16c input and chunk, dense NCHW chunk
   std::vector<memory> weights_, biases_;  // per chunk
   dnnl::convolution_forward conv_;
   Reorder src_reorder_, dst_reorder_, residual_reorder_;
   int64_t chunks_ = 1;
+  bool one_image_ = false, src_blocked_ = false, out_blocked_ = false, residual_blocked_ = false;
   int32_t x_index_ = -1, out_index_ = -1, residual_index_ = -1, scratch_index_ = -1;
-  // Scratch: [blocked input][chunk 0: blocked result | oneDNN scratchpad][chunk 1: ...]
+  // Scratch: [blocked input][chunk 0: result | oneDNN scratchpad][chunk 1: ...]
   int64_t chunk_offset_ = 0, chunk_stride_ = 0, scratchpad_offset_ = 0, scratchpad_bytes_ = 0;
   int64_t slice_bytes_ = 0, scratch_bytes_ = 0;
   std::string impl_;
@@ -356,20 +404,13 @@ std::unique_ptr<LibraryKernel> DnnlConv::make(const ir::Graph& graph, const Kern
     k->scratchpad_md_ = pd.scratchpad_desc();
     k->scratchpad_bytes_ = static_cast<int64_t>(k->scratchpad_md_.get_size());
     k->slice_bytes_ = co * ohw * static_cast<int64_t>(sizeof(float));
-    if (k->src_md_ != k->user_src_) k->src_reorder_ = make_reorder(k->user_src_, k->src_md_);
-    // oneDNN writing plain NCHW: straight into the output's slice (contiguous for one image).
-    const bool dst_in_place = c.n == 1 && k->dst_md_ == memory::desc(dst, memory::data_type::f32, Tag::nchw);
-    if (!dst_in_place) {
-      k->dst_reorder_ = make_reorder(k->dst_md_, k->user_dst_slice_);
-      if (k->residual_index_ >= 0) k->residual_reorder_ = make_reorder(k->user_dst_slice_, k->dst_md_);
-    }
-    k->chunk_offset_ = k->src_reorder_.prim ? align64(static_cast<int64_t>(k->src_md_.get_size())) : 0;
-    k->scratchpad_offset_ = dst_in_place ? 0 : align64(static_cast<int64_t>(k->dst_md_.get_size()));
-    k->chunk_stride_ = k->scratchpad_offset_ + align64(k->scratchpad_bytes_);
-    k->scratch_bytes_ = k->chunk_offset_ + k->chunks_ * k->chunk_stride_;
+    k->one_image_ = c.n == 1;
+    k->blocked_src_ = memory::desc(src, memory::data_type::f32, Tag::nChw16c);
+    k->blocked_dst_ = memory::desc(dst, memory::data_type::f32, Tag::nChw16c);
+    k->plain_dst_ = memory::desc(dst, memory::data_type::f32, Tag::nchw);
+    k->layout();
     // The scratch operand comes after every input and output (kernel.h's ABI order).
-    if (k->scratch_bytes_ > 0)
-      k->scratch_index_ = static_cast<int32_t>(std::count_if(group.operands.begin(), group.operands.end(),
+    k->scratch_index_ = static_cast<int32_t>(std::count_if(group.operands.begin(), group.operands.end(),
                                                              [](const KernelOperand& o) { return o.role != OperandRole::kScratch; }));
 
     // Weights (and bias), chunk by chunk, reordered into owned memory now, once. A chunk's

@@ -420,28 +420,70 @@ Status add_output_copies(Program& p) {
   return Status();
 }
 
+// Values kept in a library's blocked layout (jit::LibraryKernel::blocked_layout): written
+// by one library kernel and read only by library kernels, every one naming the same layout
+// for it; never a graph output, and no other node (a view, a generated kernel) reads it.
+void keep_blocked(const Program& p, const std::vector<jit::KernelGroup>& groups,
+                  std::vector<std::unique_ptr<jit::LibraryKernel>>& kernels) {
+  struct Use {
+    size_t group;
+    int32_t operand;
+  };
+  const auto values = static_cast<size_t>(p.graph.num_values());
+  std::vector<std::vector<Use>> readers(values), writers(values);
+  std::vector<bool> plain(values, false);
+  for (ir::ValueId v : p.outputs) plain[static_cast<size_t>(v)] = true;
+  std::vector<int32_t> library_group(static_cast<size_t>(p.graph.num_nodes()), -1);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (!kernels[g]) continue;
+    for (ir::NodeId n : groups[g].nodes) library_group[static_cast<size_t>(n)] = static_cast<int32_t>(g);
+    for (size_t i = 0; i < groups[g].operands.size(); ++i) {
+      const jit::KernelOperand& o = groups[g].operands[i];
+      if (o.value == ir::kNoValue) continue;
+      auto& uses = o.role == jit::OperandRole::kOutput ? writers : readers;
+      uses[static_cast<size_t>(o.value)].push_back({g, static_cast<int32_t>(i)});
+    }
+  }
+  for (const ir::Node& n : p.graph.nodes)
+    if (library_group[static_cast<size_t>(n.id)] < 0)
+      for (ir::ValueId v : n.inputs) plain[static_cast<size_t>(v)] = true;
+  for (size_t v = 0; v < values; ++v) {
+    if (plain[v] || writers[v].size() != 1 || readers[v].empty()) continue;
+    const Use w = writers[v].front();
+    const std::string layout = kernels[w.group]->blocked_layout(w.operand);
+    if (layout.empty()) continue;
+    bool agree = true;
+    for (const Use& r : readers[v]) agree = agree && kernels[r.group]->blocked_layout(r.operand) == layout;
+    if (!agree) continue;
+    kernels[w.group]->use_blocked(w.operand);
+    for (const Use& r : readers[v]) kernels[r.group]->use_blocked(r.operand);
+  }
+}
+
 // Groups a library takes (CompileOptions::library_kernels; jit/library_kernel.h): their
 // scratch and tiles become the library kernel's, before the arena is planned. Index-
 // parallel to `groups`; null where the JIT generates the kernel.
 std::vector<std::shared_ptr<const jit::LibraryKernel>> take_library_groups(const Program& p,
                                                                             std::vector<jit::KernelGroup>& groups) {
-  std::vector<std::shared_ptr<const jit::LibraryKernel>> library(groups.size());
   auto constant_bytes = [&p](ir::ValueId v) -> const void* {
     auto it = std::lower_bound(p.constants.begin(), p.constants.end(), v);
     if (it == p.constants.end() || *it != v) return nullptr;
     const auto& buffer = p.constant_buffers[static_cast<size_t>(it - p.constants.begin())];
     return buffer ? buffer->unsafe_data() : nullptr;
   };
+  std::vector<std::unique_ptr<jit::LibraryKernel>> kernels(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) kernels[g] = jit::make_library_kernel(p.graph, groups[g], constant_bytes);
+  keep_blocked(p, groups, kernels);
+  std::vector<std::shared_ptr<const jit::LibraryKernel>> library(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
+    if (!kernels[g]) continue;
     jit::KernelGroup& group = groups[g];
-    std::unique_ptr<jit::LibraryKernel> kernel = jit::make_library_kernel(p.graph, group, constant_bytes);
-    if (!kernel) continue;
     std::erase_if(group.operands, [](const jit::KernelOperand& o) { return o.role == jit::OperandRole::kScratch; });
-    group.scratch_bytes = kernel->scratch_bytes();
+    group.scratch_bytes = kernels[g]->scratch_bytes();
     if (group.scratch_bytes > 0) group.operands.push_back({jit::OperandRole::kScratch, ir::kNoValue});
     group.num_tiles = 0;
-    for (int64_t tiles : kernel->phase_tiles()) group.num_tiles += tiles;
-    library[g] = std::move(kernel);
+    for (int64_t tiles : kernels[g]->phase_tiles()) group.num_tiles += tiles;
+    library[g] = std::move(kernels[g]);
   }
   return library;
 }

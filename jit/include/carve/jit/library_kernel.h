@@ -40,8 +40,16 @@ class LibraryKernel {
   virtual void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const = 0;
   virtual std::vector<int64_t> phase_tiles() const = 0;  // tiles per phase, in order
   virtual int64_t scratch_bytes() const = 0;
-  // What runs, e.g. "oneDNN 2.6.3 brgconv:avx512_core".
+  // What runs, e.g. "oneDNN 2.6.3 jit:avx512_core x2 channel chunks".
   virtual std::string describe() const = 0;
+
+  // Layouts between library kernels. A value may be kept in a blocked layout of the same
+  // bytes (e.g. "nChw16c") instead of its plain row-major one when its producer and every
+  // reader are library kernels naming the same layout for it (the runtime decides, with
+  // the whole graph in view, and calls use_blocked on each before reading phase_tiles or
+  // scratch_bytes). Default: plain only.
+  virtual std::string blocked_layout(int32_t /*operand*/) const { return {}; }
+  virtual void use_blocked(int32_t /*operand*/) {}
 };
 
 // The bytes of a graph constant, or nullptr when it has none.

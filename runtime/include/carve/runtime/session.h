@@ -142,6 +142,8 @@ class CompiledProgram {
   // values alive at different times may share bytes (distinct BufferIds, one storage_id).
   // Bytes are defined only during a run. kNotFound for an unknown value or one that is
   // not in the arena (a caller input/output, constant, handle, or kept in registers).
+  // A value passed between library kernels may hold its bytes in the library's blocked
+  // layout (explain() names those kernels' "nChw16c" operands).
   Result<Buffer> value_view(std::string_view value_name) const;
   // Where the program runs; for a device program, its stream plan (null on the CPU).
   Device device() const;
