@@ -158,20 +158,17 @@ std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& 
   return e;
 }
 
-// Whether oneDNN's conv beats carve's generated kernel for this shape, by measurement
-// (docs/benchmarks.md, "oneDNN convolutions", single layers at 1 thread). Depthwise and
-// grouped convs stay generated (carve's direct depthwise kernel runs 2-4x faster than
-// oneDNN's plus the layout reorders). A dense conv pays two reorders (input into oneDNN's
-// blocked layout, result back to NCHW) of about (C + O) * H * W elements against
-// C * O * KH * KW * OH * OW multiply-adds: small channel counts and 1x1 kernels make
-// the reorders dominate (32->192 1x1 at 56x56: 0.63 ms vs 0.39 generated), 3x3 and
-// larger or wide 1x1 convs win (64->64 3x3 at 56x56: 2.11 vs 2.99 ms).
-bool worth_it(const tiling::ConvShape& c) {
-  if (c.groups != 1) return false;
-  const double reorder_per_mac = (1.0 / static_cast<double>(c.c) + 1.0 / static_cast<double>(c.o)) /
-                                 static_cast<double>(c.kh * c.kw);
-  return reorder_per_mac < 0.015;
-}
+// When oneDNN's conv beats carve's generated kernel, by measurement (docs/benchmarks.md,
+// "oneDNN convolutions", single layers at 1 thread): its kernels run at about the same
+// speed as carve's best or faster, but every reorder between NCHW and its blocked layout
+// costs. A reorder moves one element per element of its tensor: the input's C * H * W
+// against the conv's C * O/groups * KH * KW * OH * OW multiply-adds is stride^2 / (O/groups
+// * KH * KW) per multiply-add, the result's (and a residual's) 1 / (C/groups * KH * KW).
+// Worth it while the reorders it still needs stay under 0.015 per multiply-add: a 3x3
+// conv of 64 channels with both (0.0035) yes; a 1x1 conv 32->192 at 56x56 with both (0.036:
+// 0.63 ms vs 0.39 generated) no, but with its result kept blocked for the next library
+// conv (0.005) yes; a depthwise conv (1/9 a side) only with neither.
+constexpr double kReorderBudgetPerMac = 0.015;
 
 int32_t operand_index(const KernelGroup& group, ir::ValueId v, OperandRole role) {
   for (size_t i = 0; i < group.operands.size(); ++i)
@@ -199,7 +196,8 @@ Reorder make_reorder(const memory::desc& from, const memory::desc& to) {
 // each a call of the same primitive (chunk-sized) on its slice of the weights, writing
 // its slice of the output. The chunk count depends on the shape only (chunks()).
 // Operands the runtime keeps in nChw16c (use_blocked) need no reorder: with one image a
-// chunk of 16k channels is one contiguous slice in NCHW and in nChw16c alike.
+// chunk of 16k channels is one contiguous slice in NCHW and in nChw16c alike. A depthwise
+// chunk reads the same channels of the input.
 class DnnlConv final : public LibraryKernel {
  public:
   void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
@@ -208,7 +206,7 @@ class DnnlConv final : public LibraryKernel {
       dnnl::stream s(cpu_engine());
       for (int64_t t = tile_begin; t < tile_end; ++t) {
         if (t < input_tiles()) {
-          src_reorder_.run(s, user_src_, operands[x_index_], src_md_, scratch(operands));
+          src_reorder_.run(s, user_src_, operands[x_index_], full_src_md_, scratch(operands));
         } else {
           run_chunk(s, operands, t - input_tiles());
         }
@@ -237,10 +235,18 @@ class DnnlConv final : public LibraryKernel {
     return text;
   }
   std::string blocked_layout(int32_t operand) const override {
-    if (!one_image_) return {};
-    if (operand == x_index_ && src_md_ == blocked_src_) return "nChw16c";
-    if ((operand == out_index_ || operand == residual_index_) && dst_md_ == blocked_dst_) return "nChw16c";
+    if (operand == x_index_ && src_blockable_) return "nChw16c";
+    if ((operand == out_index_ || operand == residual_index_) && dst_blockable_) return "nChw16c";
     return {};
+  }
+  bool worth_it(const std::vector<int32_t>& blocked) const override {
+    auto kept = [&](int32_t operand) { return std::find(blocked.begin(), blocked.end(), operand) != blocked.end(); };
+    const bool plain_result_in_place = dst_md_ == plain_dst_ && one_image_;
+    double cost = 0;
+    if (!kept(x_index_) && full_src_md_ != user_src_) cost += input_cost_;
+    if (!kept(out_index_) && !plain_result_in_place) cost += output_cost_;
+    if (residual_index_ >= 0 && !kept(residual_index_) && !plain_result_in_place) cost += output_cost_;
+    return cost < kReorderBudgetPerMac;
   }
   void use_blocked(int32_t operand) override {
     src_blocked_ = src_blocked_ || operand == x_index_;
@@ -266,14 +272,14 @@ class DnnlConv final : public LibraryKernel {
   // Reorders and the scratch layout for the operands' layouts.
   void layout() {
     src_reorder_ = {};
-    if (!src_blocked_ && src_md_ != user_src_) src_reorder_ = make_reorder(user_src_, src_md_);
+    if (!src_blocked_ && full_src_md_ != user_src_) src_reorder_ = make_reorder(user_src_, full_src_md_);
     dst_reorder_ = {};
     residual_reorder_ = {};
     if (!out_blocked_ && !dst_is_out()) dst_reorder_ = make_reorder(dst_md_, user_dst_slice_);
     // A plain residual is copied as it is only into a plain result of one image.
     if (residual_index_ >= 0 && !residual_blocked_ && !(dst_md_ == plain_dst_ && one_image_))
       residual_reorder_ = make_reorder(user_dst_slice_, dst_md_);
-    chunk_offset_ = src_reorder_.prim ? align64(static_cast<int64_t>(src_md_.get_size())) : 0;
+    chunk_offset_ = src_reorder_.prim ? align64(static_cast<int64_t>(full_src_md_.get_size())) : 0;
     scratchpad_offset_ = dst_is_out() ? 0 : align64(static_cast<int64_t>(dst_md_.get_size()));
     chunk_stride_ = scratchpad_offset_ + align64(scratchpad_bytes_);
     scratch_bytes_ = chunk_offset_ + chunks_ * chunk_stride_;
@@ -281,7 +287,8 @@ class DnnlConv final : public LibraryKernel {
 
   void run_chunk(dnnl::stream& s, void* const* operands, int64_t chunk) const {
     std::byte* scratch_base = scratch(operands);
-    void* src = src_reorder_.prim ? static_cast<void*>(scratch_base) : operands[x_index_];
+    std::byte* src = (src_reorder_.prim ? scratch_base : static_cast<std::byte*>(operands[x_index_])) +
+                     chunk * src_slice_bytes_;
     std::byte* slot = scratch_base + chunk_offset_ + chunk * chunk_stride_;
     const int64_t slice = chunk * slice_bytes_;  // this chunk's channels (one image, or the plain slice's start)
     auto* out = static_cast<std::byte*>(operands[out_index_]);
@@ -310,24 +317,30 @@ class DnnlConv final : public LibraryKernel {
 
   memory::desc user_src_, user_dst_slice_, src_md_, dst_md_, scratchpad_md_;
   memory::desc blocked_src_, blocked_dst_, plain_dst_;  // nChw16c input and chunk, dense NCHW chunk
+  memory::desc full_src_md_;  // the whole input in oneDNN's layout (= src_md_ unless depthwise)
   std::vector<memory> weights_, biases_;  // per chunk
   dnnl::convolution_forward conv_;
   Reorder src_reorder_, dst_reorder_, residual_reorder_;
   int64_t chunks_ = 1;
+  double input_cost_ = 0, output_cost_ = 0;  // a reorder's elements per multiply-add
+  // nChw16c in place of NCHW: one image, whole blocks of 16 channels (no padding: the
+  // same bytes), and oneDNN's layout for that side.
+  bool src_blockable_ = false, dst_blockable_ = false;
   bool one_image_ = false, src_blocked_ = false, out_blocked_ = false, residual_blocked_ = false;
   int32_t x_index_ = -1, out_index_ = -1, residual_index_ = -1, scratch_index_ = -1;
   // Scratch: [blocked input][chunk 0: result | oneDNN scratchpad][chunk 1: ...]
   int64_t chunk_offset_ = 0, chunk_stride_ = 0, scratchpad_offset_ = 0, scratchpad_bytes_ = 0;
-  int64_t slice_bytes_ = 0, scratch_bytes_ = 0;
+  int64_t slice_bytes_ = 0, src_slice_bytes_ = 0, scratch_bytes_ = 0;
   std::string impl_;
 };
 
-// Output-channel chunks: as many as keep each >= 32 channels (a multiple of 16, oneDNN's
-// block) and >= 2.5M multiply-adds, up to 8 -- from the shape alone, never the thread count.
+// Output-channel chunks: as many as keep each a whole number of 16-channel blocks (oneDNN's
+// block) and >= 1M multiply-adds, up to 8 -- from the shape alone, never the thread count.
+// (Fewer, larger calls are cheaper on one thread: a call costs a few microseconds.)
 int64_t chunks(const tiling::ConvShape& c) {
-  const int64_t macs = c.n * c.o * c.c * c.kh * c.kw * c.oh * c.ow;
-  for (int64_t t : {8, 4, 2})
-    if (c.o % (16 * t) == 0 && c.o / t >= 32 && macs / t >= 2'500'000) return t;
+  const int64_t macs = c.n * c.o * c.cg * c.kh * c.kw * c.oh * c.ow;
+  for (int64_t t : {8, 6, 4, 3, 2})
+    if (c.o % (16 * t) == 0 && macs / t >= 1'000'000) return t;
   return 1;
 }
 
@@ -338,7 +351,8 @@ std::unique_ptr<LibraryKernel> DnnlConv::make(const ir::Graph& graph, const Kern
   for (ir::ValueId v : node.inputs)
     if (graph.value(v).type.dtype != ir::DType::kF32) return nullptr;
   const tiling::ConvShape c = tiling::conv_shape(graph, node);
-  if (!worth_it(c)) return nullptr;
+  const bool depthwise = c.groups > 1 && c.cg == 1 && c.og == 1;
+  if (c.groups != 1 && !depthwise) return nullptr;
   const void* wbytes = constant_bytes(node.inputs[1]);
   const void* bbytes = node.inputs.size() > 2 ? constant_bytes(node.inputs[2]) : nullptr;
   if (!wbytes || (node.inputs.size() > 2 && !bbytes)) return nullptr;
@@ -347,6 +361,9 @@ std::unique_ptr<LibraryKernel> DnnlConv::make(const ir::Graph& graph, const Kern
   int outputs = 0;
   for (const KernelOperand& o : group.operands) outputs += o.role == OperandRole::kOutput;
   auto k = std::make_unique<DnnlConv>();
+  const double taps = static_cast<double>(c.kh * c.kw);
+  k->input_cost_ = static_cast<double>(c.sh * c.sw) / (static_cast<double>(c.og) * taps);
+  k->output_cost_ = 1.0 / (static_cast<double>(c.cg) * taps);
   k->x_index_ = operand_index(group, node.inputs[0], OperandRole::kInput);
   k->out_index_ = operand_index(group, epilogue->result, OperandRole::kOutput);
   if (epilogue->residual != ir::kNoValue)
@@ -361,11 +378,14 @@ std::unique_ptr<LibraryKernel> DnnlConv::make(const ir::Graph& graph, const Kern
 
   k->chunks_ = chunks(c);
   const int64_t co = c.o / k->chunks_, ohw = c.oh * c.ow;
-  const memory::dims src{c.n, c.c, c.h, c.w}, dst{c.n, co, c.oh, c.ow}, weights{co, c.c, c.kh, c.kw};
+  // A depthwise chunk reads its own channels only.
+  const memory::dims full_src{c.n, c.c, c.h, c.w}, src{c.n, depthwise ? co : c.c, c.h, c.w},
+      dst{c.n, co, c.oh, c.ow};
+  const memory::dims weights = depthwise ? memory::dims{co, 1, 1, c.kh, c.kw} : memory::dims{co, c.c, c.kh, c.kw};
   OneOmpThread one_thread;
   try {
     dnnl::engine& eng = cpu_engine();
-    k->user_src_ = memory::desc(src, memory::data_type::f32, Tag::nchw);
+    k->user_src_ = memory::desc(full_src, memory::data_type::f32, Tag::nchw);
     // One chunk's channels inside the whole NCHW output (or residual).
     k->user_dst_slice_ = memory::desc(dst, memory::data_type::f32, memory::dims{c.o * ohw, ohw, c.ow, 1});
     memory::desc bias_md({co}, memory::data_type::f32, Tag::x);
@@ -398,16 +418,23 @@ std::unique_ptr<LibraryKernel> DnnlConv::make(const ir::Graph& graph, const Kern
     }
     if (!chosen) return nullptr;
     const dnnl::convolution_forward::primitive_desc& pd = *chosen;
+    k->blocked_src_ = memory::desc(src, memory::data_type::f32, Tag::nChw16c);
+    k->blocked_dst_ = memory::desc(dst, memory::data_type::f32, Tag::nChw16c);
+    if (depthwise && (pd.src_desc() != k->blocked_src_ || pd.dst_desc() != k->blocked_dst_)) return nullptr;
     k->impl_ = pd.impl_info_str();
     k->src_md_ = pd.src_desc();
     k->dst_md_ = pd.dst_desc();
     k->scratchpad_md_ = pd.scratchpad_desc();
     k->scratchpad_bytes_ = static_cast<int64_t>(k->scratchpad_md_.get_size());
     k->slice_bytes_ = co * ohw * static_cast<int64_t>(sizeof(float));
+    // The whole input in oneDNN's layout (a depthwise chunk's is a slice of it).
+    k->full_src_md_ = depthwise ? memory::desc(full_src, memory::data_type::f32, k->src_md_ == k->blocked_src_ ? Tag::nChw16c : Tag::nchw)
+                                : k->src_md_;
+    if (depthwise) k->src_slice_bytes_ = co * c.h * c.w * static_cast<int64_t>(sizeof(float));
     k->one_image_ = c.n == 1;
-    k->blocked_src_ = memory::desc(src, memory::data_type::f32, Tag::nChw16c);
-    k->blocked_dst_ = memory::desc(dst, memory::data_type::f32, Tag::nChw16c);
     k->plain_dst_ = memory::desc(dst, memory::data_type::f32, Tag::nchw);
+    k->src_blockable_ = k->one_image_ && src[1] % 16 == 0 && k->src_md_ == k->blocked_src_;
+    k->dst_blockable_ = k->one_image_ && co % 16 == 0 && k->dst_md_ == k->blocked_dst_;
     k->layout();
     // The scratch operand comes after every input and output (kernel.h's ABI order).
     k->scratch_index_ = static_cast<int32_t>(std::count_if(group.operands.begin(), group.operands.end(),
@@ -416,10 +443,11 @@ std::unique_ptr<LibraryKernel> DnnlConv::make(const ir::Graph& graph, const Kern
     // Weights (and bias), chunk by chunk, reordered into owned memory now, once. A chunk's
     // output channels are consecutive OIHW rows.
     dnnl::stream s(eng);
-    const int64_t chunk_weights = co * c.c * c.kh * c.kw;
+    const int64_t chunk_weights = co * c.cg * c.kh * c.kw;
     for (int64_t i = 0; i < k->chunks_; ++i) {
       const float* w = static_cast<const float*>(wbytes) + i * chunk_weights;
-      memory user_w(memory::desc(weights, memory::data_type::f32, Tag::oihw), eng, const_cast<float*>(w));
+      memory user_w(memory::desc(weights, memory::data_type::f32, depthwise ? Tag::goihw : Tag::oihw), eng,
+                    const_cast<float*>(w));
       k->weights_.emplace_back(pd.weights_desc(), eng);
       dnnl::reorder(user_w, k->weights_.back()).execute(s, user_w, k->weights_.back());
       if (bbytes) {

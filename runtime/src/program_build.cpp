@@ -420,44 +420,71 @@ Status add_output_copies(Program& p) {
   return Status();
 }
 
-// Values kept in a library's blocked layout (jit::LibraryKernel::blocked_layout): written
-// by one library kernel and read only by library kernels, every one naming the same layout
-// for it; never a graph output, and no other node (a view, a generated kernel) reads it.
-void keep_blocked(const Program& p, const std::vector<jit::KernelGroup>& groups,
-                  std::vector<std::unique_ptr<jit::LibraryKernel>>& kernels) {
-  struct Use {
-    size_t group;
-    int32_t operand;
-  };
+// Values that can stay in a library's blocked layout (jit::LibraryKernel::blocked_layout)
+// with the library kernels in `kernels`: written by one library kernel and read only by
+// library kernels, every one naming the same layout for it; never a graph output, and no
+// other node (a view, a generated kernel) reads it.
+std::vector<bool> blocked_values(const Program& p, const std::vector<jit::KernelGroup>& groups,
+                                 const std::vector<std::unique_ptr<jit::LibraryKernel>>& kernels) {
   const auto values = static_cast<size_t>(p.graph.num_values());
-  std::vector<std::vector<Use>> readers(values), writers(values);
-  std::vector<bool> plain(values, false);
+  std::vector<std::vector<std::pair<size_t, int32_t>>> readers(values), writers(values);  // (group, operand)
+  std::vector<bool> plain(values, false), blocked(values, false);
   for (ir::ValueId v : p.outputs) plain[static_cast<size_t>(v)] = true;
-  std::vector<int32_t> library_group(static_cast<size_t>(p.graph.num_nodes()), -1);
+  std::vector<bool> in_library(static_cast<size_t>(p.graph.num_nodes()), false);
   for (size_t g = 0; g < groups.size(); ++g) {
     if (!kernels[g]) continue;
-    for (ir::NodeId n : groups[g].nodes) library_group[static_cast<size_t>(n)] = static_cast<int32_t>(g);
+    for (ir::NodeId n : groups[g].nodes) in_library[static_cast<size_t>(n)] = true;
     for (size_t i = 0; i < groups[g].operands.size(); ++i) {
       const jit::KernelOperand& o = groups[g].operands[i];
       if (o.value == ir::kNoValue) continue;
       auto& uses = o.role == jit::OperandRole::kOutput ? writers : readers;
-      uses[static_cast<size_t>(o.value)].push_back({g, static_cast<int32_t>(i)});
+      uses[static_cast<size_t>(o.value)].emplace_back(g, static_cast<int32_t>(i));
     }
   }
   for (const ir::Node& n : p.graph.nodes)
-    if (library_group[static_cast<size_t>(n.id)] < 0)
+    if (!in_library[static_cast<size_t>(n.id)])
       for (ir::ValueId v : n.inputs) plain[static_cast<size_t>(v)] = true;
   for (size_t v = 0; v < values; ++v) {
     if (plain[v] || writers[v].size() != 1 || readers[v].empty()) continue;
-    const Use w = writers[v].front();
-    const std::string layout = kernels[w.group]->blocked_layout(w.operand);
-    if (layout.empty()) continue;
-    bool agree = true;
-    for (const Use& r : readers[v]) agree = agree && kernels[r.group]->blocked_layout(r.operand) == layout;
-    if (!agree) continue;
-    kernels[w.group]->use_blocked(w.operand);
-    for (const Use& r : readers[v]) kernels[r.group]->use_blocked(r.operand);
+    const auto [wg, wi] = writers[v].front();
+    const std::string layout = kernels[wg]->blocked_layout(wi);
+    bool agree = !layout.empty();
+    for (const auto& [rg, ri] : readers[v]) agree = agree && kernels[rg]->blocked_layout(ri) == layout;
+    blocked[v] = agree;
   }
+  return blocked;
+}
+
+// The operands of group g whose values stay blocked.
+std::vector<int32_t> blocked_operands(const jit::KernelGroup& group, const std::vector<bool>& blocked) {
+  std::vector<int32_t> operands;
+  for (size_t i = 0; i < group.operands.size(); ++i) {
+    const ir::ValueId v = group.operands[i].value;
+    if (v != ir::kNoValue && blocked[static_cast<size_t>(v)]) operands.push_back(static_cast<int32_t>(i));
+  }
+  return operands;
+}
+
+// Decides the layouts between library kernels: drops the kernels not worth running with
+// the reorders they would still need (LibraryKernel::worth_it) -- which can leave their
+// neighbours' values plain, so until nothing changes -- then tells every kernel which of
+// its operands stay blocked.
+void keep_blocked(const Program& p, const std::vector<jit::KernelGroup>& groups,
+                  std::vector<std::unique_ptr<jit::LibraryKernel>>& kernels) {
+  std::vector<bool> blocked;
+  for (bool dropped = true; dropped;) {
+    blocked = blocked_values(p, groups, kernels);
+    dropped = false;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (kernels[g] && !kernels[g]->worth_it(blocked_operands(groups[g], blocked))) {
+        kernels[g].reset();
+        dropped = true;
+      }
+    }
+  }
+  for (size_t g = 0; g < groups.size(); ++g)
+    if (kernels[g])
+      for (int32_t operand : blocked_operands(groups[g], blocked)) kernels[g]->use_blocked(operand);
 }
 
 // Groups a library takes (CompileOptions::library_kernels; jit/library_kernel.h): their

@@ -3,9 +3,12 @@
 // stay generated; results within the reference's tolerance (another summation order, so
 // not bit-equal to the generated kernels); the same bytes sequentially and at 1 and 2
 // threads; library_kernels = false generates every kernel. In a build without oneDNN
-// (CARVE_WITH_DNNL=OFF) the same cases check that every group is generated.
+// (CARVE_WITH_DNNL=OFF) the same cases check that every group is generated. Chains of
+// library convs keep the values between them in nChw16c (no reorders), and the kernels
+// worth running only that way are dropped with the chain when something else reads it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -24,17 +27,6 @@ using namespace carve;
 using ir::DType;
 
 namespace {
-
-std::vector<uint8_t> random_floats(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<uint8_t> bytes(static_cast<size_t>(n) * sizeof(float));
-  for (int64_t i = 0; i < n; ++i) {
-    float f = dist(rng);
-    std::memcpy(bytes.data() + static_cast<size_t>(i) * sizeof(float), &f, sizeof f);
-  }
-  return bytes;
-}
 
 struct Case {
   std::string name;
@@ -56,8 +48,8 @@ ir::Graph make_graph(const Case& c) {
   ir::GraphBuilder b(c.name);
   auto x = b.input("x", DType::kF32, {1, c.c, c.h, c.h});
   const int64_t cg = c.c / c.conv.groups;
-  auto w = b.constant("w", DType::kF32, {c.o, cg, c.k, c.k}, random_floats(c.o * cg * c.k * c.k, 11));
-  auto bias = b.constant("bias", DType::kF32, {c.o}, random_floats(c.o, 12));
+  auto w = b.constant("w", DType::kF32, {c.o, cg, c.k, c.k}, test::random_f32_bytes(c.o * cg * c.k * c.k, 11));
+  auto bias = b.constant("bias", DType::kF32, {c.o}, test::random_f32_bytes(c.o, 12));
   const int64_t oh = out_size(c);
   ir::ValueId residual = c.residual ? b.input("r", DType::kF32, {1, c.o, oh, oh}) : ir::kNoValue;
   auto y = b.conv2d(x, w, bias, c.conv);
@@ -72,11 +64,11 @@ std::vector<Case> cases() {
   auto relu = [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.relu(y); };
   return {
       {"conv3x3 relu", 16, 32, 12, 3, same, relu},
-      {"conv3x3 stride 2, uneven pads", 24, 40, 13, 3, {.strides = {2, 2}, .pads = {1, 0, 2, 1}}, relu},
+      {"conv3x3 stride 2, uneven pads", 32, 64, 13, 3, {.strides = {2, 2}, .pads = {1, 0, 2, 1}}, relu},
       {"conv3x3 dilation 2", 16, 16, 14, 3, {.pads = {2, 2, 2, 2}, .dilations = {2, 2}}, relu},
       {"conv7x7 stride 2 stem", 3, 32, 30, 7, {.strides = {2, 2}, .pads = {3, 3, 3, 3}}, relu},
       {"conv3x3 no epilogue", 32, 32, 9, 3, same, nullptr},
-      {"conv3x3 + residual add + relu", 16, 16, 10, 3, same,
+      {"conv3x3 + residual add + relu", 32, 32, 10, 3, same,
        [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId r) { return b.relu(b.add(r, y)); }, true},
       {"conv3x3 clip 0..6", 16, 24, 8, 3, same,
        [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.clip(y, 0.0, 6.0); }},
@@ -143,6 +135,25 @@ int64_t outside(const std::vector<uint8_t>& got, const reference::HostTensor& wa
   return bad;
 }
 
+// Elements off by more than tol * max |want| (a deep chain sums large terms that cancel:
+// its error scales with the terms, not with each result).
+int64_t outside_scaled(const std::vector<uint8_t>& got, const reference::HostTensor& want, double tol) {
+  double scale = 0;
+  for (size_t i = 0; i < want.bytes.size() / sizeof(float); ++i) {
+    float w;
+    std::memcpy(&w, want.bytes.data() + i * sizeof(float), sizeof w);
+    scale = std::max(scale, std::fabs(double(w)));
+  }
+  int64_t bad = 0;
+  for (size_t i = 0; i < got.size() / sizeof(float); ++i) {
+    float g, w;
+    std::memcpy(&g, got.data() + i * sizeof(float), sizeof g);
+    std::memcpy(&w, want.bytes.data() + i * sizeof(float), sizeof w);
+    bad += !(std::fabs(double(g) - double(w)) <= tol * scale);
+  }
+  return bad;
+}
+
 }  // namespace
 
 TEST_CASE("runtime/library/conv groups: taken where expected, within the reference's tolerance") {
@@ -152,9 +163,9 @@ TEST_CASE("runtime/library/conv groups: taken where expected, within the referen
   for (const Case& c : cases()) {
     CAPTURE(c.name);
     ir::Graph g = make_graph(c);
-    std::vector<reference::HostTensor> in{tensor({1, c.c, c.h, c.h}, random_floats(c.c * c.h * c.h, 5))};
+    std::vector<reference::HostTensor> in{tensor({1, c.c, c.h, c.h}, test::random_f32_bytes(c.c * c.h * c.h, 5))};
     const int64_t oh = out_size(c);
-    if (c.residual) in.push_back(tensor({1, c.o, oh, oh}, random_floats(c.o * oh * oh, 6)));
+    if (c.residual) in.push_back(tensor({1, c.o, oh, oh}, test::random_f32_bytes(c.o * oh * oh, 6)));
     auto want = reference::run_reference(g, in);
     REQUIRE(want.ok());
     RunResult library = run(*session, g, in, {});
@@ -176,9 +187,9 @@ TEST_CASE("runtime/library/conv groups write the same bytes at any thread count"
     if (!c.taken) continue;
     CAPTURE(c.name);
     ir::Graph g = make_graph(c);
-    std::vector<reference::HostTensor> in{tensor({1, c.c, c.h, c.h}, random_floats(c.c * c.h * c.h, 8))};
+    std::vector<reference::HostTensor> in{tensor({1, c.c, c.h, c.h}, test::random_f32_bytes(c.c * c.h * c.h, 8))};
     const int64_t oh = out_size(c);
-    if (c.residual) in.push_back(tensor({1, c.o, oh, oh}, random_floats(c.o * oh * oh, 9)));
+    if (c.residual) in.push_back(tensor({1, c.o, oh, oh}, test::random_f32_bytes(c.o * oh * oh, 9)));
     runtime::CompileOptions sequential;
     sequential.schedule.sequential = true;
     const std::vector<uint8_t> bytes = run(*one, g, in, sequential).bytes;
@@ -201,4 +212,74 @@ TEST_CASE("runtime/library/explain names the library and the kernels it runs") {
     CHECK(text.find("library kernels: 1 through " + name) != std::string::npos);
     CHECK(text.find("| " + name + " ") != std::string::npos);
   }
+}
+
+namespace {
+
+// A MobileNet-style chain, x f32[1, c, 20, 20]:
+//   a = relu(conv3x3(x, c->c)); b = clip(conv1x1(a, c->mid)); d = clip(dwconv3x3(b));
+//   e = conv1x1(d, mid->c) + a; y = relu(conv3x3(e, c->c))
+// With `d_out`, d is a graph output as well (read outside the library kernels).
+ir::Graph make_chain(int64_t c, int64_t mid, bool d_out) {
+  ir::GraphBuilder b("chain");
+  auto x = b.input("x", DType::kF32, {1, c, 20, 20});
+  uint32_t seed = 20;
+  auto conv = [&](ir::ValueId in, int64_t ci, int64_t co, int64_t k, int64_t groups) {
+    auto w = b.constant("w" + std::to_string(seed), DType::kF32, {co, ci / groups, k, k},
+                        test::random_f32_bytes(co * (ci / groups) * k * k, seed));
+    auto bias = b.constant("b" + std::to_string(seed), DType::kF32, {co}, test::random_f32_bytes(co, seed + 100));
+    ++seed;
+    const int64_t p = k / 2;
+    return b.conv2d(in, w, bias, {.groups = groups, .pads = {p, p, p, p}});
+  };
+  auto a = b.relu(conv(x, c, c, 3, 1));
+  auto bb = b.clip(conv(a, c, mid, 1, 1), 0.0, 6.0);
+  auto d = b.clip(conv(bb, mid, mid, 3, mid), 0.0, 6.0);
+  auto e = b.add(conv(d, mid, c, 1, 1), a);
+  b.output(b.rename(b.relu(conv(e, c, c, 3, 1)), "y"));
+  if (d_out) b.output(b.rename(d, "d"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(*g);
+}
+
+// Runs the chain with and without library kernels: both within the reference's
+// tolerance, the same bytes at 1 and 2 threads; returns the library kernels' count.
+int64_t check_chain(int64_t c, int64_t mid, bool d_out) {
+  auto one = runtime::testing::cpu_session_or_skip(1);
+  if (!one) return -1;
+  auto two = runtime::testing::cpu_session_or_skip(2);
+  ir::Graph g = make_chain(c, mid, d_out);
+  std::vector<reference::HostTensor> in{tensor({1, c, 20, 20}, test::random_f32_bytes(c * 400, 3))};
+  auto want = reference::run_reference(g, in);
+  REQUIRE(want.ok());
+  RunResult library = run(*one, g, in, {});
+  CHECK(outside_scaled(library.bytes, want->at(0), 1e-5) == 0);
+  CHECK(outside_scaled(run(*one, g, in, {.library_kernels = false}).bytes, want->at(0), 1e-5) == 0);
+  CHECK(run(*two, g, in, {}).bytes == library.bytes);
+  return library.library_kernels;
+}
+
+}  // namespace
+
+TEST_CASE("runtime/library/a chain of convs stays blocked and every kernel is taken") {
+  const int64_t taken = check_chain(32, 96, false);
+  if (taken < 0) return;
+  CHECK(taken == (jit::library_provider_name().empty() ? 0 : 5));
+}
+
+TEST_CASE("runtime/library/a chain read from outside keeps only the convs worth their reorders") {
+  // d is also a graph output: it stays NCHW, so the depthwise conv (worth it only with no
+  // reorder) goes back to the JIT, and with it the 1x1 convs beside it; the 3x3s stay.
+  const int64_t taken = check_chain(32, 96, true);
+  if (taken < 0) return;
+  CHECK(taken == (jit::library_provider_name().empty() ? 0 : 2));
+}
+
+TEST_CASE("runtime/library/channel counts that are not whole 16-blocks stay NCHW between kernels") {
+  // MobileNet's 24-channel stage: oneDNN's blocked layout pads 24 channels to 32, more
+  // bytes than the value has, so a and e stay NCHW while b and d (144) stay blocked.
+  const int64_t taken = check_chain(24, 144, false);
+  if (taken < 0) return;
+  CHECK(taken == (jit::library_provider_name().empty() ? 0 : 5));
 }

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <random>
 
 namespace carve::test {
 
@@ -18,6 +20,17 @@ void skip(std::string_view reason) {
 }
 
 std::string source_dir() { return CARVE_SOURCE_DIR; }
+std::vector<uint8_t> random_f32_bytes(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n) * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) {
+    float f = dist(rng);
+    std::memcpy(bytes.data() + static_cast<size_t>(i) * sizeof(float), &f, sizeof f);
+  }
+  return bytes;
+}
+
 std::string minimalloc_dir() { return source_dir() + "/tests/data/minimalloc"; }
 
 TempDir::TempDir(std::string_view prefix) {

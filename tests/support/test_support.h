@@ -1,6 +1,7 @@
 // Shared helpers for carve's doctest suites.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,9 @@ void skip(std::string_view reason);
 // The source tree, and the MiniMalloc benchmark files copied into it
 // (<source>/tests/data/minimalloc, see the README there). Tests read nothing outside it.
 std::string source_dir();
+
+// n f32 values uniform in [-1, 1) from `seed`, as bytes (constant and input data).
+std::vector<uint8_t> random_f32_bytes(int64_t n, uint32_t seed);
 std::string minimalloc_dir();
 
 // A fresh directory under /tmp ("/tmp/<prefix>_XXXXXX"), removed with its contents when

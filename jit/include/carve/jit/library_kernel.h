@@ -49,6 +49,9 @@ class LibraryKernel {
   // the whole graph in view, and calls use_blocked on each before reading phase_tiles or
   // scratch_bytes). Default: plain only.
   virtual std::string blocked_layout(int32_t /*operand*/) const { return {}; }
+  // Whether the kernel beats the generated one with exactly these operands kept blocked
+  // (the rest plain: layout reorders it must do): the runtime drops it otherwise.
+  virtual bool worth_it(const std::vector<int32_t>& /*blocked_operands*/) const { return true; }
   virtual void use_blocked(int32_t /*operand*/) {}
 };
 
