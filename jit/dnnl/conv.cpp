@@ -192,12 +192,12 @@ Reorder make_reorder(const memory::desc& from, const memory::desc& to) {
 }
 
 // Tiles: phase 0 (absent when oneDNN reads the input as it is) reorders the input into
-// the blocked layout in scratch, once; phase 1 has one tile per chunk of output channels,
-// each a call of the same primitive (chunk-sized) on its slice of the weights, writing
-// its slice of the output. The chunk count depends on the shape only (chunks()).
-// Operands the runtime keeps in nChw16c (use_blocked) need no reorder: with one image a
-// chunk of 16k channels is one contiguous slice in NCHW and in nChw16c alike. A depthwise
-// chunk reads the same channels of the input.
+// the blocked layout in scratch, once; phase 1 has one tile per chunk of output channels
+// (whole 16-channel blocks, as even as they go), each a call of its width's primitive on
+// its slice of the weights, writing its slice of the output. The chunks depend on the
+// shape only (chunk_count()). Operands the runtime keeps in nChw16c (use_blocked) need no
+// reorder: with one image a chunk of 16k channels is one contiguous slice in NCHW and in
+// nChw16c alike. A depthwise chunk reads the same channels of the input.
 class DnnlConv final : public LibraryKernel {
  public:
   void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
@@ -208,7 +208,7 @@ class DnnlConv final : public LibraryKernel {
         if (t < input_tiles()) {
           src_reorder_.run(s, user_src_, operands[x_index_], full_src_md_, scratch(operands));
         } else {
-          run_chunk(s, operands, t - input_tiles());
+          run_chunk(s, operands, chunks_[static_cast<size_t>(t - input_tiles())], t - input_tiles());
         }
       }
       s.wait();
@@ -220,13 +220,14 @@ class DnnlConv final : public LibraryKernel {
     }
   }
   std::vector<int64_t> phase_tiles() const override {
-    if (input_tiles() == 0) return {chunks_};
-    return {input_tiles(), chunks_};
+    const auto chunks = static_cast<int64_t>(chunks_.size());
+    if (input_tiles() == 0) return {chunks};
+    return {input_tiles(), chunks};
   }
   int64_t scratch_bytes() const override { return scratch_bytes_; }
   std::string describe() const override {
     std::string text = library_provider_name() + " " + impl_;
-    if (chunks_ > 1) text += " x" + std::to_string(chunks_) + " channel chunks";
+    if (chunks_.size() > 1) text += " x" + std::to_string(chunks_.size()) + " channel chunks";
     std::string blocked;
     if (src_blocked_) blocked += " input";
     if (residual_blocked_) blocked += " residual";
@@ -241,11 +242,10 @@ class DnnlConv final : public LibraryKernel {
   }
   bool worth_it(const std::vector<int32_t>& blocked) const override {
     auto kept = [&](int32_t operand) { return std::find(blocked.begin(), blocked.end(), operand) != blocked.end(); };
-    const bool plain_result_in_place = dst_md_ == plain_dst_ && one_image_;
     double cost = 0;
     if (!kept(x_index_) && full_src_md_ != user_src_) cost += input_cost_;
-    if (!kept(out_index_) && !plain_result_in_place) cost += output_cost_;
-    if (residual_index_ >= 0 && !kept(residual_index_) && !plain_result_in_place) cost += output_cost_;
+    if (!kept(out_index_) && !plain_result_) cost += output_cost_;
+    if (residual_index_ >= 0 && !kept(residual_index_) && !plain_result_) cost += output_cost_;
     return cost < kReorderBudgetPerMac;
   }
   void use_blocked(int32_t operand) override {
@@ -259,93 +259,160 @@ class DnnlConv final : public LibraryKernel {
                                              const ConstantBytes& constant_bytes);
 
  private:
+  static std::unique_ptr<DnnlConv> make_chunked(const ir::Graph& graph, const KernelGroup& group,
+                                                const ConstantBytes& constant_bytes, int64_t chunks);
+  // One primitive per chunk width (at most three: q and q + 1 blocks, a short last one).
+  struct Width {
+    int64_t channels = 0;
+    dnnl::convolution_forward conv;
+    memory::desc src_md, dst_md, weights_md, scratchpad_md;
+    memory::desc user_dst_slice;  // this width's channels inside the whole NCHW output
+    memory::desc blocked_src, blocked_dst, plain_dst;  // nChw16c input and result, dense NCHW result
+    Reorder dst_reorder, residual_reorder;
+    std::string impl;
+  };
+  struct Chunk {
+    int64_t first_channel = 0;
+    size_t width = 0;
+    memory weights;
+    std::optional<memory> bias;
+  };
+
   int64_t input_tiles() const { return src_reorder_.prim ? 1 : 0; }
   std::byte* scratch(void* const* operands) const {
     return static_cast<std::byte*>(scratch_bytes_ > 0 ? operands[scratch_index_] : nullptr);
   }
   // Whether the conv writes the output's slice directly (else its chunk slot in scratch).
   // A blocked output over a plain residual goes through the slot: the two may share bytes.
-  bool dst_is_out() const {
-    return out_blocked_ ? residual_index_ < 0 || residual_blocked_ : dst_md_ == plain_dst_ && one_image_;
-  }
+  bool dst_is_out() const { return out_blocked_ ? residual_index_ < 0 || residual_blocked_ : plain_result_; }
 
   // Reorders and the scratch layout for the operands' layouts.
   void layout() {
     src_reorder_ = {};
     if (!src_blocked_ && full_src_md_ != user_src_) src_reorder_ = make_reorder(user_src_, full_src_md_);
-    dst_reorder_ = {};
-    residual_reorder_ = {};
-    if (!out_blocked_ && !dst_is_out()) dst_reorder_ = make_reorder(dst_md_, user_dst_slice_);
-    // A plain residual is copied as it is only into a plain result of one image.
-    if (residual_index_ >= 0 && !residual_blocked_ && !(dst_md_ == plain_dst_ && one_image_))
-      residual_reorder_ = make_reorder(user_dst_slice_, dst_md_);
+    int64_t slot = 0;
+    for (Width& w : widths_) {
+      w.dst_reorder = {};
+      w.residual_reorder = {};
+      if (!out_blocked_ && !dst_is_out()) w.dst_reorder = make_reorder(w.dst_md, w.user_dst_slice);
+      // A plain residual is copied as it is only into a plain result of one image.
+      if (residual_index_ >= 0 && !residual_blocked_ && !plain_result_)
+        w.residual_reorder = make_reorder(w.user_dst_slice, w.dst_md);
+      const int64_t result = dst_is_out() ? 0 : align64(static_cast<int64_t>(w.dst_md.get_size()));
+      slot = std::max(slot, result + align64(static_cast<int64_t>(w.scratchpad_md.get_size())));
+    }
     chunk_offset_ = src_reorder_.prim ? align64(static_cast<int64_t>(full_src_md_.get_size())) : 0;
-    scratchpad_offset_ = dst_is_out() ? 0 : align64(static_cast<int64_t>(dst_md_.get_size()));
-    chunk_stride_ = scratchpad_offset_ + align64(scratchpad_bytes_);
-    scratch_bytes_ = chunk_offset_ + chunks_ * chunk_stride_;
+    chunk_stride_ = slot;
+    scratch_bytes_ = chunk_offset_ + static_cast<int64_t>(chunks_.size()) * chunk_stride_;
   }
 
-  void run_chunk(dnnl::stream& s, void* const* operands, int64_t chunk) const {
+  void run_chunk(dnnl::stream& s, void* const* operands, const Chunk& chunk, int64_t index) const {
+    const Width& w = widths_[chunk.width];
     std::byte* scratch_base = scratch(operands);
     std::byte* src = (src_reorder_.prim ? scratch_base : static_cast<std::byte*>(operands[x_index_])) +
-                     chunk * src_slice_bytes_;
-    std::byte* slot = scratch_base + chunk_offset_ + chunk * chunk_stride_;
-    const int64_t slice = chunk * slice_bytes_;  // this chunk's channels (one image, or the plain slice's start)
+                     (depthwise_ ? chunk.first_channel * src_plane_bytes_ : 0);
+    std::byte* slot = scratch_base + chunk_offset_ + index * chunk_stride_;
+    // This chunk's channels: one image, or the plain slice's start.
+    const int64_t slice = chunk.first_channel * plane_bytes_, slice_bytes = w.channels * plane_bytes_;
     auto* out = static_cast<std::byte*>(operands[out_index_]);
     std::byte* dst = dst_is_out() ? out + slice : slot;
     if (residual_index_ >= 0) {
       std::byte* residual = static_cast<std::byte*>(operands[residual_index_]) + slice;
-      if (residual_reorder_.prim) {
-        residual_reorder_.run(s, user_dst_slice_, residual, dst_md_, dst);
+      if (w.residual_reorder.prim) {
+        w.residual_reorder.run(s, w.user_dst_slice, residual, w.dst_md, dst);
       } else if (residual != dst) {  // already in the result's layout
-        std::memcpy(dst, residual, static_cast<size_t>(slice_bytes_));
+        std::memcpy(dst, residual, static_cast<size_t>(slice_bytes));
       }
     }
-    memory src_m(src_md_, cpu_engine(), src), dst_m(dst_md_, cpu_engine(), dst);
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, weights_[static_cast<size_t>(chunk)]}, {DNNL_ARG_DST, dst_m}};
-    if (!biases_.empty()) args.emplace(DNNL_ARG_BIAS, biases_[static_cast<size_t>(chunk)]);
-    if (scratchpad_bytes_ > 0)
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad_md_, cpu_engine(), slot + scratchpad_offset_));
-    conv_.execute(s, args);
-    if (dst_reorder_.prim) {
-      dst_reorder_.run(s, dst_md_, dst, user_dst_slice_, out + slice);
+    const int64_t scratchpad_at = dst_is_out() ? 0 : align64(static_cast<int64_t>(w.dst_md.get_size()));
+    memory src_m(w.src_md, cpu_engine(), src), dst_m(w.dst_md, cpu_engine(), dst);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, chunk.weights}, {DNNL_ARG_DST, dst_m}};
+    if (chunk.bias) args.emplace(DNNL_ARG_BIAS, *chunk.bias);
+    if (w.scratchpad_md.get_size() > 0)
+      args.emplace(DNNL_ARG_SCRATCHPAD, memory(w.scratchpad_md, cpu_engine(), slot + scratchpad_at));
+    w.conv.execute(s, args);
+    if (w.dst_reorder.prim) {
+      w.dst_reorder.run(s, w.dst_md, dst, w.user_dst_slice, out + slice);
     } else if (dst != out + slice) {
-      std::memcpy(out + slice, dst, static_cast<size_t>(slice_bytes_));
+      std::memcpy(out + slice, dst, static_cast<size_t>(slice_bytes));
     }
   }
 
-  memory::desc user_src_, user_dst_slice_, src_md_, dst_md_, scratchpad_md_;
-  memory::desc blocked_src_, blocked_dst_, plain_dst_;  // nChw16c input and chunk, dense NCHW chunk
-  memory::desc full_src_md_;  // the whole input in oneDNN's layout (= src_md_ unless depthwise)
-  std::vector<memory> weights_, biases_;  // per chunk
-  dnnl::convolution_forward conv_;
-  Reorder src_reorder_, dst_reorder_, residual_reorder_;
-  int64_t chunks_ = 1;
+  memory::desc user_src_, full_src_md_;  // the whole input: NCHW, and in oneDNN's layout
+  std::vector<Width> widths_;
+  std::vector<Chunk> chunks_;
+  Reorder src_reorder_;
   double input_cost_ = 0, output_cost_ = 0;  // a reorder's elements per multiply-add
   // nChw16c in place of NCHW: one image, whole blocks of 16 channels (no padding: the
-  // same bytes), and oneDNN's layout for that side.
+  // same bytes), and oneDNN's layout for that side in every width.
   bool src_blockable_ = false, dst_blockable_ = false;
-  bool one_image_ = false, src_blocked_ = false, out_blocked_ = false, residual_blocked_ = false;
+  bool plain_result_ = false;  // every width writes dense NCHW of one image: the output's slice
+  bool depthwise_ = false, src_blocked_ = false, out_blocked_ = false, residual_blocked_ = false;
   int32_t x_index_ = -1, out_index_ = -1, residual_index_ = -1, scratch_index_ = -1;
+  int64_t plane_bytes_ = 0, src_plane_bytes_ = 0;  // one output / input channel of one image
   // Scratch: [blocked input][chunk 0: result | oneDNN scratchpad][chunk 1: ...]
-  int64_t chunk_offset_ = 0, chunk_stride_ = 0, scratchpad_offset_ = 0, scratchpad_bytes_ = 0;
-  int64_t slice_bytes_ = 0, src_slice_bytes_ = 0, scratch_bytes_ = 0;
+  int64_t chunk_offset_ = 0, chunk_stride_ = 0, scratch_bytes_ = 0;
   std::string impl_;
 };
 
-// Output-channel chunks: as many as keep each a whole number of 16-channel blocks (oneDNN's
-// block) and >= 1M multiply-adds, up to 8 -- from the shape alone, never the thread count.
-// (Fewer, larger calls are cheaper on one thread: a call costs a few microseconds.)
-int64_t chunks(const tiling::ConvShape& c) {
-  const int64_t macs = c.n * c.o * c.cg * c.kh * c.kw * c.oh * c.ow;
-  for (int64_t t : {8, 6, 4, 3, 2})
-    if (c.o % (16 * t) == 0 && macs / t >= 1'000'000) return t;
+// Output-channel chunks: up to 8, each >= 1M multiply-adds and at least one block of 16
+// channels (oneDNN's), an even count where it can be (two threads share the chunks
+// evenly) -- from the shape alone, never the thread count. (Fewer, larger calls are
+// cheaper on one thread: a call costs a few microseconds.)
+int64_t chunk_count(const tiling::ConvShape& c) {
+  const int64_t macs = c.n * c.o * c.cg * c.kh * c.kw * c.oh * c.ow, blocks = (c.o + 15) / 16;
+  for (int64_t t : {8, 6, 4, 2})
+    if (t <= blocks && macs / t >= 1'000'000) return t;
   return 1;
+}
+
+// The primitive for chunks of `channels` output channels: nChw16c first (its reorders
+// from and to NCHW move 64-byte runs, where oneDNN's own pick, brgconv's NHWC, transposes
+// element by element: 0.22 ms per 32x56x56 result, a fifth of the conv; the blocked kernels
+// run as fast), then oneDNN's choice. Only JIT-compiled direct kernels beat carve's own:
+// never oneDNN's reference or im2col-GEMM fallbacks. nullopt when there is none.
+std::optional<dnnl::convolution_forward::primitive_desc> conv_primitive(const tiling::ConvShape& c, bool depthwise,
+                                                                       int64_t channels, bool bias,
+                                                                       const dnnl::primitive_attr& attr) {
+  const memory::dims src{c.n, depthwise ? channels : c.c, c.h, c.w}, dst{c.n, channels, c.oh, c.ow};
+  const memory::dims weights =
+      depthwise ? memory::dims{channels, 1, 1, c.kh, c.kw} : memory::dims{channels, c.c, c.kh, c.kw};
+  auto layout = [](int64_t ch) { return ch % 16 == 0 ? Tag::nChw16c : Tag::any; };
+  for (bool blocked : {true, false}) {
+    dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, algorithm::convolution_direct,
+        memory::desc(src, memory::data_type::f32, blocked ? layout(src[1]) : Tag::any),
+        memory::desc(weights, memory::data_type::f32, Tag::any),
+        bias ? memory::desc({channels}, memory::data_type::f32, Tag::x) : memory::desc(),
+        memory::desc(dst, memory::data_type::f32, blocked ? layout(channels) : Tag::any), {c.sh, c.sw},
+        {c.dh - 1, c.dw - 1}, {c.pt, c.pl}, {c.pb, c.pr});
+    try {
+      dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+      const std::string impl = pd.impl_info_str();
+      if (impl.rfind("ref", 0) == 0 || impl.find("gemm") != std::string::npos) continue;
+      return pd;
+    } catch (const dnnl::error&) {
+      continue;  // no implementation for this layout
+    }
+  }
+  return std::nullopt;
 }
 
 std::unique_ptr<LibraryKernel> DnnlConv::make(const ir::Graph& graph, const KernelGroup& group,
                                               const ConstantBytes& constant_bytes) {
+  const ir::Node& node = graph.node(group.nodes.front());
+  if (node.op != ir::OpKind::kConv2d) return nullptr;
+  const tiling::ConvShape c = tiling::conv_shape(graph, node);
+  // Widths whose primitives want different input layouts cannot share the input reorder:
+  // then one chunk.
+  const int64_t chunks = chunk_count(c);
+  std::unique_ptr<DnnlConv> k = make_chunked(graph, group, constant_bytes, chunks);
+  if (!k && chunks > 1) k = make_chunked(graph, group, constant_bytes, 1);
+  return k;
+}
+
+std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const KernelGroup& group,
+                                                 const ConstantBytes& constant_bytes, int64_t t) {
   const ir::Node& node = graph.node(group.nodes.front());
   if (node.op != ir::OpKind::kConv2d) return nullptr;
   for (ir::ValueId v : node.inputs)
@@ -361,6 +428,7 @@ std::unique_ptr<LibraryKernel> DnnlConv::make(const ir::Graph& graph, const Kern
   int outputs = 0;
   for (const KernelOperand& o : group.operands) outputs += o.role == OperandRole::kOutput;
   auto k = std::make_unique<DnnlConv>();
+  k->depthwise_ = depthwise;
   const double taps = static_cast<double>(c.kh * c.kw);
   k->input_cost_ = static_cast<double>(c.sh * c.sw) / (static_cast<double>(c.og) * taps);
   k->output_cost_ = 1.0 / (static_cast<double>(c.cg) * taps);
@@ -375,92 +443,87 @@ std::unique_ptr<LibraryKernel> DnnlConv::make(const ir::Graph& graph, const Kern
   // share bytes (the planner puts a conv's output in place over a dying input only when
   // the group has an elementwise input of its size: the residual, never the conv's x).
   if (epilogue->residual == node.inputs[0]) return nullptr;
+  k->plane_bytes_ = c.oh * c.ow * static_cast<int64_t>(sizeof(float));
+  k->src_plane_bytes_ = c.h * c.w * static_cast<int64_t>(sizeof(float));
+  // The scratch operand comes after every input and output (kernel.h's ABI order).
+  k->scratch_index_ = static_cast<int32_t>(std::count_if(
+      group.operands.begin(), group.operands.end(), [](const KernelOperand& o) { return o.role != OperandRole::kScratch; }));
 
-  k->chunks_ = chunks(c);
-  const int64_t co = c.o / k->chunks_, ohw = c.oh * c.ow;
-  // A depthwise chunk reads its own channels only.
-  const memory::dims full_src{c.n, c.c, c.h, c.w}, src{c.n, depthwise ? co : c.c, c.h, c.w},
-      dst{c.n, co, c.oh, c.ow};
-  const memory::dims weights = depthwise ? memory::dims{co, 1, 1, c.kh, c.kw} : memory::dims{co, c.c, c.kh, c.kw};
   OneOmpThread one_thread;
   try {
     dnnl::engine& eng = cpu_engine();
+    const memory::dims full_src{c.n, c.c, c.h, c.w};
     k->user_src_ = memory::desc(full_src, memory::data_type::f32, Tag::nchw);
-    // One chunk's channels inside the whole NCHW output (or residual).
-    k->user_dst_slice_ = memory::desc(dst, memory::data_type::f32, memory::dims{c.o * ohw, ohw, c.ow, 1});
-    memory::desc bias_md({co}, memory::data_type::f32, Tag::x);
     dnnl::primitive_attr attr;
     attr.set_post_ops(epilogue->ops);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    // The 16-channel blocked layout (nChw16c) first: its reorders from and to NCHW move
-    // 64-byte runs, where oneDNN's own pick (brgconv's NHWC) transposes element by element
-    // (0.22 ms per 32x56x56 result, a fifth of the conv; the blocked kernels run as fast).
-    // Then oneDNN's choice. Only JIT-compiled direct kernels beat carve's own: never
-    // oneDNN's reference or im2col-GEMM fallbacks.
-    auto layout = [](int64_t channels) { return channels % 16 == 0 ? Tag::nChw16c : Tag::any; };
-    std::optional<dnnl::convolution_forward::primitive_desc> chosen;
-    for (bool blocked : {true, false}) {
-      dnnl::convolution_forward::desc desc(
-          dnnl::prop_kind::forward_inference, algorithm::convolution_direct,
-          memory::desc(src, memory::data_type::f32, blocked ? layout(c.c) : Tag::any),
-          memory::desc(weights, memory::data_type::f32, Tag::any), bbytes ? bias_md : memory::desc(),
-          memory::desc(dst, memory::data_type::f32, blocked ? layout(co) : Tag::any), {c.sh, c.sw},
-          {c.dh - 1, c.dw - 1}, {c.pt, c.pl}, {c.pb, c.pr});
-      try {
-        dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
-        const std::string impl = pd.impl_info_str();
-        if (impl.rfind("ref", 0) == 0 || impl.find("gemm") != std::string::npos) continue;
-        chosen = pd;
-        break;
-      } catch (const dnnl::error&) {
-        continue;  // no implementation for this layout
+    // Chunk i: blocks [i * blocks / t, (i + 1) * blocks / t) of 16 channels, the last cut at O.
+    const int64_t blocks = (c.o + 15) / 16;
+    for (int64_t i = 0; i < t; ++i) {
+      Chunk chunk;
+      chunk.first_channel = i * blocks / t * 16;
+      const int64_t channels = std::min((i + 1) * blocks / t * 16, c.o) - chunk.first_channel;
+      auto same = [&](const Width& w) { return w.channels == channels; };
+      chunk.width = static_cast<size_t>(std::find_if(k->widths_.begin(), k->widths_.end(), same) - k->widths_.begin());
+      if (chunk.width == k->widths_.size()) {
+        std::optional<dnnl::convolution_forward::primitive_desc> pd =
+            conv_primitive(c, depthwise, channels, bbytes != nullptr, attr);
+        if (!pd) return nullptr;
+        Width w;
+        w.channels = channels;
+        const memory::dims src{c.n, depthwise ? channels : c.c, c.h, c.w}, dst{c.n, channels, c.oh, c.ow};
+        w.src_md = pd->src_desc();
+        w.dst_md = pd->dst_desc();
+        w.weights_md = pd->weights_desc();
+        w.scratchpad_md = pd->scratchpad_desc();
+        w.user_dst_slice = memory::desc(dst, memory::data_type::f32, memory::dims{c.o * c.oh * c.ow, c.oh * c.ow, c.ow, 1});
+        w.blocked_src = memory::desc(src, memory::data_type::f32, Tag::nChw16c);
+        w.blocked_dst = memory::desc(dst, memory::data_type::f32, Tag::nChw16c);
+        w.plain_dst = memory::desc(dst, memory::data_type::f32, Tag::nchw);
+        w.impl = pd->impl_info_str();
+        w.conv = dnnl::convolution_forward(*pd);
+        k->widths_.push_back(std::move(w));
       }
-    }
-    if (!chosen) return nullptr;
-    const dnnl::convolution_forward::primitive_desc& pd = *chosen;
-    k->blocked_src_ = memory::desc(src, memory::data_type::f32, Tag::nChw16c);
-    k->blocked_dst_ = memory::desc(dst, memory::data_type::f32, Tag::nChw16c);
-    if (depthwise && (pd.src_desc() != k->blocked_src_ || pd.dst_desc() != k->blocked_dst_)) return nullptr;
-    k->impl_ = pd.impl_info_str();
-    k->src_md_ = pd.src_desc();
-    k->dst_md_ = pd.dst_desc();
-    k->scratchpad_md_ = pd.scratchpad_desc();
-    k->scratchpad_bytes_ = static_cast<int64_t>(k->scratchpad_md_.get_size());
-    k->slice_bytes_ = co * ohw * static_cast<int64_t>(sizeof(float));
-    // The whole input in oneDNN's layout (a depthwise chunk's is a slice of it).
-    k->full_src_md_ = depthwise ? memory::desc(full_src, memory::data_type::f32, k->src_md_ == k->blocked_src_ ? Tag::nChw16c : Tag::nchw)
-                                : k->src_md_;
-    if (depthwise) k->src_slice_bytes_ = co * c.h * c.w * static_cast<int64_t>(sizeof(float));
-    k->one_image_ = c.n == 1;
-    k->plain_dst_ = memory::desc(dst, memory::data_type::f32, Tag::nchw);
-    k->src_blockable_ = k->one_image_ && src[1] % 16 == 0 && k->src_md_ == k->blocked_src_;
-    k->dst_blockable_ = k->one_image_ && co % 16 == 0 && k->dst_md_ == k->blocked_dst_;
-    k->layout();
-    // The scratch operand comes after every input and output (kernel.h's ABI order).
-    k->scratch_index_ = static_cast<int32_t>(std::count_if(group.operands.begin(), group.operands.end(),
-                                                             [](const KernelOperand& o) { return o.role != OperandRole::kScratch; }));
-
-    // Weights (and bias), chunk by chunk, reordered into owned memory now, once. A chunk's
-    // output channels are consecutive OIHW rows.
-    dnnl::stream s(eng);
-    const int64_t chunk_weights = co * c.cg * c.kh * c.kw;
-    for (int64_t i = 0; i < k->chunks_; ++i) {
-      const float* w = static_cast<const float*>(wbytes) + i * chunk_weights;
-      memory user_w(memory::desc(weights, memory::data_type::f32, depthwise ? Tag::goihw : Tag::oihw), eng,
-                    const_cast<float*>(w));
-      k->weights_.emplace_back(pd.weights_desc(), eng);
-      dnnl::reorder(user_w, k->weights_.back()).execute(s, user_w, k->weights_.back());
+      // Weights (and bias) reordered into owned memory now, once: a chunk's output
+      // channels are consecutive OIHW rows.
+      const Width& w = k->widths_[chunk.width];
+      const memory::dims wdims =
+          depthwise ? memory::dims{channels, 1, 1, c.kh, c.kw} : memory::dims{channels, c.c, c.kh, c.kw};
+      const float* wsrc = static_cast<const float*>(wbytes) + chunk.first_channel * c.cg * c.kh * c.kw;
+      memory user_w(memory::desc(wdims, memory::data_type::f32, depthwise ? Tag::goihw : Tag::oihw), eng,
+                    const_cast<float*>(wsrc));
+      chunk.weights = memory(w.weights_md, eng);
+      dnnl::stream s(eng);
+      dnnl::reorder(user_w, chunk.weights).execute(s, user_w, chunk.weights);
+      s.wait();
       if (bbytes) {
-        k->biases_.emplace_back(bias_md, eng);
-        std::memcpy(k->biases_.back().get_data_handle(), static_cast<const float*>(bbytes) + i * co,
-                    bias_md.get_size());
+        chunk.bias = memory(memory::desc({channels}, memory::data_type::f32, Tag::x), eng);
+        std::memcpy(chunk.bias->get_data_handle(), static_cast<const float*>(bbytes) + chunk.first_channel,
+                    static_cast<size_t>(channels) * sizeof(float));
       }
+      k->chunks_.push_back(std::move(chunk));
     }
-    s.wait();
-    k->conv_ = dnnl::convolution_forward(pd);
   } catch (const dnnl::error&) {
     return nullptr;  // oneDNN has no implementation for this shape/post-op chain
   }
+  // The input layout is shared by every chunk (the reorder phase writes it once).
+  const Width& first = k->widths_.front();
+  k->full_src_md_ = depthwise ? memory::desc({c.n, c.c, c.h, c.w}, memory::data_type::f32,
+                                             first.src_md == first.blocked_src ? Tag::nChw16c : Tag::nchw)
+                              : first.src_md;
+  const bool one_image = c.n == 1;
+  k->src_blockable_ = one_image && (depthwise || c.c % 16 == 0);
+  k->dst_blockable_ = one_image;
+  k->plain_result_ = one_image;
+  for (const Width& w : k->widths_) {
+    const bool blocked_src = w.src_md == w.blocked_src, blocked_dst = w.dst_md == w.blocked_dst;
+    if (depthwise ? !blocked_src || !blocked_dst : w.src_md != first.src_md) return nullptr;
+    k->src_blockable_ = k->src_blockable_ && blocked_src && w.src_md.dims()[1] % 16 == 0;
+    k->dst_blockable_ = k->dst_blockable_ && blocked_dst && w.channels % 16 == 0;
+    k->plain_result_ = k->plain_result_ && w.dst_md == w.plain_dst;
+  }
+  k->impl_ = first.impl;
+  k->layout();
   return k;
 }
 
