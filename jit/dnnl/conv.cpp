@@ -11,8 +11,6 @@
 // Epilogue nodes taken (in the group's order, each reading the chain's current value):
 // relu, clip, sigmoid, silu, tanh, x * sigmoid(x) (swish), x * hard_sigmoid(x) with
 // alpha 1/6 and beta 1/2 (hard-swish), add of a tensor of the output's shape (at most one).
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,40 +21,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "carve/jit/library_kernel.h"
 #include "carve/jit/tiles.h"
+#include "dnnl_util.h"
 
-namespace carve::jit {
+namespace carve::jit::dnnl_kernels {
 namespace {
-
-using dnnl::algorithm;
-using dnnl::memory;
-using Tag = dnnl::memory::format_tag;
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// Holds oneDNN's OpenMP team at one thread for calls from this thread (carve schedules the
-// parallel work), restoring the caller's setting after: an application's own OpenMP use on
-// this thread keeps its thread count.
-class OneOmpThread {
- public:
-  OneOmpThread() : previous_(omp_get_max_threads()) {
-    if (previous_ != 1) omp_set_num_threads(1);
-  }
-  ~OneOmpThread() {
-    if (previous_ != 1) omp_set_num_threads(previous_);
-  }
-  OneOmpThread(const OneOmpThread&) = delete;
-  OneOmpThread& operator=(const OneOmpThread&) = delete;
-
- private:
-  int previous_;
-};
-
-int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
 double attr_or(const ir::Node& n, const char* name, double fallback) {
   return ir::float_attr_or(n.attrs, name, fallback);
@@ -170,27 +139,6 @@ std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& 
 // conv (0.005) yes; a depthwise conv (1/9 a side) only with neither.
 constexpr double kReorderBudgetPerMac = 0.015;
 
-int32_t operand_index(const KernelGroup& group, ir::ValueId v, OperandRole role) {
-  for (size_t i = 0; i < group.operands.size(); ++i)
-    if (group.operands[i].value == v && group.operands[i].role == role) return static_cast<int32_t>(i);
-  return -1;
-}
-
-// One reorder between a plain NCHW tensor and the layout oneDNN chose (absent when equal).
-struct Reorder {
-  std::optional<dnnl::reorder> prim;
-  void run(dnnl::stream& s, const memory::desc& from_md, void* from, const memory::desc& to_md, void* to) const {
-    if (!prim) return;
-    memory a(from_md, cpu_engine(), from), b(to_md, cpu_engine(), to);
-    prim->execute(s, a, b);
-  }
-};
-
-Reorder make_reorder(const memory::desc& from, const memory::desc& to) {
-  if (from == to) return {};  // same layout: nothing to do
-  return {dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to))};
-}
-
 // Tiles: phase 0 (absent when oneDNN reads the input as it is) reorders the input into
 // the blocked layout in scratch, once; phase 1 has one tile per chunk of output channels
 // (whole 16-channel blocks, as even as they go), each a call of its width's primitive on
@@ -213,10 +161,7 @@ class DnnlConv final : public LibraryKernel {
       }
       s.wait();
     } catch (const dnnl::error& err) {
-      // Execution of primitives created without error does not fail; if it ever does,
-      // stop rather than leave a wrong result.
-      std::fprintf(stderr, "carve: oneDNN convolution failed at run time: %s\n", err.what());
-      std::abort();
+      run_failed("convolution", err);
     }
   }
   std::vector<int64_t> phase_tiles() const override {
@@ -445,9 +390,7 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
   if (epilogue->residual == node.inputs[0]) return nullptr;
   k->plane_bytes_ = c.oh * c.ow * static_cast<int64_t>(sizeof(float));
   k->src_plane_bytes_ = c.h * c.w * static_cast<int64_t>(sizeof(float));
-  // The scratch operand comes after every input and output (kernel.h's ABI order).
-  k->scratch_index_ = static_cast<int32_t>(std::count_if(
-      group.operands.begin(), group.operands.end(), [](const KernelOperand& o) { return o.role != OperandRole::kScratch; }));
+  k->scratch_index_ = scratch_operand_index(group);
 
   OneOmpThread one_thread;
   try {
@@ -529,15 +472,9 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
 
 }  // namespace
 
-std::unique_ptr<LibraryKernel> make_library_kernel(const ir::Graph& graph, const KernelGroup& group,
-                                                   const ConstantBytes& constant_bytes) {
-  if (group.nodes.empty()) return nullptr;
+std::unique_ptr<LibraryKernel> make_conv(const ir::Graph& graph, const KernelGroup& group,
+                                         const ConstantBytes& constant_bytes) {
   return DnnlConv::make(graph, group, constant_bytes);
 }
 
-std::string library_provider_name() {
-  const dnnl_version_t* v = dnnl_version();
-  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
-}
-
-}  // namespace carve::jit
+}  // namespace carve::jit::dnnl_kernels

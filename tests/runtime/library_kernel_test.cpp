@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <string>
@@ -219,8 +220,10 @@ namespace {
 // A MobileNet-style chain, x f32[1, c, 20, 20]:
 //   a = relu(conv3x3(x, c->c)); b = clip(conv1x1(a, c->mid)); d = clip(dwconv3x3(b));
 //   e = conv1x1(d, mid->c) + a; y = relu(conv3x3(e, c->c))
-// With `d_out`, d is a graph output as well (read outside the library kernels).
-ir::Graph make_chain(int64_t c, int64_t mid, bool d_out) {
+// With `d_out`, d is a graph output as well (read outside the library kernels); with `se`,
+// d is scaled by squeeze-excite before the project conv: d * sigmoid(conv1x1(relu(
+// conv1x1(global_average_pool(d), mid->8)), 8->mid)).
+ir::Graph make_chain(int64_t c, int64_t mid, bool d_out, bool se = false) {
   ir::GraphBuilder b("chain");
   auto x = b.input("x", DType::kF32, {1, c, 20, 20});
   uint32_t seed = 20;
@@ -235,6 +238,10 @@ ir::Graph make_chain(int64_t c, int64_t mid, bool d_out) {
   auto a = b.relu(conv(x, c, c, 3, 1));
   auto bb = b.clip(conv(a, c, mid, 1, 1), 0.0, 6.0);
   auto d = b.clip(conv(bb, mid, mid, 3, mid), 0.0, 6.0);
+  if (se) {
+    auto squeezed = b.relu(conv(b.op1(ir::OpKind::kGlobalAvgPool, {d}), mid, 8, 1, 1));
+    d = b.mul(d, b.sigmoid(conv(squeezed, 8, mid, 1, 1)));
+  }
   auto e = b.add(conv(d, mid, c, 1, 1), a);
   b.output(b.rename(b.relu(conv(e, c, c, 3, 1)), "y"));
   if (d_out) b.output(b.rename(d, "d"));
@@ -245,11 +252,11 @@ ir::Graph make_chain(int64_t c, int64_t mid, bool d_out) {
 
 // Runs the chain with and without library kernels: both within the reference's
 // tolerance, the same bytes at 1 and 2 threads; returns the library kernels' count.
-int64_t check_chain(int64_t c, int64_t mid, bool d_out) {
+int64_t check_chain(int64_t c, int64_t mid, bool d_out, bool se = false) {
   auto one = runtime::testing::cpu_session_or_skip(1);
   if (!one) return -1;
   auto two = runtime::testing::cpu_session_or_skip(2);
-  ir::Graph g = make_chain(c, mid, d_out);
+  ir::Graph g = make_chain(c, mid, d_out, se);
   std::vector<reference::HostTensor> in{tensor({1, c, 20, 20}, test::random_f32_bytes(c * 400, 3))};
   auto want = reference::run_reference(g, in);
   REQUIRE(want.ok());
@@ -268,6 +275,14 @@ TEST_CASE("runtime/library/a chain of convs stays blocked and every kernel is ta
   CHECK(taken == (jit::library_provider_name().empty() ? 0 : 5));
 }
 
+TEST_CASE("runtime/library/squeeze-excite keeps the chain blocked: pool and channel scale in nChw16c") {
+  // The pool and the scale are library kernels reading d in nChw16c; the two small convs
+  // on [1, C, 1, 1] stay generated (the pool's result has the same bytes in both layouts).
+  const int64_t taken = check_chain(32, 96, false, true);
+  if (taken < 0) return;
+  CHECK(taken == (jit::library_provider_name().empty() ? 0 : 7));
+}
+
 TEST_CASE("runtime/library/a chain read from outside keeps only the convs worth their reorders") {
   // d is also a graph output: it stays NCHW, so the depthwise conv (worth it only with no
   // reorder) goes back to the JIT, and with it the 1x1 convs beside it; the 3x3s stay.
@@ -282,4 +297,29 @@ TEST_CASE("runtime/library/channel counts that are not whole 16-blocks stay NCHW
   const int64_t taken = check_chain(24, 144, false);
   if (taken < 0) return;
   CHECK(taken == (jit::library_provider_name().empty() ? 0 : 5));
+}
+
+TEST_CASE("runtime/library/runs start no threads of their own") {
+  // oneDNN runs on OpenMP: a primitive created for more than one thread would start an
+  // OpenMP team when it runs, beside carve's scheduler (and slow everything down). A
+  // sequential run of a program full of library kernels starts no thread.
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  if (!session) return;
+  ir::Graph g = make_chain(32, 96, false);
+  std::vector<reference::HostTensor> in{tensor({1, 32, 20, 20}, test::random_f32_bytes(32 * 400, 3))};
+  runtime::CompileOptions options;
+  options.schedule.sequential = true;
+  auto threads = [] {
+    int64_t n = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+    return n;
+  };
+  auto program = session->compile(g, options);
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(in[0].bytes.data()), in[0].bytes.size());
+  std::vector<runtime::Buffer> inputs{*runtime::Buffer::borrow(bytes, DType::kF32, in[0].type.shape)};
+  REQUIRE((*program)->run(inputs).ok());
+  const int64_t before = threads();
+  for (int i = 0; i < 3; ++i) REQUIRE((*program)->run(inputs).ok());
+  CHECK(threads() == before);
 }

@@ -1,0 +1,65 @@
+// Helpers shared by the oneDNN library kernels, and the provider's entry points
+// (library_kernel.h): which kernel takes a group.
+#include "dnnl_util.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace carve::jit {
+namespace dnnl_kernels {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+int32_t operand_index(const KernelGroup& group, ir::ValueId v, OperandRole role) {
+  for (size_t i = 0; i < group.operands.size(); ++i)
+    if (group.operands[i].value == v && group.operands[i].role == role) return static_cast<int32_t>(i);
+  return -1;
+}
+
+int32_t scratch_operand_index(const KernelGroup& group) {
+  int32_t n = 0;
+  for (const KernelOperand& o : group.operands) n += o.role != OperandRole::kScratch;
+  return n;
+}
+
+void Reorder::run(dnnl::stream& s, const memory::desc& from_md, void* from, const memory::desc& to_md,
+                  void* to) const {
+  if (!prim) return;
+  memory a(from_md, cpu_engine(), from), b(to_md, cpu_engine(), to);
+  prim->execute(s, a, b);
+}
+
+Reorder make_reorder(const memory::desc& from, const memory::desc& to) {
+  if (from == to) return {};  // same layout: nothing to do
+  OneOmpThread one_thread;     // a primitive splits its work for the thread count at creation
+  return {dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to))};
+}
+
+void run_failed(const char* what, const dnnl::error& err) {
+  std::fprintf(stderr, "carve: oneDNN %s failed at run time: %s\n", what, err.what());
+  std::abort();
+}
+
+}  // namespace dnnl_kernels
+
+std::unique_ptr<LibraryKernel> make_library_kernel(const ir::Graph& graph, const KernelGroup& group,
+                                                   const ConstantBytes& constant_bytes) {
+  if (group.nodes.empty()) return nullptr;
+  switch (graph.node(group.nodes.front()).op) {
+    case ir::OpKind::kConv2d: return dnnl_kernels::make_conv(graph, group, constant_bytes);
+    case ir::OpKind::kGlobalAvgPool: return dnnl_kernels::make_global_average_pool(graph, group);
+    case ir::OpKind::kMul: return dnnl_kernels::make_channel_scale(graph, group);
+    default: return nullptr;
+  }
+}
+
+std::string library_provider_name() {
+  const dnnl_version_t* v = dnnl_version();
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
+}  // namespace carve::jit

@@ -1,0 +1,183 @@
+// Squeeze-excite's two data ops on oneDNN's nChw16c layout, so that an inverted residual
+// block with squeeze-excite (EfficientNet, MobileNetV3) stays blocked from its expand conv
+// to its project conv (library_kernel.h):
+//  - global average pool x[1, C, H, W] -> [1, C, 1, 1] (pooling_forward, average over H x W);
+//  - channel scale x[1, C, H, W] * s[1, C, 1, 1] (binary_mul, s broadcast over H x W).
+// A [1, C, 1, 1] tensor has the same bytes in NCHW and nChw16c (C a multiple of 16), so the
+// small convs between the two stay generated and read the pool's result as it is. Each is
+// worth running only with its [1, C, H, W] operands kept blocked: otherwise carve's
+// generated kernels, which read NCHW, are as fast and need no reorder (worth_it).
+#include <algorithm>
+#include <optional>
+
+#include "dnnl_util.h"
+
+namespace carve::jit::dnnl_kernels {
+namespace {
+
+bool is_f32_nchw_one_image(const ir::TensorType& t) {
+  return t.dtype == ir::DType::kF32 && t.shape.rank() == 4 && t.shape[0] == 1 && t.shape[1] % 16 == 0;
+}
+
+bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// A kernel whose `blocked` operands (the [1, C, H, W] ones) must all stay in nChw16c.
+class BlockedOnlyKernel : public LibraryKernel {
+ public:
+  std::vector<int64_t> phase_tiles() const override { return {tiles_}; }
+  int64_t scratch_bytes() const override { return 0; }
+  std::string blocked_layout(int32_t operand) const override {
+    return contains(blocked_operands_, operand) ? "nChw16c" : "";
+  }
+  bool worth_it(const std::vector<int32_t>& blocked) const override {
+    return std::all_of(blocked_operands_.begin(), blocked_operands_.end(),
+                       [&](int32_t o) { return contains(blocked, o); });
+  }
+
+ protected:
+  std::vector<int32_t> blocked_operands_;
+  int64_t tiles_ = 1;
+};
+
+class GlobalAveragePool final : public BlockedOnlyKernel {
+ public:
+  static std::unique_ptr<LibraryKernel> make(const ir::Graph& graph, const KernelGroup& group) {
+    if (group.nodes.size() != 1) return nullptr;
+    const ir::Node& node = graph.node(group.nodes.front());
+    const ir::TensorType& in = graph.value(node.inputs[0]).type;
+    if (!is_f32_nchw_one_image(in)) return nullptr;
+    auto k = std::make_unique<GlobalAveragePool>();
+    k->x_ = operand_index(group, node.inputs[0], OperandRole::kInput);
+    k->y_ = operand_index(group, node.outputs[0], OperandRole::kOutput);
+    if (k->x_ < 0 || k->y_ < 0) return nullptr;
+    k->blocked_operands_ = {k->x_};
+    const int64_t c = in.shape[1], h = in.shape[2], w = in.shape[3];
+    OneOmpThread one_thread;
+    try {
+      // The [1, C, 1, 1] result in nChw16c: the NCHW bytes of y.
+      k->src_ = memory::desc({1, c, h, w}, memory::data_type::f32, Tag::nChw16c);
+      k->dst_ = memory::desc({1, c, 1, 1}, memory::data_type::f32, Tag::nChw16c);
+      dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm::pooling_avg_include_padding,
+                                       k->src_, k->dst_, {1, 1}, {h, w}, {0, 0}, {0, 0});
+      dnnl::pooling_forward::primitive_desc pd(desc, cpu_engine());
+      if (pd.scratchpad_desc().get_size() != 0 || std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
+        return nullptr;
+      k->pool_ = dnnl::pooling_forward(pd);
+      k->impl_ = pd.impl_info_str();
+    } catch (const dnnl::error&) {
+      return nullptr;
+    }
+    return k;
+  }
+
+  void run(void* const* operands, int64_t, int64_t) const override {
+    OneOmpThread one_thread;
+    try {
+      dnnl::stream s(cpu_engine());
+      memory src(src_, cpu_engine(), operands[x_]), dst(dst_, cpu_engine(), operands[y_]);
+      pool_.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+      s.wait();
+    } catch (const dnnl::error& err) {
+      run_failed("global average pool", err);
+    }
+  }
+  std::string describe() const override { return library_provider_name() + " " + impl_ + ", nChw16c input"; }
+
+ private:
+  int32_t x_ = -1, y_ = -1;
+  memory::desc src_, dst_;
+  dnnl::pooling_forward pool_;
+  std::string impl_;
+};
+
+// out = x * s (or s * x); chunks of whole 16-channel blocks as tiles.
+class ChannelScale final : public BlockedOnlyKernel {
+ public:
+  static std::unique_ptr<LibraryKernel> make(const ir::Graph& graph, const KernelGroup& group) {
+    if (group.nodes.size() != 1) return nullptr;
+    const ir::Node& node = graph.node(group.nodes.front());
+    if (node.inputs.size() != 2) return nullptr;
+    const ir::TensorType& out = graph.value(node.outputs[0]).type;
+    if (!is_f32_nchw_one_image(out)) return nullptr;
+    const int64_t c = out.shape[1], h = out.shape[2], w = out.shape[3];
+    const ir::Shape scale_shape{1, c, 1, 1};
+    int x = -1;
+    for (int i = 0; i < 2; ++i) {
+      const ir::TensorType& a = graph.value(node.inputs[static_cast<size_t>(i)]).type;
+      const ir::TensorType& b = graph.value(node.inputs[static_cast<size_t>(1 - i)]).type;
+      if (a == out && b.dtype == ir::DType::kF32 && b.shape == scale_shape && !(h == 1 && w == 1)) x = i;
+    }
+    if (x < 0) return nullptr;
+    auto k = std::make_unique<ChannelScale>();
+    k->x_ = operand_index(group, node.inputs[static_cast<size_t>(x)], OperandRole::kInput);
+    k->s_ = operand_index(group, node.inputs[static_cast<size_t>(1 - x)], OperandRole::kInput);
+    k->y_ = operand_index(group, node.outputs[0], OperandRole::kOutput);
+    if (k->x_ < 0 || k->s_ < 0 || k->y_ < 0) return nullptr;
+    k->blocked_operands_ = {k->x_, k->y_};
+    // Chunks: up to 4 equal ones of >= 64K elements, by the shape alone.
+    const int64_t blocks = c / 16;
+    for (int64_t t : {4, 2})
+      if (blocks % t == 0 && c * h * w / t >= 65536) {
+        k->tiles_ = t;
+        break;
+      }
+    const int64_t cc = c / k->tiles_;
+    k->chunk_bytes_ = cc * h * w * static_cast<int64_t>(sizeof(float));
+    k->chunk_channels_ = cc;
+    OneOmpThread one_thread;
+    try {
+      k->x_md_ = memory::desc({1, cc, h, w}, memory::data_type::f32, Tag::nChw16c);
+      k->s_md_ = memory::desc({1, cc, 1, 1}, memory::data_type::f32, Tag::nChw16c);  // = NCHW bytes
+      dnnl::binary::desc desc(algorithm::binary_mul, k->x_md_, k->s_md_, k->x_md_);
+      dnnl::binary::primitive_desc pd(desc, cpu_engine());
+      if (pd.scratchpad_desc().get_size() != 0 || std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
+        return nullptr;
+      k->mul_ = dnnl::binary(pd);
+      k->impl_ = pd.impl_info_str();
+    } catch (const dnnl::error&) {
+      return nullptr;
+    }
+    return k;
+  }
+
+  void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
+    OneOmpThread one_thread;
+    try {
+      dnnl::stream s(cpu_engine());
+      for (int64_t t = tile_begin; t < tile_end; ++t) {
+        // Chunk t: its channels of x and of the result (one contiguous slice each in
+        // nChw16c), and of s. In place (y over x) each chunk reads only what it writes.
+        memory x(x_md_, cpu_engine(), static_cast<std::byte*>(operands[x_]) + t * chunk_bytes_);
+        memory scale(s_md_, cpu_engine(), static_cast<float*>(operands[s_]) + t * chunk_channels_);
+        memory y(x_md_, cpu_engine(), static_cast<std::byte*>(operands[y_]) + t * chunk_bytes_);
+        mul_.execute(s, {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, scale}, {DNNL_ARG_DST, y}});
+      }
+      s.wait();
+    } catch (const dnnl::error& err) {
+      run_failed("channel scale", err);
+    }
+  }
+  std::string describe() const override {
+    return library_provider_name() + " " + impl_ + (tiles_ > 1 ? " x" + std::to_string(tiles_) + " channel chunks" : "") +
+           ", nChw16c input output";
+  }
+
+ private:
+  int32_t x_ = -1, s_ = -1, y_ = -1;
+  int64_t chunk_bytes_ = 0, chunk_channels_ = 0;
+  memory::desc x_md_, s_md_;
+  dnnl::binary mul_;
+  std::string impl_;
+};
+
+}  // namespace
+
+std::unique_ptr<LibraryKernel> make_global_average_pool(const ir::Graph& graph, const KernelGroup& group) {
+  return GlobalAveragePool::make(graph, group);
+}
+
+std::unique_ptr<LibraryKernel> make_channel_scale(const ir::Graph& graph, const KernelGroup& group) {
+  return ChannelScale::make(graph, group);
+}
+
+}  // namespace carve::jit::dnnl_kernels
