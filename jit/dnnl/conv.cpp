@@ -1,20 +1,18 @@
 // oneDNN as the kernel provider of f32 convolutions (library_kernel.h).
 //
-// Why: oneDNN's blocked direct convolutions (brgconv on AVX-512) run 3x3/1x1/strided
-// convs at ~115 GFLOP/s on one core here, against 57-95 for carve's implicit GEMM
-// (docs/benchmarks.md, "oneDNN convolutions"). carve keeps NCHW between kernels, so a run
-// is: the input reordered into the blocked layout oneDNN picked (scratch), the conv with
-// its epilogue as post-ops, the result reordered back into the NCHW output. A fused
-// residual add is a `sum` post-op: the residual is reordered into the blocked result first.
-// Weights are reordered once, here, when the group is taken.
+// Why: oneDNN's blocked direct convolutions run 3x3/1x1/strided convs at 115-125 GFLOP/s
+// on one core here, against 57-90 for carve's implicit GEMM (docs/benchmarks.md, "Library
+// kernels: oneDNN convolutions"). A run: the input reordered into oneDNN's layout
+// (nChw16c preferred) unless the runtime keeps it blocked, one call per chunk of output
+// channels with the epilogue as post-ops, the result reordered back into NCHW unless kept
+// blocked. A fused residual add is a `sum` post-op over the residual copied (or
+// reordered) into the result first. Weights are reordered once, when the group is taken.
 //
 // Epilogue nodes taken (in the group's order, each reading the chain's current value):
 // relu, clip, sigmoid, silu, tanh, x * sigmoid(x) (swish), x * hard_sigmoid(x) with
 // alpha 1/6 and beta 1/2 (hard-swish), add of a tensor of the output's shape (at most one).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <dnnl.hpp>
 #include <optional>
