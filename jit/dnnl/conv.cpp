@@ -25,10 +25,6 @@
 namespace carve::jit::dnnl_kernels {
 namespace {
 
-double attr_or(const ir::Node& n, const char* name, double fallback) {
-  return ir::float_attr_or(n.attrs, name, fallback);
-}
-
 // The epilogue as oneDNN post-ops; nullopt when a node has no equivalent.
 struct Epilogue {
   dnnl::post_ops ops;
@@ -36,84 +32,74 @@ struct Epilogue {
   ir::ValueId result = ir::kNoValue;    // the chain's last value
 };
 
+// Unary nodes that are one eltwise post-op each: (algorithm, alpha).
+std::optional<std::pair<algorithm, float>> unary_post_op(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::kRelu: return std::pair{algorithm::eltwise_relu, 0.f};
+    case ir::OpKind::kSigmoid: return std::pair{algorithm::eltwise_logistic, 0.f};
+    case ir::OpKind::kSilu: return std::pair{algorithm::eltwise_swish, 1.f};
+    case ir::OpKind::kTanh: return std::pair{algorithm::eltwise_tanh, 0.f};
+    default: return std::nullopt;
+  }
+}
+
 std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& group) {
   const ir::Node& conv = graph.node(group.nodes.front());
   const ir::TensorType& out_type = graph.value(conv.outputs[0]).type;
   Epilogue e;
-  ir::ValueId cur = conv.outputs[0], before = ir::kNoValue;
   struct Op { algorithm alg; float alpha, beta; bool sum; };
   std::vector<Op> ops;
+  // `before`: the value the last node read, for x * gate(x); a hard-sigmoid gate is
+  // hard-swish only once its mul follows (`gate_open` until then).
+  ir::ValueId cur = conv.outputs[0], before = ir::kNoValue;
+  bool gate_open = false;
   for (size_t i = 1; i < group.nodes.size(); ++i) {
     const ir::Node& n = graph.node(group.nodes[i]);
     if (n.outputs.size() != 1 || graph.value(n.outputs[0]).type != out_type) return std::nullopt;
+    if (gate_open && n.op != ir::OpKind::kMul) return std::nullopt;
     const bool unary_on_cur = n.inputs.size() == 1 && n.inputs[0] == cur;
-    const ir::ValueId next = n.outputs[0];
-    switch (n.op) {
-      case ir::OpKind::kRelu:
-        if (!unary_on_cur) return std::nullopt;
-        ops.push_back({algorithm::eltwise_relu, 0.f, 0.f, false});
-        break;
-      case ir::OpKind::kClip: {
-        if (!unary_on_cur) return std::nullopt;
-        const double lo = attr_or(n, "min", -INFINITY), hi = attr_or(n, "max", INFINITY);
-        ops.push_back({algorithm::eltwise_clip, static_cast<float>(lo), static_cast<float>(hi), false});
-        break;
-      }
-      case ir::OpKind::kSigmoid:
-        if (!unary_on_cur) return std::nullopt;
-        ops.push_back({algorithm::eltwise_logistic, 0.f, 0.f, false});
-        break;
-      case ir::OpKind::kSilu:
-        if (!unary_on_cur) return std::nullopt;
-        ops.push_back({algorithm::eltwise_swish, 1.f, 0.f, false});
-        break;
-      case ir::OpKind::kTanh:
-        if (!unary_on_cur) return std::nullopt;
-        ops.push_back({algorithm::eltwise_tanh, 0.f, 0.f, false});
-        break;
-      case ir::OpKind::kHardSigmoid:
-        // Only as the gate of hard-swish (the next node multiplies by its input).
-        if (!unary_on_cur || std::abs(attr_or(n, "alpha", 0.2) - 1.0 / 6) > 1e-7 ||
-            attr_or(n, "beta", 0.5) != 0.5)
-          return std::nullopt;
-        ops.push_back({algorithm::eltwise_hardswish, 0.f, 0.f, false});  // completed by the mul
-        break;
-      case ir::OpKind::kMul: {
-        // x * gate(x): the gate (sigmoid or hard-sigmoid) was the previous node.
-        const bool pair = n.inputs.size() == 2 && before != ir::kNoValue &&
-                          ((n.inputs[0] == before && n.inputs[1] == cur) ||
-                           (n.inputs[1] == before && n.inputs[0] == cur));
-        if (!pair || ops.empty()) return std::nullopt;
-        Op& gate = ops.back();
-        if (gate.alg == algorithm::eltwise_logistic) {
-          gate = {algorithm::eltwise_swish, 1.f, 0.f, false};
-        } else if (gate.alg != algorithm::eltwise_hardswish) {
-          return std::nullopt;
-        }
-        cur = next;
-        before = ir::kNoValue;
-        continue;
-      }
-      case ir::OpKind::kAdd: {
-        if (n.inputs.size() != 2 || e.residual != ir::kNoValue) return std::nullopt;
-        const ir::ValueId other = n.inputs[0] == cur ? n.inputs[1] : n.inputs[1] == cur ? n.inputs[0] : ir::kNoValue;
-        if (other == ir::kNoValue || other == cur || graph.value(other).type != out_type) return std::nullopt;
-        e.residual = other;
-        ops.push_back({algorithm::undef, 0.f, 0.f, true});
-        break;
-      }
-      default:
+    if (auto unary = unary_post_op(n.op)) {
+      if (!unary_on_cur) return std::nullopt;
+      ops.push_back({unary->first, unary->second, 0.f, false});
+    } else if (n.op == ir::OpKind::kClip) {
+      if (!unary_on_cur) return std::nullopt;
+      ops.push_back({algorithm::eltwise_clip, static_cast<float>(ir::float_attr_or(n.attrs, "min", -INFINITY)),
+                     static_cast<float>(ir::float_attr_or(n.attrs, "max", INFINITY)), false});
+    } else if (n.op == ir::OpKind::kHardSigmoid) {
+      if (!unary_on_cur || std::abs(ir::float_attr_or(n.attrs, "alpha", 0.2) - 1.0 / 6) > 1e-7 ||
+          ir::float_attr_or(n.attrs, "beta", 0.5) != 0.5)
         return std::nullopt;
-    }
-    // A hard-sigmoid gate must be followed by its mul.
-    if (ops.size() >= 2 && ops[ops.size() - 2].alg == algorithm::eltwise_hardswish && n.op != ir::OpKind::kMul)
+      ops.push_back({algorithm::eltwise_hardswish, 0.f, 0.f, false});
+      gate_open = true;
+    } else if (n.op == ir::OpKind::kMul) {
+      // x * gate(x): the gate (sigmoid or hard-sigmoid) was the previous node.
+      const bool pair = n.inputs.size() == 2 && before != ir::kNoValue &&
+                        ((n.inputs[0] == before && n.inputs[1] == cur) ||
+                         (n.inputs[1] == before && n.inputs[0] == cur));
+      if (!pair || ops.empty()) return std::nullopt;
+      Op& gate = ops.back();
+      if (gate.alg == algorithm::eltwise_logistic) {
+        gate = {algorithm::eltwise_swish, 1.f, 0.f, false};
+      } else if (!gate_open) {
+        return std::nullopt;
+      }
+      gate_open = false;
+      cur = n.outputs[0];
+      before = ir::kNoValue;
+      continue;
+    } else if (n.op == ir::OpKind::kAdd) {
+      if (n.inputs.size() != 2 || e.residual != ir::kNoValue) return std::nullopt;
+      const ir::ValueId other = n.inputs[0] == cur ? n.inputs[1] : n.inputs[1] == cur ? n.inputs[0] : ir::kNoValue;
+      if (other == ir::kNoValue || other == cur || graph.value(other).type != out_type) return std::nullopt;
+      e.residual = other;
+      ops.push_back({algorithm::undef, 0.f, 0.f, true});
+    } else {
       return std::nullopt;
+    }
     before = cur;
-    cur = next;
+    cur = n.outputs[0];
   }
-  if (!ops.empty() && ops.back().alg == algorithm::eltwise_hardswish &&
-      graph.node(group.nodes.back()).op != ir::OpKind::kMul)
-    return std::nullopt;
+  if (gate_open) return std::nullopt;
   for (const Op& op : ops) {
     if (op.sum) {
       e.ops.append_sum(1.f);
@@ -331,8 +317,7 @@ std::optional<dnnl::convolution_forward::primitive_desc> conv_primitive(const ti
         {c.dh - 1, c.dw - 1}, {c.pt, c.pl}, {c.pb, c.pr});
     try {
       dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
-      const std::string impl = pd.impl_info_str();
-      if (impl.rfind("ref", 0) == 0 || impl.find("gemm") != std::string::npos) continue;
+      if (!jit_implementation(pd)) continue;
       return pd;
     } catch (const dnnl::error&) {
       continue;  // no implementation for this layout

@@ -39,6 +39,11 @@ Reorder make_reorder(const memory::desc& from, const memory::desc& to) {
   return {dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to))};
 }
 
+bool jit_implementation(const dnnl::primitive_desc_base& pd) {
+  const std::string impl = pd.impl_info_str();
+  return impl.rfind("ref", 0) != 0 && impl.find("gemm") == std::string::npos;
+}
+
 void run_failed(const char* what, const dnnl::error& err) {
   std::fprintf(stderr, "carve: oneDNN %s failed at run time: %s\n", what, err.what());
   std::abort();

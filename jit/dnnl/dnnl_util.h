@@ -54,6 +54,10 @@ struct Reorder {
 };
 Reorder make_reorder(const memory::desc& from, const memory::desc& to);
 
+// Whether oneDNN picked one of its JIT-compiled kernels: never its reference or
+// im2col-GEMM fallbacks, which carve's generated kernels beat.
+bool jit_implementation(const dnnl::primitive_desc_base& pd);
+
 // Executing primitives created without error does not fail; if it ever does, carve stops
 // rather than leave a wrong result.
 [[noreturn]] void run_failed(const char* what, const dnnl::error& err);

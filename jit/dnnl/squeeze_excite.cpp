@@ -60,8 +60,7 @@ class GlobalAveragePool final : public BlockedOnlyKernel {
       dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm::pooling_avg_include_padding,
                                        k->src_, k->dst_, {1, 1}, {h, w}, {0, 0}, {0, 0});
       dnnl::pooling_forward::primitive_desc pd(desc, cpu_engine());
-      if (pd.scratchpad_desc().get_size() != 0 || std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
-        return nullptr;
+      if (pd.scratchpad_desc().get_size() != 0 || !jit_implementation(pd)) return nullptr;
       k->pool_ = dnnl::pooling_forward(pd);
       k->impl_ = pd.impl_info_str();
     } catch (const dnnl::error&) {
@@ -130,8 +129,7 @@ class ChannelScale final : public BlockedOnlyKernel {
       k->s_md_ = memory::desc({1, cc, 1, 1}, memory::data_type::f32, Tag::nChw16c);  // = NCHW bytes
       dnnl::binary::desc desc(algorithm::binary_mul, k->x_md_, k->s_md_, k->x_md_);
       dnnl::binary::primitive_desc pd(desc, cpu_engine());
-      if (pd.scratchpad_desc().get_size() != 0 || std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
-        return nullptr;
+      if (pd.scratchpad_desc().get_size() != 0 || !jit_implementation(pd)) return nullptr;
       k->mul_ = dnnl::binary(pd);
       k->impl_ = pd.impl_info_str();
     } catch (const dnnl::error&) {
