@@ -112,6 +112,20 @@ MatmulShape matmul_shape(const ir::Graph& graph, const ir::Node& node) {
     a_stride *= da;
     b_stride *= db;
   }
+  // B shared by every batch (a weight applied to [batch..., m, k], e.g. the
+  // sequence-first projections of PyTorch's MultiheadAttention): A then has every batch
+  // dim of its own, densely, so the batch folds into M and the product is one GEMM
+  // instead of `batch` GEMMs that each pack the same B. Each output element's
+  // summation is unchanged, so are its bytes.
+  const int64_t batch = product(s.batch_dims, 0, s.batch_dims.size());
+  const bool b_shared = std::all_of(s.b_batch_strides.begin(), s.b_batch_strides.end(),
+                                    [](int64_t st) { return st == 0; });
+  if (batch > 1 && b_shared) {
+    s.m *= batch;
+    s.batch_dims.clear();
+    s.a_batch_strides.clear();
+    s.b_batch_strides.clear();
+  }
   return s;
 }
 

@@ -75,6 +75,31 @@ TEST_CASE("jit/compute/matmul/batched_broadcast_property") {
   }));
 }
 
+// A weight shared by every batch ([t, 1, k] x [k, n], PyTorch's sequence-first
+// projections): one GEMM of t rows, with a fused bias and residual, equal to the reference.
+TEST_CASE("jit/compute/matmul/shared_b_folds_batch_into_m") {
+  if (skip_without_jit()) return;
+  GraphBuilder fb;
+  auto fx = fb.input("a", DType::kF32, {2, 37, 1, 19});
+  auto fw = fb.input("b", DType::kF32, {1, 19, 45});
+  fb.output(fb.matmul(fx, fw));
+  auto fg = fb.build();
+  REQUIRE(fg.ok());
+  const ir::Node& mm = fg->nodes.back();
+  const tiling::MatmulShape shape = tiling::matmul_shape(*fg, mm);
+  CHECK(shape.m == 74);
+  CHECK(shape.batch_dims.empty());
+  CHECK(tiling::matmul_tiles(*fg, mm).batch == 1);
+  std::string r = check([&](GraphBuilder& b) {
+    auto x = b.input("a", DType::kF32, {2, 37, 1, 19});
+    auto w = b.input("b", DType::kF32, {19, 45});
+    auto bias = b.input("bias", DType::kF32, {45});
+    auto res = b.input("res", DType::kF32, {2, 37, 1, 45});
+    b.output(b.add(b.add(b.matmul(x, w), bias), res));
+  }, 17, dot_tol(19), dot_tol(19));
+  CHECK_MESSAGE(r.empty(), r);
+}
+
 TEST_CASE("jit/compute/matmul/vector_operands") {
   if (skip_without_jit()) return;
   struct Case {

@@ -52,7 +52,8 @@ struct GemmTiles {
 GemmTiles gemm_tiles(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t elem_bytes,
                      bool packed);
 
-// matmul/gemm: batch dims broadcast, 1-D operands promoted. f32/f64 are packed.
+// matmul/gemm: batch dims broadcast, 1-D operands promoted. f32/f64 are packed. When B
+// is shared by the whole batch, the batch is folded into m (no batch dims remain).
 struct MatmulShape {
   std::vector<int64_t> batch_dims;  // output batch dims
   std::vector<int64_t> a_batch_strides, b_batch_strides;  // element strides, 0 = broadcast
