@@ -6,8 +6,9 @@
 // innermost: NR = 2 vectors of W lanes (W = vector_width_f32, halved for f64), MR = 12
 // rows with 32 vector registers (AVX-512), 6 with 16. Each k step loads 2 B vectors,
 // broadcasts MR A elements and issues 2*MR llvm.fmuladd on <W x T>. Tails: a micro-tile
-// with fewer rows clamps its A rows to the last valid one; partial tiles go through a
-// small stack buffer and scalar stores. K blocks after the first accumulate into the
+// of mr < MR rows runs a kernel of MR/3 or 2MR/3 rows (the smallest that covers mr,
+// clamping its A rows to the last valid one) and stores its rows as vectors; tiles with
+// fewer than NR columns go through a small stack buffer and scalar stores. K blocks after the first accumulate into the
 // output (only when the output has the anchor dtype and may not alias an input;
 // otherwise the whole K is packed at once in narrower column blocks).
 // GEMV (m <= tiling::kGemvMaxRows: classifier heads, decode steps): a micro-kernel of
@@ -20,6 +21,7 @@
 // Other dtypes (f16/bf16 via float, integers wrapping) use a simple per-element loop.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "emit_gemm.h"
@@ -359,23 +361,24 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
           };
           for_range(ec, i0, i1, MR, [&](Value* i) {
             Value* mr = min_i64(ec, i64c(ec, MR), b.CreateSub(i1, i));
-            // The micro-kernel; `uniform` rows are i..i+MR-1, else clamped to mr-1.
-            auto micro = [&](bool uniform) {
-              std::vector<Value*> arow(static_cast<size_t>(MR));
-              for (int r = 0; r < MR; ++r) {
+            // The micro-kernel of `rows` rows (MR, or fewer for a tail); `uniform` rows
+            // are i..i+rows-1, else clamped to mr-1. Accumulators of rows past `rows` are 0.
+            auto micro = [&](int rows, bool uniform) {
+              std::vector<Value*> arow(static_cast<size_t>(rows));
+              for (int r = 0; r < rows; ++r) {
                 Value* row = b.CreateAdd(i, i64c(ec, r));
                 if (!uniform) row = b.CreateAdd(i, min_i64(ec, i64c(ec, r), b.CreateSub(mr, i64c(ec, 1))));
                 arow[static_cast<size_t>(r)] = b.CreateGEP(
                     T, abase,
                     b.CreateAdd(b.CreateMul(row, i64c(ec, spec.a_rs)), b.CreateMul(k0, i64c(ec, spec.a_cs))));
               }
-              std::vector<Value*> init(static_cast<size_t>(MR * NRV), vzero);
-              return for_range_carry(ec, i64c(ec, 0), kc, 1, init,
+              std::vector<Value*> init(static_cast<size_t>(rows * NRV), vzero);
+              std::vector<Value*> acc = for_range_carry(ec, i64c(ec, 0), kc, 1, init,
                                      [&](Value* k, const std::vector<Value*>& acc) {
                 std::vector<Value*> bv = load_b(k);
                 Value* koff = b.CreateMul(k, i64c(ec, spec.a_cs));
                 std::vector<Value*> out(acc.size());
-                for (int r = 0; r < MR; ++r) {
+                for (int r = 0; r < rows; ++r) {
                   Value* a = b.CreateLoad(T, b.CreateGEP(T, arow[static_cast<size_t>(r)], koff));
                   Value* s = splat(ec, W, a);
                   for (int v = 0; v < NRV; ++v) {
@@ -385,64 +388,102 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
                 }
                 return out;
               }, "kk");
+              acc.resize(static_cast<size_t>(MR * NRV), vzero);
+              return acc;
             };
-            // acc = full rows ? micro(uniform) : micro(clamped), merged with phis.
-            auto* ub = llvm::BasicBlock::Create(ec.ctx, "mk.full", ec.fn);
-            auto* cb = llvm::BasicBlock::Create(ec.ctx, "mk.edge", ec.fn);
+            // Full rows: the MR-row kernel. A tail of mr < MR rows runs the smallest of
+            // the MR/3, 2MR/3 and MR-row kernels that covers it (clamped rows are
+            // computed and dropped), not MR rows for a few. Only the tails this tiling
+            // has are emitted. Each element's K sum is the same in every variant, so
+            // are its bytes.
+            std::vector<int> tail_kernels;  // rows of each tail kernel, ascending
+            for (int64_t t : {tiles.rows_per_tile % MR, (tiles.m - (tiles.row_tiles - 1) * tiles.rows_per_tile) % MR}) {
+              if (t == 0) continue;
+              int rows = MR;
+              for (int cand : {MR / 3, 2 * (MR / 3)}) {
+                if (cand >= t && cand < rows) rows = cand;
+              }
+              if (std::find(tail_kernels.begin(), tail_kernels.end(), rows) == tail_kernels.end())
+                tail_kernels.push_back(rows);
+            }
+            std::sort(tail_kernels.begin(), tail_kernels.end());
             auto* jb2 = llvm::BasicBlock::Create(ec.ctx, "mk.join", ec.fn);
-            b.CreateCondBr(b.CreateICmpEQ(mr, i64c(ec, MR)), ub, cb);
-            b.SetInsertPoint(ub);
-            std::vector<Value*> acc_u = micro(true);
-            llvm::BasicBlock* ub_end = b.GetInsertBlock();
-            b.CreateBr(jb2);
-            b.SetInsertPoint(cb);
-            std::vector<Value*> acc_c = micro(false);
-            llvm::BasicBlock* cb_end = b.GetInsertBlock();
-            b.CreateBr(jb2);
+            std::vector<std::pair<std::vector<Value*>, llvm::BasicBlock*>> results;
+            // Emits `kernel` where `take` holds, else continues at a new block.
+            auto variant = [&](Value* take, const std::function<std::vector<Value*>()>& kernel) {
+              auto* body = llvm::BasicBlock::Create(ec.ctx, "mk.body", ec.fn);
+              auto* next = llvm::BasicBlock::Create(ec.ctx, "mk.pick", ec.fn);
+              b.CreateCondBr(take, body, next);
+              b.SetInsertPoint(body);
+              std::vector<Value*> acc_v = kernel();
+              results.emplace_back(std::move(acc_v), b.GetInsertBlock());
+              b.CreateBr(jb2);
+              b.SetInsertPoint(next);
+            };
+            if (tail_kernels.empty()) {
+              results.emplace_back(micro(MR, true), nullptr);
+              b.CreateBr(jb2);
+              results.back().second = b.GetInsertBlock();
+            } else {
+              variant(b.CreateICmpEQ(mr, i64c(ec, MR)), [&] { return micro(MR, true); });
+              for (size_t ti = 0; ti + 1 < tail_kernels.size(); ++ti) {
+                const int rows = tail_kernels[ti];
+                variant(b.CreateICmpSLE(mr, i64c(ec, rows)), [&] { return micro(rows, false); });
+              }
+              std::vector<Value*> acc_v = micro(tail_kernels.back(), false);
+              results.emplace_back(std::move(acc_v), b.GetInsertBlock());
+              b.CreateBr(jb2);
+            }
             b.SetInsertPoint(jb2);
-            std::vector<Value*> acc(acc_u.size());
+            std::vector<Value*> acc(static_cast<size_t>(MR * NRV));
             for (size_t x = 0; x < acc.size(); ++x) {
-              llvm::PHINode* phi = b.CreatePHI(VT, 2);
-              phi->addIncoming(acc_u[x], ub_end);
-              phi->addIncoming(acc_c[x], cb_end);
+              llvm::PHINode* phi = b.CreatePHI(VT, static_cast<unsigned>(results.size()));
+              for (auto& [vals, from] : results) phi->addIncoming(vals[x], from);
               acc[x] = phi;
             }
-            Value* full = b.CreateAnd(b.CreateICmpEQ(mr, i64c(ec, MR)), b.CreateICmpEQ(nr, i64c(ec, NR)));
             Value* colp = b.CreateAdd(jb, p);
+            // Spills the tile and finishes its mr rows of full vectors row by row (the
+            // epilogue's code is emitted NRV times, not MR * NRV times).
+            auto spill = [&] {
+              for (int r = 0; r < MR; ++r) {
+                for (int v = 0; v < NRV; ++v) {
+                  store_vec(ec, acc[static_cast<size_t>(r * NRV + v)],
+                            b.CreateGEP(T, edge, i64c(ec, r * NR + v * W)));
+                }
+              }
+            };
+            auto finish_rows_spilled = [&] {
+              spill();
+              for_range(ec, i64c(ec, 0), mr, 1, [&](Value* r) {
+                for (int v = 0; v < NRV; ++v) {
+                  Value* val = load_vec(ec, VT, b.CreateGEP(T, edge, b.CreateAdd(b.CreateMul(r, i64c(ec, NR)), i64c(ec, v * W))));
+                  finish(val, b.CreateAdd(i, r), b.CreateAdd(colp, i64c(ec, v * W)), W);
+                }
+              }, "fr");
+            };
+            Value* full_cols = b.CreateICmpEQ(nr, i64c(ec, NR));
+            Value* full = b.CreateAnd(b.CreateICmpEQ(mr, i64c(ec, MR)), full_cols);
             if_then_else(
-                ec, full,
+                ec, full_cols,
                 [&] {
                   if (!epilogue) {
-                    for (int r = 0; r < MR; ++r) {
-                      for (int v = 0; v < NRV; ++v) {
-                        finish(acc[static_cast<size_t>(r * NRV + v)], b.CreateAdd(i, i64c(ec, r)),
-                               b.CreateAdd(colp, i64c(ec, v * W)), W);
-                      }
-                    }
+                    if_then_else(
+                        ec, full,
+                        [&] {
+                          for (int r = 0; r < MR; ++r) {
+                            for (int v = 0; v < NRV; ++v) {
+                              finish(acc[static_cast<size_t>(r * NRV + v)], b.CreateAdd(i, i64c(ec, r)),
+                                     b.CreateAdd(colp, i64c(ec, v * W)), W);
+                            }
+                          }
+                        },
+                        finish_rows_spilled);
                     return;
                   }
-                  // With an epilogue: spill the tile and finish it row by row, so the
-                  // epilogue's code is emitted NRV times, not MR * NRV times.
-                  for (int r = 0; r < MR; ++r) {
-                    for (int v = 0; v < NRV; ++v) {
-                      store_vec(ec, acc[static_cast<size_t>(r * NRV + v)],
-                                b.CreateGEP(T, edge, i64c(ec, r * NR + v * W)));
-                    }
-                  }
-                  for_range(ec, i64c(ec, 0), i64c(ec, MR), 1, [&](Value* r) {
-                    for (int v = 0; v < NRV; ++v) {
-                      Value* val = load_vec(ec, VT, b.CreateGEP(T, edge, b.CreateAdd(b.CreateMul(r, i64c(ec, NR)), i64c(ec, v * W))));
-                      finish(val, b.CreateAdd(i, r), b.CreateAdd(colp, i64c(ec, v * W)), W);
-                    }
-                  }, "fr");
+                  finish_rows_spilled();
                 },
                 [&] {
-                  for (int r = 0; r < MR; ++r) {
-                    for (int v = 0; v < NRV; ++v) {
-                      store_vec(ec, acc[static_cast<size_t>(r * NRV + v)],
-                                b.CreateGEP(T, edge, i64c(ec, r * NR + v * W)));
-                    }
-                  }
+                  spill();
                   for_range(ec, i64c(ec, 0), mr, 1, [&](Value* r) {
                     for_range(ec, i64c(ec, 0), nr, 1, [&](Value* c) {
                       Value* v = b.CreateLoad(

@@ -184,7 +184,43 @@ Status emit_softmax(EmitContext& ec, const ir::Node& node) {
   Value* ninf = lowest(ec, dtype, ct);
   auto fmax = [&](Value* a, Value* x) { return fmax_nan(ec, a, x); };
   auto fadd = [&](Value* a, Value* x) { return b.CreateFAdd(a, x); };
-  if (s.inner == 1) {
+  if (s.inner == 1 && (dtype == ir::DType::kF32 || dtype == ir::DType::kF64)) {
+    // exp once: the second pass stores e = exp(x - max) in Y while summing, the third
+    // scales Y by 1 / sum (a multiply, not a divide per element). Y may be X (in place):
+    // each pass reads an element before writing it.
+    for_node_units(ec, node, [&](Value* o) {
+      Value* base = b.CreateMul(o, i64c(ec, s.len));
+      Value* m = fold_run(ec, dtype, X, base, s.len, lanes, ninf, fmax, fmax);
+      auto exp_store = [&](Value* j, Value* acc, int ln) {
+        Value* idx = b.CreateAdd(base, j);
+        Value* e = util::exp(ec, b.CreateFSub(load_n(ec, dtype, X, idx, ln), splat_like(ec, m, ln)));
+        store_n(ec, dtype, Y, idx, e);
+        return b.CreateFAdd(acc, e);
+      };
+      const int64_t nv = s.len / lanes * lanes;
+      Value* sum = zero(ct);
+      if (nv > 0) {
+        Value* acc = for_range_carry(ec, i64c(ec, 0), i64c(ec, nv), lanes, {splat(ec, lanes, zero(ct))},
+                                     [&](Value* j, const std::vector<Value*>& a) {
+          return std::vector<Value*>{exp_store(j, a[0], lanes)};
+        }, "se")[0];
+        sum = horizontal(ec, acc, fadd);
+      }
+      if (nv < s.len) {
+        sum = for_range_carry(ec, i64c(ec, nv), i64c(ec, s.len), 1, {sum},
+                              [&](Value* j, const std::vector<Value*>& a) {
+          return std::vector<Value*>{exp_store(j, a[0], 0)};
+        }, "st")[0];
+      }
+      Value* inv = b.CreateFDiv(fpc(ct, 1.0), sum);
+      map_run(ec, s.len, lanes, [&](Value* j, int ln) {
+        Value* idx = b.CreateAdd(base, j);
+        store_n(ec, dtype, Y, idx, b.CreateFMul(load_n(ec, dtype, Y, idx, ln), splat_like(ec, inv, ln)));
+      });
+    });
+    return Status();
+  }
+  if (s.inner == 1) {  // f16/bf16: e is not stored in Y (one more rounding), computed twice
     for_node_units(ec, node, [&](Value* o) {
       Value* base = b.CreateMul(o, i64c(ec, s.len));
       Value* m = fold_run(ec, dtype, X, base, s.len, lanes, ninf, fmax, fmax);
