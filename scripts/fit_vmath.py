@@ -48,6 +48,11 @@ def main():
                    0, 0.921875 ** 2, 6, w=lambda z: math.sqrt(math.pi) / 2)
     c[0] -= 1  # erf(x) = x + x * P(x^2): c0 less 1 (emit_vmath.cpp keeps it in double)
     show("erf: erf(x) / x - 1 in z = x^2", c, e)
+    lo, hi = 0.921875, 3.9375  # erf rounds to 1 above hi
+    c0 = float(np.float32((lo + hi) / 2))
+    print(f"// erf centre c0 = {c0!r}")
+    show("erf: erf(a) in u = a - c0 on [0.921875, 3.9375] (absolute error)", *minimax(
+        lambda u: erf(u + c0), lo - c0, hi - c0, 15, iters=80))
     ta, tb = 1 / (1 + 10.5 / 2), 1 / (1 + 0.921875 / 2)
     t0 = float(np.float32((ta + tb) / 2))
     F = lambda z: math.log(erfc(z)) + z * z

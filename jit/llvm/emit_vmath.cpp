@@ -61,7 +61,16 @@ constexpr double kErfcT0 = 0.42224597930908203;
 constexpr std::initializer_list<double> kErfcQ = {-0.7750808, 1.30937922, 0.269906193, -0.310390621,
                                                   -0.252763808, 0.194192916, 0.25332585, -0.196118087,
                                                   -0.230190963, 0.206599534};
-// Below this |x|, erf uses x * kErfP(x^2); above, 1 - erfc.
+// erf(a) in u = a - kErfBigC0 on [kErfSplit, kErfBigMax] (absolute error, erf >= 0.8 there);
+// erf rounds to 1 above kErfBigMax. One polynomial: no exp, no divide (erf_f32), where
+// gelu keeps the erfc form for its relative accuracy on the negative side.
+constexpr double kErfBigC0 = 2.4296875;
+constexpr double kErfBigMax = 3.9375;
+constexpr std::initializer_list<double> kErfBigP = {
+    0.999409854, 0.00308068492, -0.00748515688, 0.0110977143, -0.0109864138, 0.00734689878,
+    -0.00302238832, 0.000351955183, 0.000437164679, -0.000308684219, 6.9149035e-05, 2.32430939e-05,
+    -1.82418898e-05, 2.07905077e-06, 1.23371785e-06, -3.09602939e-07};
+// Below this |x|, erf uses x * kErfP(x^2); above, kErfBigP (gelu: erfc).
 constexpr double kErfSplit = 0.921875;
 constexpr double kErfcMax = 10.5;  // erfc(10.5) < 2^-160: zero in float
 
@@ -221,11 +230,7 @@ Value* erf_f32(EmitContext& ec, Value* x) {
   auto& b = ec.b;
   Type* t = x->getType();
   Value* a = fabs(ec, x);
-  Value* ac = min_c(ec, a, kErfcMax);
-  Value* h = b.CreateFMul(ac, ac);
-  Value* l = fma(ec, ac, ac, b.CreateFNeg(h));
-  ExpParts c = erfc_parts(ec, ac, h, l);
-  Value* big = b.CreateFSub(fpc(t, 1.0), ldexp2(ec, c.p, c.n));
+  Value* big = poly(ec, b.CreateFSub(min_c(ec, a, kErfBigMax), fpc(t, kErfBigC0)), kErfBigP);
   Value* r = b.CreateSelect(b.CreateFCmpOLT(a, fpc(t, kErfSplit)), erf_small(ec, x), copysign(ec, big, x));
   return keep_nan(ec, x, r);
 }
