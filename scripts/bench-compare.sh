@@ -7,6 +7,7 @@
 #
 #   scripts/bench-compare.sh [compare.py options]   e.g. --threads 1,2 --procs 5 --iters 30
 #   scripts/bench-compare.sh --cnn --layers --threads 1,2 --skip decoder,planner,gbench
+#   scripts/bench-compare.sh --transformers --threads 1,2 --skip planner,gbench   (+ the decoder row)
 #   scripts/bench-compare.sh --models resnet18,layer_conv3x3_64_56 --carve PATH   (see --help)
 #
 # Benchmark-only dependencies, installed here if missing (the build and the tests never

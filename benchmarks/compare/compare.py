@@ -191,7 +191,7 @@ def export_models(models_dir, names):
         unknown = [n for n in rest if not os.path.exists(os.path.join(models_dir, n + ".onnx"))]
         if unknown:
             sys.exit(f"compare.py: no definition for model(s) {', '.join(unknown)} (known: "
-                     f"{', '.join(mk.CNNS + ['gpt', 'bert'] + list(make_layer_models.LAYERS))})")
+                     f"{', '.join(mk.FULL + list(make_layer_models.LAYERS))})")
 
 
 def model_inputs(models_dir, name):
@@ -770,6 +770,9 @@ def main():
                     help=f"comma list of models (default {','.join(MODELS)} unless a preset is given)")
     ap.add_argument("--cnn", action="store_true", help="add the torchvision CNNs (make_onnx_models.py CNNS)")
     ap.add_argument("--layers", action="store_true", help="add the single-layer models (make_layer_models.py)")
+    ap.add_argument("--transformers", action="store_true",
+                    help="add the transformer sweep (make_onnx_models.py TRANSFORMERS: nn.TransformerEncoder "
+                    "sequence-/batch-first at opset 13/17, gpt and bert with 512 positions; 32, 128, 512 tokens)")
     ap.add_argument("--frameworks", default=",".join(FRAMEWORKS), help="comma list of " + ",".join(FRAMEWORKS))
     ap.add_argument("--iree-compile-timeout", type=int, default=1800, help="seconds for each IREE import / compile")
     ap.add_argument("--variant", action="append", default=None, metavar="MODEL:FLAGS",
@@ -783,9 +786,9 @@ def main():
         ap.error(f"--threads {args.threads}: expected a comma list of integers, e.g. 1,2")
     args.threads = args.thread_list[0]
     models = [m for m in (args.model_list or "").split(",") if m]
-    if args.cnn:
+    if args.cnn or args.transformers:
         import make_onnx_models as mk
-        models += mk.CNNS
+        models += (mk.CNNS if args.cnn else []) + (mk.TRANSFORMERS if args.transformers else [])
     if args.layers:
         models += list(make_layer_models.LAYERS)
     args.model_list = list(dict.fromkeys(models or MODELS))

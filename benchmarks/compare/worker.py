@@ -128,18 +128,14 @@ def blas_libraries():
 def torch_model(models, name):
     """The module make_onnx_models.py --full exported as NAME, rebuilt with the same seeds
     (the weights are checked against the exported reference outputs by compare.py)."""
-    import torch
     sys.path.insert(0, os.path.join(REPO, "scripts"))
     import make_onnx_models as mk
     if name.startswith("layer_"):
         return torch_layer(models, name)
-    if name == "gpt":
-        torch.manual_seed(3)
-        return mk.Gpt(vocab=1000, ctx=128, dim=256, heads=8, layers=4).eval()
-    if name == "bert":
-        torch.manual_seed(4)
-        return mk.Bert(vocab=1000, ctx=128, dim=256, heads=8, layers=4).eval()
-    return mk.cnn(name).eval()
+    full = mk.full_model(name)
+    if full is None:
+        raise SystemExit(f"{name}: not a model of make_onnx_models.py (FULL) or make_layer_models.py (LAYERS)")
+    return full[0].eval()
 
 
 def input_order(models, name):
@@ -162,7 +158,10 @@ def run_model(a):
             cpu.append((time.process_time() - c) * 1e3)
     elif a.framework == "openvino":
         compiled, req, extra = openvino_model(os.path.join(a.models, a.name + ".onnx"), a.threads)
-        names = [o.get_any_name() for o in compiled.outputs]
+        # An output's names after compile_model can include the producer's tensor name
+        # (tenc_bf0_op13_*: '/layers.3/norm2/Div_output_0' for 'out'): take the ONNX one.
+        graph_outputs = input_order(a.models, a.name)[1]
+        names = [next((n for n in graph_outputs if n in o.get_names()), o.get_any_name()) for o in compiled.outputs]
         for _ in range(a.iters):
             t, c = time.perf_counter(), time.process_time()
             res = req.infer(feeds)
