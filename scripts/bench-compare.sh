@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The side-by-side benchmark: carve vs ONNX Runtime, OpenVINO, IREE (all CPU) and PyTorch
-# (CPU, eager) end to end, the GPT-style decoder with KV cache, the planner on MiniMalloc
-# and on the exported model graphs, dispatch overhead, JIT compile time, elementwise vs
-# memcpy, matmul vs OpenBLAS. Writes build/bench-results/results.{json,md} and prints the
-# markdown.
+# (CPU, eager) end to end, the GPT-style decoder with KV cache (carve, ORT, OpenVINO,
+# torch), the planner on MiniMalloc and on the exported model graphs, dispatch overhead,
+# JIT compile time, elementwise vs memcpy, matmul vs OpenBLAS. Writes
+# build/bench-results/results.{json,md} and prints the markdown.
 #
 #   scripts/bench-compare.sh [compare.py options]   e.g. --threads 1,2 --procs 5 --iters 30
 #   scripts/bench-compare.sh --cnn --layers --threads 1,2 --skip decoder,planner,gbench
+#   scripts/bench-compare.sh --transformers --threads 1,2 --skip planner,gbench   (+ the decoder row)
 #   scripts/bench-compare.sh --models resnet18,layer_conv3x3_64_56 --carve PATH   (see --help)
 #
 # Benchmark-only dependencies, installed here if missing (the build and the tests never

@@ -6,8 +6,9 @@ tests do not: the models and .npy files are committed). Weights are random (seed
 never downloaded.
 
   scripts/make_onnx_models.py                 # regenerate tests/onnx/models (small models)
-  scripts/make_onnx_models.py --full DIR      # full-size torchvision CNNs (CNNS) + GPT/BERT, batch 1
+  scripts/make_onnx_models.py --full DIR      # full-size torchvision CNNs (CNNS) + GPT/BERT + TRANSFORMERS, batch 1
   scripts/make_onnx_models.py --full DIR --only resnet18,vgg16   # some of them
+  scripts/make_onnx_models.py --full DIR --only tenc_bf1_op17_t128,gpt_t512   # names: FULL
 
 For each model NAME it writes NAME.onnx, NAME.input.<input>.npy and
 NAME.output.<output>.npy (torch's outputs for those inputs), and lists NAME in
@@ -16,7 +17,9 @@ are listed in errors.txt. Runs with /usr/bin/python3 (Debian's torch), e.g.
   /usr/bin/python3 scripts/make_onnx_models.py
 """
 import argparse
+import contextlib
 import os
+import re
 import sys
 
 import numpy as np
@@ -347,10 +350,15 @@ def export(model, name, inputs, opset, out_dir, input_names, output_names, dynam
     shape than the traced one: carve fixes the symbolic dims from them)."""
     model.eval()
     path = os.path.join(out_dir, name + ".onnx")
-    with torch.no_grad():
+    # torch 1.13's batch-first TransformerEncoderLayer takes a fused fast path under no_grad
+    # (aten::_transformer_encoder_layer_fwd) that has no ONNX export: trace it with grad
+    # enabled (the composite ops), compute the reference outputs under no_grad as torch runs it.
+    fast_path = any(isinstance(m, nn.TransformerEncoderLayer) for m in model.modules())
+    with contextlib.nullcontext() if fast_path else torch.no_grad():
         torch.onnx.export(model, tuple(inputs), path, opset_version=opset, input_names=input_names,
                           output_names=output_names, do_constant_folding=True,
                           dynamic_axes=dynamic[0] if dynamic else None)
+    with torch.no_grad():
         if dynamic:
             inputs = dynamic[1]
         expected = model(*inputs)
@@ -455,23 +463,68 @@ def cnn_input(name):
     return [rand(1, 3, size, size, seed=40)]
 
 
+# The transformer sweep of --full (and of benchmarks/compare/compare.py --transformers):
+# PyTorch's own nn.TransformerEncoder, sequence-first [T, 1, 256] (bf0) and batch-first
+# [1, T, 256] (bf1), at opset 13 (LayerNorm decomposed into ReduceMean/Sub/Pow/Sqrt/Div) and
+# opset 17 (LayerNormalization); and the GPT/BERT-style models of gpt/bert with 512
+# positions; each at T tokens. The plain gpt and bert (64 tokens, 128 positions) are the
+# default set's.
+SEQ_LENS = [32, 128, 512]
+TRANSFORMERS = ([f"tenc_bf{bf}_op{opset}_t{t}" for bf in (0, 1) for opset in (13, 17) for t in SEQ_LENS]
+                + [f"{m}_t{t}" for m in ("gpt", "bert") for t in SEQ_LENS])
+FULL = CNNS + ["gpt", "bert"] + TRANSFORMERS
+
+
+def transformer_encoder(batch_first):
+    """nn.TransformerEncoder: 4 post-norm layers of width 256, 8 heads, MLP 1024 (ReLU),
+    the same weights for both layouts."""
+    torch.manual_seed(5)
+    layer = nn.TransformerEncoderLayer(256, 8, 1024, dropout=0.0, batch_first=batch_first)
+    return nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).eval()
+
+
+def gpt_model(tokens, ctx):
+    torch.manual_seed(3)
+    return Gpt(vocab=1000, ctx=ctx, dim=256, heads=8, layers=4), [ids(1000, 1, tokens, seed=41)], 17, ["ids"], ["logits"]
+
+
+def bert_model(tokens, ctx):
+    torch.manual_seed(4)
+    mask = torch.ones(1, tokens, dtype=torch.long)
+    mask[0, tokens * 25 // 32:] = 0  # the last 22% padding (bert at 64 tokens: 50 real)
+    return (Bert(vocab=1000, ctx=ctx, dim=256, heads=8, layers=4),
+            [ids(1000, 1, tokens, seed=42), ids(2, 1, tokens, seed=43), mask], 14, ["ids", "segments", "mask"],
+            ["hidden", "pooled"])
+
+
+def full_model(name):
+    """(module, inputs, opset, input names, output names) of the --full model NAME, built
+    with its seeds (benchmarks/compare/worker.py rebuilds the same module with this, so
+    torch runs the exported weights); None for an unknown name."""
+    if name in CNNS:
+        return cnn(name), cnn_input(name), 13, ["image"], ["logits"]
+    if name == "gpt":
+        return gpt_model(64, 128)
+    if name == "bert":
+        return bert_model(64, 128)
+    m = re.fullmatch(r"(gpt|bert)_t(\d+)", name)
+    if m:
+        return (gpt_model if m.group(1) == "gpt" else bert_model)(int(m.group(2)), max(512, int(m.group(2))))
+    m = re.fullmatch(r"tenc_bf([01])_op(\d+)_t(\d+)", name)
+    if m:
+        bf, t = m.group(1) == "1", int(m.group(3))
+        x = rand(t, 256, seed=44)  # the same tokens in both layouts
+        return (transformer_encoder(bf), [x.unsqueeze(0) if bf else x.unsqueeze(1)], int(m.group(2)), ["src"],
+                ["out"])
+    return None
+
+
 def full_models(only=None):
     """Yields (name, module, inputs, opset, input names, output names); a generator that
     builds a module only when it is reached and selected, since vgg16 alone is 0.5 GB."""
-    for name in CNNS:
+    for name in FULL:
         if only is None or name in only:
-            yield name, cnn(name), cnn_input(name), 13, ["image"], ["logits"]
-    if only is None or "gpt" in only:
-        torch.manual_seed(3)
-        gpt = Gpt(vocab=1000, ctx=128, dim=256, heads=8, layers=4)
-        yield "gpt", gpt, [ids(1000, 1, 64, seed=41)], 17, ["ids"], ["logits"]
-    if only is None or "bert" in only:
-        torch.manual_seed(4)
-        mask = torch.ones(1, 64, dtype=torch.long)
-        mask[0, 50:] = 0
-        bert = Bert(vocab=1000, ctx=128, dim=256, heads=8, layers=4)
-        yield ("bert", bert, [ids(1000, 1, 64, seed=42), ids(2, 1, 64, seed=43), mask], 14,
-               ["ids", "segments", "mask"], ["hidden", "pooled"])
+            yield (name, *full_model(name))
 
 
 # ----------------------------------------------------------------------------- special files

@@ -45,6 +45,8 @@ BEST_OF = ("ort", "openvino")
 # The kv_decoder size: the same as the exported gpt (vocab 1000, width 256, 8 heads,
 # 4 layers, MLP 4x, 128 positions), prompt 64 tokens, greedy decode to position 127.
 DECODER = dict(vocab=1000, d_model=256, heads=8, layers=4, mlp=1024, max_seq=128, prompt=64)
+# The decoder's peers, each run where --frameworks names it (IREE has no decoder row).
+DECODER_PEERS = ("ort", "openvino", "torch")
 
 
 def median(xs):
@@ -191,7 +193,7 @@ def export_models(models_dir, names):
         unknown = [n for n in rest if not os.path.exists(os.path.join(models_dir, n + ".onnx"))]
         if unknown:
             sys.exit(f"compare.py: no definition for model(s) {', '.join(unknown)} (known: "
-                     f"{', '.join(mk.CNNS + ['gpt', 'bert'] + list(make_layer_models.LAYERS))})")
+                     f"{', '.join(mk.FULL + list(make_layer_models.LAYERS))})")
 
 
 def model_inputs(models_dir, name):
@@ -393,13 +395,13 @@ def decoder_rows(args, work):
     first = json.loads(out)
     with open(os.path.join(dump, "config.json"), "w") as f:
         json.dump(first, f)
-    # ONNX export of the same module (prefill + step with past keys/values) for ORT.
+    # ONNX export of the same module (prefill + step with past keys/values) for ORT and OpenVINO.
     sys.path.insert(0, HERE)
     import decoder
-    import torch
     model = decoder.KvDecoder(first["config"], decoder.load_weights(dump)).eval()
     decoder.export_onnx(model, DECODER["prompt"], dump)
-    runs = {"carve": [], "ort": [], "torch": []}
+    peers = [fw for fw in DECODER_PEERS if fw in args.frameworks]
+    runs = {fw: [] for fw in ["carve"] + peers}
     for p in range(args.procs):
         for fw in runs:
             print(f"  decoder: {fw} process {p + 1}/{args.procs}", file=sys.stderr, flush=True)
@@ -412,10 +414,10 @@ def decoder_rows(args, work):
                        dump, "--threads", str(args.threads), "--reps", str(args.decoder_reps), "--out",
                        os.path.join(dump, fw)]
                 rc, out, err, wall, rss = run_child(cmd, child_env(args.threads))
-                r = json.loads(out.strip().splitlines()[-1]) if rc == 0 else {"error": err[-400:]}
+                r = json.loads(out.strip().splitlines()[-1]) if rc == 0 else {"error": first_error_line(err or out)}
             r.update(wall_s=wall, rss_bytes=rss)
             runs[fw].append(r)
-    row = {"config": first["config"], "decode_steps": first["decode_steps"], "runs": runs}
+    row = {"config": first["config"], "decode_steps": first["decode_steps"], "peers": peers, "runs": runs}
     for fw, rs in runs.items():
         ok = [r for r in rs if "error" not in r]
         row[fw] = {"prefill_ms": median([median(r["prefill_ms"]) for r in ok]),
@@ -423,9 +425,10 @@ def decoder_rows(args, work):
                    "prefill_cpu_ms": median([median(r["prefill_cpu_ms"]) for r in ok]),
                    "decode_cpu_tokens_per_s": median([median(r["decode_cpu_tokens_per_s"]) for r in ok]),
                    "rss_bytes": median([r["rss_bytes"] for r in ok]), "wall_s": median([r["wall_s"] for r in ok]),
-                   "generated": ok[0]["generated"] if ok else None, "errors": [r["error"] for r in rs if "error" in r]}
+                   "generated": ok[0]["generated"] if ok else None,
+                   "errors": list(dict.fromkeys(r["error"] for r in rs if "error" in r))}
     check = {}
-    for fw in ("ort", "torch"):
+    for fw in peers:
         d = os.path.join(dump, fw)
         if os.path.isdir(d):
             for f in ("prefill_logits", "decode0_logits"):
@@ -433,15 +436,14 @@ def decoder_rows(args, work):
                                                                    np.load(os.path.join(d, f + ".npy")))
             check[f"same_tokens_as_{fw}"] = row[fw]["generated"] == row["carve"]["generated"]
     row["check"] = check
+    # > 1: carve is faster (peer time / carve time; carve tokens/s / peer tokens/s).
     c = row["carve"]
-    row["prefill_speedup_vs_ort"] = row["ort"]["prefill_ms"] / c["prefill_ms"] if row["ort"]["prefill_ms"] else None
-    row["prefill_speedup_vs_torch"] = row["torch"]["prefill_ms"] / c["prefill_ms"] if row["torch"]["prefill_ms"] else None
-    row["decode_speedup_vs_ort"] = c["decode_tokens_per_s"] / row["ort"]["decode_tokens_per_s"] if row["ort"]["decode_tokens_per_s"] else None
-    row["decode_speedup_vs_torch"] = c["decode_tokens_per_s"] / row["torch"]["decode_tokens_per_s"] if row["torch"]["decode_tokens_per_s"] else None
-    for peer in ("ort", "torch"):
+    for peer in peers:
         p = row[peer]
-        row[f"prefill_cpu_speedup_vs_{peer}"] = p["prefill_cpu_ms"] / c["prefill_cpu_ms"] if p["prefill_cpu_ms"] and c["prefill_cpu_ms"] else None
-        row[f"decode_cpu_speedup_vs_{peer}"] = c["decode_cpu_tokens_per_s"] / p["decode_cpu_tokens_per_s"] if p["decode_cpu_tokens_per_s"] and c["decode_cpu_tokens_per_s"] else None
+        row[f"prefill_speedup_vs_{peer}"] = ratio(p["prefill_ms"], c["prefill_ms"])
+        row[f"decode_speedup_vs_{peer}"] = ratio(c["decode_tokens_per_s"], p["decode_tokens_per_s"])
+        row[f"prefill_cpu_speedup_vs_{peer}"] = ratio(p["prefill_cpu_ms"], c["prefill_cpu_ms"])
+        row[f"decode_cpu_speedup_vs_{peer}"] = ratio(c["decode_cpu_tokens_per_s"], p["decode_cpu_tokens_per_s"])
     return row
 
 
@@ -619,29 +621,33 @@ def markdown(res, args):
                  f"{cfg['max_seq']} positions)\n")
         L.append(f"Prefill of a {cfg['prompt']}-token prompt, then greedy decode of {d['decode_steps']} tokens, one "
                  f"step per token with the K/V caches (carve: handles of max_seq rows, masked; ORT: "
-                 f"`decoder_step.onnx` with past keys/values as inputs and present ones as outputs; torch: the same "
-                 f"module in eager mode, torch.cat caches). Same weights in all three (kv_decoder_bench --dump). "
+                 f"`decoder_step.onnx` with past keys/values as inputs and present ones as outputs, through IO "
+                 f"binding, the caches kept as ORT's OrtValues; OpenVINO: the same two files, two step requests "
+                 f"taking turns, one's present output tensors bound as the other's past input tensors; torch: the "
+                 f"same module in eager mode, torch.cat caches). Same weights in all (kv_decoder_bench --dump). "
                  f"Median of {args.decoder_reps} reps per process, median over processes.\n")
-        L.append("| | carve | ORT | torch | carve vs ORT | carve vs torch |")
-        L.append("|---|---|---|---|---|---|")
-        c, o, t = d["carve"], d["ort"], d["torch"]
-        L.append(f"| prefill ms | {fmt_ms(c['prefill_ms'])} | {fmt_ms(o['prefill_ms'])} | {fmt_ms(t['prefill_ms'])} | "
-                 f"{fmt_ratio(d['prefill_speedup_vs_ort'])} | {fmt_ratio(d['prefill_speedup_vs_torch'])} |")
+        peers = d["peers"]
+        cols = ["carve"] + peers
         f1 = lambda x: "—" if x is None else f"{x:.0f}"
-        L.append(f"| decode tokens/s | {f1(c['decode_tokens_per_s'])} | {f1(o['decode_tokens_per_s'])} | "
-                 f"{f1(t['decode_tokens_per_s'])} | {fmt_ratio(d['decode_speedup_vs_ort'])} | "
-                 f"{fmt_ratio(d['decode_speedup_vs_torch'])} |")
-        L.append(f"| prefill CPU ms | {fmt_ms(c['prefill_cpu_ms'])} | {fmt_ms(o['prefill_cpu_ms'])} | {fmt_ms(t['prefill_cpu_ms'])} | "
-                 f"{fmt_ratio(d['prefill_cpu_speedup_vs_ort'])} | {fmt_ratio(d['prefill_cpu_speedup_vs_torch'])} |")
-        L.append(f"| decode tokens per CPU second | {f1(c['decode_cpu_tokens_per_s'])} | {f1(o['decode_cpu_tokens_per_s'])} | "
-                 f"{f1(t['decode_cpu_tokens_per_s'])} | {fmt_ratio(d['decode_cpu_speedup_vs_ort'])} | "
-                 f"{fmt_ratio(d['decode_cpu_speedup_vs_torch'])} |")
-        L.append(f"| process wall s | {c['wall_s']:.1f} | {o['wall_s']:.1f} | {t['wall_s']:.1f} | | |")
-        L.append(f"| peak RSS MB | {fmt_mb(c['rss_bytes'])} | {fmt_mb(o['rss_bytes'])} | {fmt_mb(t['rss_bytes'])} | | |")
+        f_s = lambda x: "—" if x is None else f"{x:.1f}"
+        L.append("| | " + " | ".join(NAMES[fw] for fw in cols) + " | "
+                 + " | ".join(f"carve vs {NAMES[p]}" for p in peers) + " |")
+        L.append("|---|" + "---|" * (len(cols) + len(peers)))
+        for label, field, fmt, key in (("prefill ms", "prefill_ms", fmt_ms, "prefill_speedup"),
+                                       ("decode tokens/s", "decode_tokens_per_s", f1, "decode_speedup"),
+                                       ("prefill CPU ms", "prefill_cpu_ms", fmt_ms, "prefill_cpu_speedup"),
+                                       ("decode tokens per CPU second", "decode_cpu_tokens_per_s", f1,
+                                        "decode_cpu_speedup"),
+                                       ("process wall s", "wall_s", f_s, None), ("peak RSS MB", "rss_bytes", fmt_mb, None)):
+            L.append(f"| {label} | " + " | ".join(fmt(d[fw][field]) for fw in cols) + " | "
+                     + " | ".join(fmt_ratio(d[f"{key}_vs_{p}"]) if key else "" for p in peers) + " |")
         ch = d["check"]
-        L.append(f"\nCross-check: carve vs torch max rel err {fmt_err(ch.get('carve_vs_torch'))} (prefill, first "
-                 f"step logits), carve vs ORT {fmt_err(ch.get('carve_vs_ort'))}; same greedy tokens: torch "
-                 f"{ch.get('same_tokens_as_torch')}, ORT {ch.get('same_tokens_as_ort')}.\n")
+        L.append("\nCross-check (prefill, first step logits): "
+                 + "; ".join(f"carve vs {NAMES[p]} max rel err {fmt_err(ch.get(f'carve_vs_{p}'))}, same greedy "
+                             f"tokens {ch.get(f'same_tokens_as_{p}')}" for p in peers) + ".\n")
+        for fw in cols:
+            if d[fw]["errors"]:
+                L.append(f"{NAMES[fw]} failed: {d[fw]['errors'][0]}  ")
     elif d:
         L.append(f"### GPT-style decoder with KV cache\n\nnot measured: {d['error']}\n")
     p = res.get("planner")
@@ -770,6 +776,9 @@ def main():
                     help=f"comma list of models (default {','.join(MODELS)} unless a preset is given)")
     ap.add_argument("--cnn", action="store_true", help="add the torchvision CNNs (make_onnx_models.py CNNS)")
     ap.add_argument("--layers", action="store_true", help="add the single-layer models (make_layer_models.py)")
+    ap.add_argument("--transformers", action="store_true",
+                    help="add the transformer sweep (make_onnx_models.py TRANSFORMERS: nn.TransformerEncoder "
+                    "sequence-/batch-first at opset 13/17, gpt and bert with 512 positions; 32, 128, 512 tokens)")
     ap.add_argument("--frameworks", default=",".join(FRAMEWORKS), help="comma list of " + ",".join(FRAMEWORKS))
     ap.add_argument("--iree-compile-timeout", type=int, default=1800, help="seconds for each IREE import / compile")
     ap.add_argument("--variant", action="append", default=None, metavar="MODEL:FLAGS",
@@ -783,9 +792,9 @@ def main():
         ap.error(f"--threads {args.threads}: expected a comma list of integers, e.g. 1,2")
     args.threads = args.thread_list[0]
     models = [m for m in (args.model_list or "").split(",") if m]
-    if args.cnn:
+    if args.cnn or args.transformers:
         import make_onnx_models as mk
-        models += mk.CNNS
+        models += (mk.CNNS if args.cnn else []) + (mk.TRANSFORMERS if args.transformers else [])
     if args.layers:
         models += list(make_layer_models.LAYERS)
     args.model_list = list(dict.fromkeys(models or MODELS))

@@ -1,6 +1,27 @@
 """The GPT-style decoder of examples/kv_decoder (decoder_model.cpp) in PyTorch, with the
-weights kv_decoder_bench --dump wrote, and its ONNX export for ONNX Runtime (a prefill
-graph and a one-token step graph that takes the past keys/values as inputs).
+weights kv_decoder_bench --dump wrote, and its ONNX export for ONNX Runtime and OpenVINO (a
+prefill graph and a one-token step graph that takes the past keys/values as inputs).
+
+How the peers run a decode step (worker.py ort_decoder / openvino_decoder; compare.py
+decoder_rows times prefill and the whole greedy decode, argmax included, like
+kv_decoder_bench):
+- ONNX Runtime: IO binding. The caches are the OrtValues ORT allocated for the previous
+  run's present_* outputs, bound as this step's past_* inputs (never converted to numpy);
+  the outputs are bound afresh each run (they grow by a row, so ORT cannot reuse the
+  previous ones); token and position are numpy arrays bound once and written in place; only
+  the logits ([1, vocab]) come back as numpy.
+- OpenVINO: the same two .onnx files, CPU plugin, the end-to-end settings (f32, LATENCY,
+  INFERENCE_NUM_THREADS); the step's past length is a dynamic dimension. Two step infer
+  requests take turns: each step binds the other request's present_* output tensors as its
+  past_* input tensors (set_input_tensor, no copy) and infers with shared outputs, so no
+  cache is ever copied and no request reads its own outputs while overwriting them. The
+  first rep of a process meets every past length for the first time (OpenVINO prepares each
+  new input shape then), so it is slower than the next ones; the median over
+  --decoder-reps (3) is the steady state. Not the stateful form
+  (openvino._offline_transformations.apply_make_stateful_transformation: past/present as
+  ReadValue/Assign state, the prefill's caches written into the state): with this graph's
+  Concat caches it decoded at about half the rate of the two-request form (1 thread, about
+  600 vs 1000-1400 tokens/s in a trial on the 2-core development machine).
 
 Architecture, as decoder_model.cpp builds it: x = tok_emb[ids] + pos_emb[positions]; per
 layer (pre-norm): n1 = LN(x); q, k, v = n1 @ wq, wk, wv (no bias); causal softmax

@@ -5,6 +5,7 @@
   worker.py iree     model   --models DIR --name NAME --vmfb FILE --threads T --iters N --out DIR
   worker.py torch    model   --models DIR --name NAME --threads T --iters N --out DIR
   worker.py ort      decoder --dump DIR --onnx-dir DIR --threads T --reps R --out DIR
+  worker.py openvino decoder --dump DIR --onnx-dir DIR --threads T --reps R --out DIR
   worker.py torch    decoder --dump DIR --threads T --reps R --out DIR
 
 Prints one JSON line (latencies in ms, or prefill ms / decode tokens/s per rep) and saves
@@ -128,18 +129,14 @@ def blas_libraries():
 def torch_model(models, name):
     """The module make_onnx_models.py --full exported as NAME, rebuilt with the same seeds
     (the weights are checked against the exported reference outputs by compare.py)."""
-    import torch
     sys.path.insert(0, os.path.join(REPO, "scripts"))
     import make_onnx_models as mk
     if name.startswith("layer_"):
         return torch_layer(models, name)
-    if name == "gpt":
-        torch.manual_seed(3)
-        return mk.Gpt(vocab=1000, ctx=128, dim=256, heads=8, layers=4).eval()
-    if name == "bert":
-        torch.manual_seed(4)
-        return mk.Bert(vocab=1000, ctx=128, dim=256, heads=8, layers=4).eval()
-    return mk.cnn(name).eval()
+    full = mk.full_model(name)
+    if full is None:
+        raise SystemExit(f"{name}: not a model of make_onnx_models.py (FULL) or make_layer_models.py (LAYERS)")
+    return full[0].eval()
 
 
 def input_order(models, name):
@@ -162,7 +159,10 @@ def run_model(a):
             cpu.append((time.process_time() - c) * 1e3)
     elif a.framework == "openvino":
         compiled, req, extra = openvino_model(os.path.join(a.models, a.name + ".onnx"), a.threads)
-        names = [o.get_any_name() for o in compiled.outputs]
+        # An output's names after compile_model can include the producer's tensor name
+        # (tenc_bf0_op13_*: '/layers.3/norm2/Div_output_0' for 'out'): take the ONNX one.
+        graph_outputs = input_order(a.models, a.name)[1]
+        names = [next((n for n in graph_outputs if n in o.get_names()), o.get_any_name()) for o in compiled.outputs]
         for _ in range(a.iters):
             t, c = time.perf_counter(), time.process_time()
             res = req.infer(feeds)
@@ -199,63 +199,126 @@ def run_model(a):
     return {"latency_ms": lat, "cpu_ms": cpu, **extra}
 
 
+def ort_decoder(a, cfg):
+    """ONNX Runtime's prefill and step (decoder.py) through IO binding: the caches stay
+    OrtValues that ORT allocated (a step's present_* are bound as the next step's past_*,
+    never copied to numpy), token and position are numpy arrays bound once and written in
+    place; only the logits come back as numpy."""
+    pre = ort_session(os.path.join(a.onnx_dir, "decoder_prefill.onnx"), a.threads)
+    step = ort_session(os.path.join(a.onnx_dir, "decoder_step.onnx"), a.threads)
+    pre_io, step_io = pre.io_binding(), step.io_binding()
+    past_names = [i.name for i in step.get_inputs()][2:]
+    token, pos = np.zeros(1, np.int64), np.zeros(1, np.int64)
+    step_io.bind_cpu_input("token", token)
+    step_io.bind_cpu_input("pos", pos)
+
+    def run(session, io):
+        # Outputs bound afresh for every run: a bound output keeps the OrtValue of the run
+        # before, which a step cannot reuse (the caches grow by a row) and the next step reads.
+        io.clear_binding_outputs()
+        for o in session.get_outputs():
+            io.bind_output(o.name, "cpu")
+        session.run_with_iobinding(io)
+        out = io.get_outputs()
+        return out[0].numpy(), out[1:]
+
+    def prefill(prompt):
+        pre_io.bind_cpu_input("ids", prompt)
+        return run(pre, pre_io)
+
+    def decode(t, p, cache):
+        token[0], pos[0] = t, p
+        for n, v in zip(past_names, cache):
+            step_io.bind_ortvalue_input(n, v)
+        logits, cache = run(step, step_io)
+        return logits[0], cache
+    return prefill, decode, {}
+
+
+def openvino_decoder(a, cfg):
+    """OpenVINO's CPU plugin on the same prefill and step files (openvino_model's
+    settings; the step's past length is a dynamic dimension). No copies: two step requests
+    take turns, each step binding the other request's present_* output tensors as its
+    past_* input tensors (a request never reads its own outputs, which its next run
+    overwrites); token and position are numpy arrays shared with their input tensors; the
+    logits are read through a view of the output tensor."""
+    import openvino as ov
+    pre, pre_req, extra = openvino_model(os.path.join(a.onnx_dir, "decoder_prefill.onnx"), a.threads)
+    step, req, _ = openvino_model(os.path.join(a.onnx_dir, "decoder_step.onnx"), a.threads)
+    requests = [req, step.create_infer_request()]
+    token, pos = np.zeros(1, np.int64), np.zeros(1, np.int64)
+    for r in requests:
+        r.set_input_tensor(0, ov.Tensor(token, shared_memory=True))
+        r.set_input_tensor(1, ov.Tensor(pos, shared_memory=True))
+    outputs = range(len(step.outputs))
+    turn = [0]
+
+    def run(r):
+        r.infer(share_outputs=True)
+        return r.get_output_tensor(0).data, [r.get_output_tensor(i) for i in outputs[1:]]
+
+    def prefill(prompt):
+        pre_req.set_input_tensor(0, ov.Tensor(prompt, shared_memory=True))
+        return run(pre_req)
+
+    def decode(t, p, cache):
+        token[0], pos[0] = t, p
+        r = requests[turn[0]]
+        turn[0] ^= 1
+        for i, v in enumerate(cache):
+            r.set_input_tensor(2 + i, v)
+        logits, cache = run(r)
+        return logits[0], cache
+    return prefill, decode, extra
+
+
+def torch_decoder(a, cfg):
+    """The same module in eager mode (decoder.py), torch.cat caches."""
+    torch = torch_setup(a.threads)
+    sys.path.insert(0, HERE)
+    import decoder
+    model = decoder.KvDecoder(cfg, decoder.load_weights(a.dump)).eval()
+
+    def prefill(prompt):
+        logits, cache = model.prefill(torch.from_numpy(prompt))
+        return logits.numpy(), cache
+
+    def decode(t, p, cache):
+        logits, cache = model.step(torch.tensor([t]), torch.tensor([p]), cache)
+        return logits[0].numpy(), cache
+    return prefill, decode, {}
+
+
 def run_decoder(a):
+    """Per rep: the prefill of the prompt, timed; then greedy decode from position T to
+    max_seq - 1, one step per token, timed as a whole (tokens/s), argmax included."""
     cfg = json.load(open(os.path.join(a.dump, "config.json")))["config"]
     prompt = np.load(os.path.join(a.dump, "prompt.npy"))
-    T, steps, vocab = len(prompt), cfg["max_seq"] - 1 - len(prompt), cfg["vocab"]
+    T, steps = len(prompt), cfg["max_seq"] - 1 - len(prompt)
+    make = {"ort": ort_decoder, "openvino": openvino_decoder, "torch": torch_decoder}[a.framework]
+    prefill, decode, extra = make(a, cfg)
     prefill_ms, tps, generated, prefill_cpu, cpu_tps = [], [], [], [], []
-    if a.framework == "ort":
-        pre = ort_session(os.path.join(a.onnx_dir, "decoder_prefill.onnx"), a.threads)
-        step = ort_session(os.path.join(a.onnx_dir, "decoder_step.onnx"), a.threads)
-        past_names = [i.name for i in step.get_inputs()][2:]
-        for _ in range(a.reps):
-            t, c = time.perf_counter(), time.process_time()
-            out = pre.run(None, {"ids": prompt})
-            prefill_ms.append((time.perf_counter() - t) * 1e3)
-            prefill_cpu.append((time.process_time() - c) * 1e3)
-            prefill_logits, cache = out[0], out[1:]
-            token = int(np.argmax(prefill_logits[-1]))
-            generated = [token]
-            t, c = time.perf_counter(), time.process_time()
-            for i in range(steps):
-                feeds = {"token": np.array([token], np.int64), "pos": np.array([T + i], np.int64)}
-                feeds.update(zip(past_names, cache))
-                out = step.run(None, feeds)
-                if i == 0:
-                    first = out[0][0]
-                cache = out[1:]
-                token = int(np.argmax(out[0][0]))
-                generated.append(token)
-            tps.append(steps / (time.perf_counter() - t))
-            cpu_tps.append(steps / (time.process_time() - c))
-    else:
-        torch = torch_setup(a.threads)
-        sys.path.insert(0, HERE)
-        import decoder
-        model = decoder.KvDecoder(cfg, decoder.load_weights(a.dump)).eval()
-        ids = torch.from_numpy(prompt)
-        for _ in range(a.reps):
-            t, c = time.perf_counter(), time.process_time()
-            logits, cache = model.prefill(ids)
-            prefill_ms.append((time.perf_counter() - t) * 1e3)
-            prefill_cpu.append((time.process_time() - c) * 1e3)
-            prefill_logits = logits.numpy()
-            token = int(torch.argmax(logits[-1]))
-            generated = [token]
-            t, c = time.perf_counter(), time.process_time()
-            for i in range(steps):
-                out, cache = model.step(torch.tensor([token]), torch.tensor([T + i]), cache)
-                if i == 0:
-                    first = out[0].numpy()
-                token = int(torch.argmax(out[0]))
-                generated.append(token)
-            tps.append(steps / (time.perf_counter() - t))
-            cpu_tps.append(steps / (time.process_time() - c))
+    for _ in range(a.reps):
+        t, c = time.perf_counter(), time.process_time()
+        prefill_logits, cache = prefill(prompt)
+        prefill_ms.append((time.perf_counter() - t) * 1e3)
+        prefill_cpu.append((time.process_time() - c) * 1e3)
+        token = int(np.argmax(prefill_logits[-1]))
+        generated = [token]
+        t, c = time.perf_counter(), time.process_time()
+        for i in range(steps):
+            logits, cache = decode(token, T + i, cache)
+            if i == 0:
+                first = np.array(logits)  # a copy: OpenVINO's view is overwritten by later steps
+            token = int(np.argmax(logits))
+            generated.append(token)
+        tps.append(steps / (time.perf_counter() - t))
+        cpu_tps.append(steps / (time.process_time() - c))
     os.makedirs(a.out, exist_ok=True)
     np.save(os.path.join(a.out, "prefill_logits.npy"), prefill_logits)
     np.save(os.path.join(a.out, "decode0_logits.npy"), first)
     return {"prefill_ms": prefill_ms, "decode_tokens_per_s": tps, "prefill_cpu_ms": prefill_cpu,
-            "decode_cpu_tokens_per_s": cpu_tps, "decode_steps": steps, "generated": generated}
+            "decode_cpu_tokens_per_s": cpu_tps, "decode_steps": steps, "generated": generated, **extra}
 
 
 def main():
