@@ -63,13 +63,17 @@ GemmTiles gemm_tiles(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t ele
   t.n = n;
   t.k = k;
   constexpr int64_t kCols = 256;   // multiple of every micro-kernel width (<= 64)
-  constexpr int64_t kRowStep = 24; // multiple of every micro-kernel height
+  constexpr int64_t kMinRows = 24;  // rows per tile at least (B panel packed per tile)
+  constexpr int64_t kRowAlign = 4;  // the smallest tail micro-kernel's height (emit_gemm)
   constexpr int64_t kKc = 256;
   t.cols_per_tile = std::max<int64_t>(1, std::min(n, kCols));
   t.col_tiles = std::max<int64_t>(1, ceil_div(n, t.cols_per_tile));
-  int64_t row_target = std::max<int64_t>(1, 8 / t.col_tiles);
-  if (m * n * std::max<int64_t>(k, 1) < (int64_t{1} << 20)) row_target = 1;
-  int64_t rpt = std::max<int64_t>(round_up(ceil_div(m, row_target), kRowStep), 2 * kRowStep);
+  // About 8 tiles in all, row tiles of (nearly) equal height: a short last tile would
+  // leave a thread idle while another runs a long one.
+  int64_t row_tiles = std::max<int64_t>(1, 8 / t.col_tiles);
+  if (m * n * std::max<int64_t>(k, 1) < (int64_t{1} << 20)) row_tiles = 1;
+  row_tiles = std::min(row_tiles, std::max<int64_t>(1, m / kMinRows));
+  int64_t rpt = round_up(ceil_div(m, row_tiles), kRowAlign);
   t.rows_per_tile = std::max<int64_t>(1, std::min(rpt, m));
   t.row_tiles = std::max<int64_t>(1, ceil_div(m, t.rows_per_tile));
   t.kc = std::max<int64_t>(1, std::min(k, kKc));
