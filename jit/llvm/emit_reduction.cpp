@@ -8,7 +8,8 @@
 //    as strided loops; otherwise each output row (innermost kept run) is computed W
 //    outputs at a time, looping over every reduced run with vector loads.
 //  - softmax: rows (inner == 1) in three vectorised passes (max, sum of exp, exp/sum);
-//    with inner > 1, W neighbouring columns at once. exp is a polynomial (util::exp).
+//    with inner > 1, W neighbouring columns at once. exp is a polynomial for x <= 0
+//    (util::exp_nonpos_f32; doubles util::exp).
 //  - layer_norm: per row, vectorised mean and (biased) variance, then the affine map.
 //  - batch_norm / global_avg_pool: per (image, channel) plane, vectorised.
 #include <llvm/IR/Intrinsics.h>
@@ -50,6 +51,11 @@ void for_node_units(EmitContext& ec, const ir::Node& node, const std::function<v
 
 Value* fmax_nan(EmitContext& ec, Value* a, Value* b) {
   return util::max(ec, ir::DType::kF32, a, b);
+}
+
+// Softmax's e^(x - max), x - max <= 0: the cheaper non-positive exp in float.
+Value* exp_shifted(EmitContext& ec, Value* d) {
+  return d->getType()->getScalarType()->isDoubleTy() ? util::exp(ec, d) : util::exp_nonpos_f32(ec, d);
 }
 
 // Folds f over elements [0, n) of a contiguous run at base (vector body + scalar tail).
@@ -193,7 +199,7 @@ Status emit_softmax(EmitContext& ec, const ir::Node& node) {
       Value* m = fold_run(ec, dtype, X, base, s.len, lanes, ninf, fmax, fmax);
       auto exp_store = [&](Value* j, Value* acc, int ln) {
         Value* idx = b.CreateAdd(base, j);
-        Value* e = util::exp(ec, b.CreateFSub(load_n(ec, dtype, X, idx, ln), splat_like(ec, m, ln)));
+        Value* e = exp_shifted(ec, b.CreateFSub(load_n(ec, dtype, X, idx, ln), splat_like(ec, m, ln)));
         store_n(ec, dtype, Y, idx, e);
         return b.CreateFAdd(acc, e);
       };
@@ -227,10 +233,10 @@ Status emit_softmax(EmitContext& ec, const ir::Node& node) {
       Value* sum = fold_run(ec, dtype, X, base, s.len, lanes, zero(ct),
                             [&](Value* a, Value* x) {
                               int ln = x->getType()->isVectorTy() ? lanes : 0;
-                              return b.CreateFAdd(a, util::exp(ec, b.CreateFSub(x, splat_like(ec, m, ln))));
+                              return b.CreateFAdd(a, exp_shifted(ec, b.CreateFSub(x, splat_like(ec, m, ln))));
                             }, fadd);
       map_xy(ec, node, base, s.len, [&](Value* x, Value*, int ln) {
-        Value* e = util::exp(ec, b.CreateFSub(x, splat_like(ec, m, ln)));
+        Value* e = exp_shifted(ec, b.CreateFSub(x, splat_like(ec, m, ln)));
         return b.CreateFDiv(e, splat_like(ec, sum, ln));
       });
     });
@@ -247,10 +253,10 @@ Status emit_softmax(EmitContext& ec, const ir::Node& node) {
       }, "sm")[0];
       Value* sum = for_range_carry(ec, i64c(ec, 0), i64c(ec, s.len), 1, {splat_like(ec, zero(ct), ln)},
                                    [&](Value* k, const std::vector<Value*>& a) {
-        return std::vector<Value*>{b.CreateFAdd(a[0], util::exp(ec, b.CreateFSub(load_n(ec, dtype, X, at(k), ln), m)))};
+        return std::vector<Value*>{b.CreateFAdd(a[0], exp_shifted(ec, b.CreateFSub(load_n(ec, dtype, X, at(k), ln), m)))};
       }, "ss")[0];
       for_range(ec, i64c(ec, 0), i64c(ec, s.len), 1, [&](Value* k) {
-        Value* e = util::exp(ec, b.CreateFSub(load_n(ec, dtype, X, at(k), ln), m));
+        Value* e = exp_shifted(ec, b.CreateFSub(load_n(ec, dtype, X, at(k), ln), m));
         store_n(ec, dtype, Y, at(k), b.CreateFDiv(e, sum));
       }, "sw");
     });

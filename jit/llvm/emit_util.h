@@ -78,6 +78,10 @@ llvm::Value* exp(EmitContext& ec, llvm::Value* x);
 // that vectorises; ulp bounds (measured by tests/jit/vmath_test.cpp) in that file:
 // exp, log <= 1 ulp; tanh, erf, sigmoid <= 2; silu <= 3; gelu <= 6 (normal results).
 llvm::Value* exp_f32(EmitContext& ec, llvm::Value* x);
+// e^x for x <= 0 (softmax's exp(x - max)): exp_f32's reduction and polynomial without its
+// overflow and subnormal handling; results below 2^-126 (x < -87.34) are 0, so within
+// 2^-126 absolute there, 1 ulp above. NaN gives NaN.
+llvm::Value* exp_nonpos_f32(EmitContext& ec, llvm::Value* x);
 llvm::Value* log_f32(EmitContext& ec, llvm::Value* x);
 llvm::Value* tanh_f32(EmitContext& ec, llvm::Value* x);
 llvm::Value* erf_f32(EmitContext& ec, llvm::Value* x);

@@ -187,6 +187,25 @@ Value* exp_f32(EmitContext& ec, Value* x) {
   return keep_nan(ec, x, ldexp2(ec, e.p, e.n));
 }
 
+Value* exp_nonpos_f32(EmitContext& ec, Value* x) {
+  auto& b = ec.b;
+  Type* t = x->getType();
+  // ln(2^-126): n = round(x * log2(e)) stays in [-126, 0], so 2^n is one normal power of
+  // two and p * 2^n rounds once. Below, and for NaN (ok false), h is the bound (no poison
+  // from fptosi); the selects give 0, then NaN back.
+  const double lo = -87.3365448;
+  Value* ok = b.CreateFCmpOGE(x, fpc(t, lo));
+  Value* h = b.CreateSelect(ok, x, fpc(t, lo));
+  Value* n = b.CreateIntrinsic(llvm::Intrinsic::roundeven, {t}, {b.CreateFMul(h, fpc(t, M_LOG2E))});
+  Value* r = mul_add(ec, n, fpc(t, -kLn2Hi), h);
+  r = mul_add(ec, n, fpc(t, -kLn2Lo), r);
+  Value* p = b.CreateFAdd(mul_add(ec, poly(ec, r, kExpP), b.CreateFMul(r, r), r), fpc(t, 1.0));
+  Type* it = i32_like(ec, x);
+  Value* scale = b.CreateBitCast(b.CreateShl(b.CreateAdd(b.CreateFPToSI(n, it), intc(it, 127)), intc(it, 23)), t);
+  Value* e = b.CreateSelect(ok, b.CreateFMul(p, scale), zero(t));
+  return keep_nan(ec, x, e);
+}
+
 Value* log_f32(EmitContext& ec, Value* x) {
   auto& b = ec.b;
   Type* t = x->getType();

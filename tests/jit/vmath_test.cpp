@@ -136,8 +136,76 @@ void check_math(OpKind op) {
   CHECK(worst.failures == 0);
 }
 
+// Softmax's exp of non-positive arguments (exp_nonpos_f32), through softmax rows of 17:
+// [0, x repeated 16 times], so one vector and the scalar tail both run it. y = e^x / (1 +
+// 16 e^x) within 4 ulp (exp 1 ulp, the sum, 1 / sum and the product); where e^x < 2^-126
+// the kernel flushes it to 0 (absolute error below 2^-126).
+struct SoftmaxWorst {
+  double ulp = 0;
+  int64_t failures = 0;
+};
+
+void softmax_exp_sweep(const std::vector<float>& xs, SoftmaxWorst& worst) {
+  const int64_t rows = static_cast<int64_t>(xs.size()), len = 17;
+  std::vector<float> in(static_cast<size_t>(rows * len));
+  for (int64_t r = 0; r < rows; ++r) {
+    in[static_cast<size_t>(r * len)] = 0.0f;
+    for (int64_t k = 1; k < len; ++k) in[static_cast<size_t>(r * len + k)] = xs[static_cast<size_t>(r)];
+  }
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::kF32, {rows, len});
+  b.output(b.softmax(x));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto out = run_jit(*shared_jit(), *g, {HostTensor::from<float>(Shape{rows, len}, in)});
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  std::vector<float> ys = (*out)[0].as<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const double xd = xs[static_cast<size_t>(r)];
+    const double e = std::exp(xd);
+    for (int64_t k = 0; k < len; ++k) {
+      const double ref = std::isnan(xd) ? NAN : (k == 0 ? 1.0 : e) / (1.0 + 16.0 * e);
+      const float got = ys[static_cast<size_t>(r * len + k)];
+      const bool flushed = k > 0 && e < 0x1p-126;
+      const double err = ulp_error(got, ref);
+      const bool ok = flushed ? std::fabs(static_cast<double>(got) - ref) < 0x1p-126 : err <= 4;
+      if (!ok && worst.failures++ < 5) {
+        MESSAGE(fmt::format("softmax row [0, {:a} x16]: {} = {:a}, reference {:a}", xd, k, got, ref));
+      }
+      if (!flushed) worst.ulp = std::max(worst.ulp, err);
+    }
+  }
+}
+
+void check_softmax_exp(uint64_t stride) {
+  SoftmaxWorst worst;
+  std::vector<float> xs;
+  for (float e : edge_cases()) {
+    if (!(e > 0)) xs.push_back(e);  // <= 0, -inf, NaN
+  }
+  softmax_exp_sweep(xs, worst);
+  // Negative floats down to -105 (below, e^x underflows to 0 even in subnormals).
+  const uint64_t chunk = uint64_t{1} << 20;
+  xs.clear();
+  for (uint64_t bits = 0x80000000u; bits <= 0xc2d20000u; bits += stride) {
+    xs.push_back(from_bits(static_cast<uint32_t>(bits)));
+    if (xs.size() == chunk) {
+      softmax_exp_sweep(xs, worst);
+      xs.clear();
+    }
+  }
+  if (!xs.empty()) softmax_exp_sweep(xs, worst);
+  MESSAGE(fmt::format("softmax exp: max {:.3f} ulp; bound 4", worst.ulp));
+  CHECK(worst.failures == 0);
+}
+
 }  // namespace
 
+TEST_CASE("jit/vmath/softmax exp of non-positive arguments within 4 ulp") {
+  if (skip_without_jit()) return;
+  const char* all = std::getenv("CARVE_VMATH_EXHAUSTIVE");
+  check_softmax_exp(all != nullptr && std::string(all) == "1" ? 1 : 1024);
+}
 TEST_CASE("jit/vmath/exp f32 within 1 ulp") { check_math(OpKind::kExp); }
 TEST_CASE("jit/vmath/log f32 within 1 ulp") { check_math(OpKind::kLog); }
 TEST_CASE("jit/vmath/tanh f32 within 2 ulp") { check_math(OpKind::kTanh); }
