@@ -732,6 +732,45 @@ def write_misc_forms(out_dir):
         np.save(os.path.join(out_dir, f"forms_misc.output.{name}.npy"), arr.astype(np.float32))
 
 
+def write_layernorm_forms(out_dir):
+    """Decomposed LayerNorms as exporters write them (carve imports a full one as one
+    layer_norm, onnx/src/patterns.cpp): `a` squares with Mul(d, d), takes eps from an
+    initializer and puts gamma/beta first in Mul/Add; `b` has no beta and its mean is also
+    a graph output, so it must stay unfused. Checked against numpy."""
+    rng = np.random.default_rng(81)
+    x = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    gamma = rng.standard_normal(8).astype(np.float32)
+    beta = rng.standard_normal(8).astype(np.float32)
+    node = helper.make_node
+    nodes = [
+        node("ReduceMean", ["x"], ["ma"], axes=[-1]), node("Sub", ["x", "ma"], ["da"]), node("Mul", ["da", "da"], ["pa"]),
+        node("ReduceMean", ["pa"], ["va"], axes=[-1]), node("Add", ["va", "eps"], ["vea"]), node("Sqrt", ["vea"], ["sa"]),
+        node("Div", ["da", "sa"], ["na"]), node("Mul", ["gamma", "na"], ["ga"]), node("Add", ["beta", "ga"], ["ya"]),
+        node("ReduceMean", ["ya"], ["mb"], axes=[-1]), node("Sub", ["ya", "mb"], ["db"]),
+        node("Constant", [], ["two"], value=numpy_helper.from_array(np.array(2.0, dtype=np.float32))),
+        node("Pow", ["db", "two"], ["pb"]), node("ReduceMean", ["pb"], ["vb"], axes=[-1]),
+        node("Add", ["vb", "eps"], ["veb"]), node("Sqrt", ["veb"], ["sb"]), node("Div", ["db", "sb"], ["nb"]),
+        node("Mul", ["nb", "gamma"], ["yb"]),
+    ]
+    inits = [numpy_helper.from_array(np.array(1e-5, dtype=np.float32), "eps"), numpy_helper.from_array(gamma, "gamma"),
+             numpy_helper.from_array(beta, "beta")]
+    outs = ["ya", "yb", "mb"]
+    graph = helper.make_graph(nodes, "layernorm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              os.path.join(out_dir, "forms_layernorm.onnx"))
+
+    def layer_norm(v):
+        d = v.astype(np.float64) - v.mean(axis=-1, keepdims=True, dtype=np.float64)
+        return d / np.sqrt((d * d).mean(axis=-1, keepdims=True) + 1e-5)
+
+    ya = layer_norm(x) * gamma + beta
+    np.save(os.path.join(out_dir, "forms_layernorm.input.x.npy"), x)
+    for name, arr in [("ya", ya), ("yb", layer_norm(ya.astype(np.float32)) * gamma),
+                      ("mb", ya.astype(np.float32).mean(axis=-1, keepdims=True, dtype=np.float64))]:
+        np.save(os.path.join(out_dir, f"forms_layernorm.output.{name}.npy"), arr.astype(np.float32))
+
+
 def write_io_forms(out_dir):
     """Outputs that are an input, an initializer, or aliases (Identity) of one value; a
     symbolic batch dim (imported as 1)."""
@@ -789,8 +828,10 @@ def main():
     write_edge_forms(out_dir)
     write_io_forms(out_dir)
     write_misc_forms(out_dir)
+    write_layernorm_forms(out_dir)
     write_error_models(out_dir)
-    names = [m[0] for m in models] + ["bert_dynamic", "external_weights", "forms_opset10", "forms_opset15", "forms_edges", "forms_io", "forms_misc"]
+    names = [m[0] for m in models] + ["bert_dynamic", "external_weights", "forms_opset10", "forms_opset15", "forms_edges", "forms_io", "forms_misc",
+                                          "forms_layernorm"]
     with open(os.path.join(out_dir, "manifest.txt"), "w") as f:
         f.write("".join(n + "\n" for n in names))
     print("ONNX ops covered by the torch exports:", " ".join(sorted(seen)))

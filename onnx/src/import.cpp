@@ -9,6 +9,7 @@
 #include <set>
 
 #include "context.h"
+#include "patterns.h"
 
 namespace carve::onnx {
 namespace {
@@ -17,6 +18,7 @@ using detail::Context;
 using detail::NodeContext;
 using detail::OpEntry;
 using detail::Tensor;
+using detail::LayerNormPattern;
 
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 18;
@@ -235,13 +237,26 @@ Result<ImportedModel> import_model(::onnx::ModelProto& model, const ImportOption
                                 node.op_type()));
   }
   const std::vector<bool> live = live_nodes(graph);
-  for (int i = 0; i < graph.node_size(); ++i)
-    if (live[static_cast<size_t>(i)]) CARVE_RETURN_IF_ERROR(lower_node(graph.node(i), i, ctx));
+  const std::map<int, LayerNormPattern> layer_norms =
+      options.fuse_patterns ? detail::find_layer_norms(graph, ctx) : std::map<int, LayerNormPattern>{};
+  std::vector<bool> fused(static_cast<size_t>(graph.node_size()), false);
+  int64_t fused_patterns = 0;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (!live[static_cast<size_t>(i)] || fused[static_cast<size_t>(i)]) continue;
+    if (auto it = layer_norms.find(i); it != layer_norms.end() && detail::take_layer_norm(it->second, ctx)) {
+      CARVE_RETURN_IF_ERROR(lower_node(it->second.fused, i, ctx));
+      for (int j : it->second.nodes) fused[static_cast<size_t>(j)] = true;
+      ++fused_patterns;
+      continue;
+    }
+    CARVE_RETURN_IF_ERROR(lower_node(graph.node(i), i, ctx));
+  }
   CARVE_RETURN_IF_ERROR(mark_outputs(graph, ctx));
   ImportedModel result;
   result.opset = opset;
   result.producer = fmt::format("{} {}", model.producer_name(), model.producer_version());
   result.folded_nodes = ctx.folded_nodes;
+  result.fused_patterns = fused_patterns;
   result.mapped_weights = std::move(ctx.mapped_weights);
   CARVE_ASSIGN_OR_RETURN(result.graph, ctx.builder.build());
   return result;

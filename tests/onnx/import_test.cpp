@@ -3,6 +3,7 @@
 // planning, folding of shape arithmetic, and the CLI on .onnx files.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -220,9 +221,9 @@ TEST_CASE("onnx/fold/shape_arithmetic_leaves_no_nodes") {
 
 TEST_CASE("onnx/import/pow_by_constant_two_is_a_multiply") {
   // bert_tiny's decomposed LayerNorms square with Pow(x, 2.0) (7 Pow nodes in the file):
-  // imported as x * x (bit-identical, no libm pow per element); its models_test cases
-  // still match torch.
-  auto model = onnx::import_model_file(ot::model_path("bert_tiny"));
+  // imported as x * x (bit-identical, no libm pow per element) when not fused into
+  // layer_norm; its models_test cases still match torch.
+  auto model = onnx::import_model_file(ot::model_path("bert_tiny"), {.fuse_patterns = false});
   REQUIRE_MESSAGE(model.ok(), model.status().to_string());
   int pows = 0, squares = 0;
   for (const auto& node : model->graph.nodes) {
@@ -231,6 +232,37 @@ TEST_CASE("onnx/import/pow_by_constant_two_is_a_multiply") {
   }
   CHECK(pows == 0);
   CHECK(squares > 0);
+}
+
+TEST_CASE("onnx/import/decomposed_layer_norm_is_one_op") {
+  // PyTorch's opset < 17 exports write nn.LayerNorm as ReduceMean, Sub, Pow, ReduceMean,
+  // Add, Sqrt, Div, Mul, Add (5 in each of bert_tiny, gpt_tiny_14 and bert_dynamic, which
+  // has symbolic dims): each is imported as one layer_norm. models_test checks they
+  // still match torch.
+  auto count = [](const carve::ir::Graph& g, carve::ir::OpKind op) {
+    return std::count_if(g.nodes.begin(), g.nodes.end(), [&](const auto& n) { return n.op == op; });
+  };
+  for (auto [name, expected] : {std::pair{"bert_tiny", 5}, std::pair{"gpt_tiny_14", 5}, std::pair{"bert_dynamic", 5}}) {
+    INFO(name);
+    auto fused = ot::import_for_inputs(name);
+    REQUIRE_MESSAGE(fused.ok(), fused.status().to_string());
+    CHECK(fused->fused_patterns == expected);
+    CHECK(count(fused->graph, carve::ir::OpKind::kLayerNorm) == expected);
+    CHECK(count(fused->graph, carve::ir::OpKind::kSqrt) == 0);
+    CHECK(count(fused->graph, carve::ir::OpKind::kReduceMean) == 0);
+    auto plain = onnx::import_model_file(ot::model_path(name), {.fuse_patterns = false});
+    REQUIRE_MESSAGE(plain.ok(), plain.status().to_string());
+    CHECK(plain->fused_patterns == 0);
+    CHECK(count(plain->graph, carve::ir::OpKind::kLayerNorm) == 0);
+    CHECK(count(plain->graph, carve::ir::OpKind::kReduceMean) == 2 * expected);
+  }
+  // forms_layernorm: `a` (Mul(d, d), eps an initializer, gamma/beta first) is fused; `b`,
+  // whose mean is also a graph output, is not.
+  auto forms = onnx::import_model_file(ot::model_path("forms_layernorm"));
+  REQUIRE_MESSAGE(forms.ok(), forms.status().to_string());
+  CHECK(forms->fused_patterns == 1);
+  CHECK(count(forms->graph, carve::ir::OpKind::kLayerNorm) == 1);
+  CHECK(count(forms->graph, carve::ir::OpKind::kReduceMean) == 2);
 }
 
 TEST_CASE("onnx/import/symbolic_dims_and_input_shapes") {

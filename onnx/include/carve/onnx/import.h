@@ -89,6 +89,9 @@ struct ImportOptions {
   // few hundred bytes of model can ask for exabytes. Over it: kOutOfMemory naming the
   // node. Raise it for a model that really folds larger constants.
   int64_t max_folded_bytes = int64_t{1} << 30;  // 1 GiB
+  // Import exporters' op-by-op forms as the one op they compute (onnx/src/patterns.cpp:
+  // a decomposed LayerNorm becomes layer_norm). false: every node lowers by itself.
+  bool fuse_patterns = true;
 };
 
 struct ImportedModel {
@@ -98,6 +101,7 @@ struct ImportedModel {
   int64_t opset = 0;           // of the default ("" / "ai.onnx") domain
   std::string producer;        // e.g. "pytorch 1.13.1"
   int64_t folded_nodes = 0;    // ONNX nodes evaluated at import (constant inputs)
+  int64_t fused_patterns = 0;  // subgraphs imported as one op (ImportOptions::fuse_patterns)
 };
 
 // Reads and imports `path`.
