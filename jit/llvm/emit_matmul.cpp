@@ -218,7 +218,7 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
           }
         }
       };
-      // Column tiles start at multiples of 256, which strips.wide divides (tiles.h).
+      // Column tiles start at multiples of 128 here, which strips.wide divides (tiles.h).
       gemv_columns(ec, j0, j1, strips.wide, W, strip);
     });
     return Status();

@@ -62,7 +62,7 @@ GemmTiles gemm_tiles(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t ele
   t.m = m;
   t.n = n;
   t.k = k;
-  constexpr int64_t kCols = 256;   // multiple of every micro-kernel width (<= 64)
+  constexpr int64_t kCols = 256;    // multiple of every micro-kernel width (<= 64)
   constexpr int64_t kMinRows = 24;  // rows per tile at least (B panel packed per tile)
   constexpr int64_t kRowAlign = 4;  // the smallest tail micro-kernel's height (emit_gemm)
   constexpr int64_t kKc = 256;
@@ -70,12 +70,23 @@ GemmTiles gemm_tiles(int64_t batch, int64_t m, int64_t n, int64_t k, int64_t ele
   t.col_tiles = std::max<int64_t>(1, ceil_div(n, t.cols_per_tile));
   // About 8 tiles in all, row tiles of (nearly) equal height: a short last tile would
   // leave a thread idle while another runs a long one.
-  int64_t row_tiles = std::max<int64_t>(1, 8 / t.col_tiles);
-  if (m * n * std::max<int64_t>(k, 1) < (int64_t{1} << 20)) row_tiles = 1;
+  const bool split = m * n * std::max<int64_t>(k, 1) >= (int64_t{1} << 20);
+  int64_t row_tiles = split ? std::max<int64_t>(1, 8 / t.col_tiles) : 1;
   row_tiles = std::min(row_tiles, std::max<int64_t>(1, m / kMinRows));
   int64_t rpt = round_up(ceil_div(m, row_tiles), kRowAlign);
   t.rows_per_tile = std::max<int64_t>(1, std::min(rpt, m));
   t.row_tiles = std::max<int64_t>(1, ceil_div(m, t.rows_per_tile));
+  // Few rows (short sequences): narrower column tiles, for at least 4 tiles. Tiles start
+  // at multiples of the widest pre-packed strip (tiling::gemv_strips: 2 vectors of 16
+  // lanes above kGemvMaxRows rows, up to 8 vectors at one row).
+  if (split && t.row_tiles * t.col_tiles < 4) {
+    const int64_t align = m <= kGemvMaxRows ? 128 : 64;
+    const int64_t cols = std::max(align, round_up(ceil_div(n, ceil_div(4, t.row_tiles)), align));
+    if (cols < t.cols_per_tile) {
+      t.cols_per_tile = cols;
+      t.col_tiles = ceil_div(n, cols);
+    }
+  }
   t.kc = std::max<int64_t>(1, std::min(k, kKc));
   t.panel_ld = round_up(t.cols_per_tile, 64) + 16;
   t.panel_bytes = packed ? t.kc * t.panel_ld * elem_bytes : 0;

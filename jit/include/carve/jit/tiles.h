@@ -81,8 +81,9 @@ int vector_width_f32(std::string_view features);
 // reordered so each strip is contiguous. The columns split into wide strips from column
 // 0 up to floor(n / wide) * wide, then vec-lane strips up to floor(n / vec) * vec, then
 // single columns; the strip starting at column c with width w holds element (k, j) at
-// c * k_total + k * w + (j - c). Column tiles of GemmTiles start at multiples of 256,
-// which every `wide` divides, so each tile's strips are a run of these.
+// c * k_total + k * w + (j - c). Column tiles of GemmTiles start at multiples of 64
+// (128 for m <= kGemvMaxRows), which every `wide` of that m divides, so each tile's strips
+// are a run of these.
 inline constexpr const char* kPrepackedAttr = "prepacked_b";
 // Packs B (row-major K x N; trans_b: row-major N x K holding B transposed) of
 // elements of elem_bytes (1, 2, 4 or 8) from src into dst (K * N elements, the layout above).
