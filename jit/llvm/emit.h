@@ -37,9 +37,14 @@ struct EmitContext {
 // Applies a fused elementwise epilogue to one computed element (or vector of lanes) of
 // the anchor node's output. `value` has the anchor output's element type (scalar or
 // <N x T>); `linear_index` is the i64 linear (row-major) index of the first element in
-// the anchor's output. Returns the value to store (the group's final output type).
-// Produced by the elementwise emitter from group.nodes[1..]; absent when nothing is fused.
-using Epilogue = std::function<llvm::Value*(EmitContext&, llvm::Value* value, llvm::Value* linear_index)>;
+// the anchor's output; `last_dim_index`, when the caller knows it (a GEMM: the column),
+// that element's index along the output's last dim, with all lanes in that row; else
+// null. Operands broadcast along the leading dims (a bias) are then loaded at that index,
+// without a division or a row-crossing check. Returns the value
+// to store (the group's final output type). Produced by the elementwise emitter from
+// group.nodes[1..]; absent when nothing is fused.
+using Epilogue = std::function<llvm::Value*(EmitContext&, llvm::Value* value, llvm::Value* linear_index,
+                                            llvm::Value* last_dim_index)>;
 
 // Dispatch: emits the body of the whole group.
 Status emit_group(EmitContext& ec);

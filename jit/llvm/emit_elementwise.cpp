@@ -421,6 +421,23 @@ bool broadcast_offset_is_identity(const BroadcastLayout& layout, size_t k) {
   return true;
 }
 
+// For an operand that repeats one contiguous block along the leading dims (a bias [n]
+// under [m, n]: strides 0 over a prefix of the collapsed dims, contiguous over the rest),
+// the block's elements; its offset for output index i is i % block. 0 otherwise.
+int64_t broadcast_row_block(const BroadcastLayout& layout, size_t k) {
+  const auto& st = layout.strides[k];
+  int64_t block = 1;
+  size_t j = layout.dims.size();
+  for (; j-- > 0;) {
+    if (st[j] != block) break;
+    block *= layout.dims[j];
+  }
+  for (size_t d = 0; d <= j && j < layout.dims.size(); ++d) {
+    if (st[d] != 0) return 0;
+  }
+  return block > 1 && block < layout.total ? block : 0;
+}
+
 // Element offset of operand k for output linear index `linear`.
 Value* broadcast_offset(EmitContext& ec, const BroadcastLayout& layout, size_t k, Value* linear) {
   if (broadcast_offset_is_identity(layout, k)) return linear;
@@ -575,38 +592,74 @@ Epilogue make_epilogue(EmitContext& ec) {
 
   // Per external operand: contiguous with the output (a residual), one element for all
   // (a scalar), or neither (gathered lane by lane).
-  enum class Access { kContiguous, kScalar, kGather };
+  // kRow: a block repeated along the leading dims (a bias): a vector load at linear % block
+  // when the lanes stay inside one block, gathered otherwise.
+  enum class Access { kContiguous, kScalar, kRow, kGather };
   std::vector<Access> access;
+  std::vector<int64_t> row_block;
   for (size_t k = 0; k < externals.size(); ++k) {
     const auto& st = layout.strides[k];
     bool scalar = std::all_of(st.begin(), st.end(), [](int64_t s) { return s == 0; });
     bool contiguous = broadcast_offset_is_identity(layout, k);
-    access.push_back(scalar ? Access::kScalar : contiguous ? Access::kContiguous : Access::kGather);
+    row_block.push_back(broadcast_row_block(layout, k));
+    access.push_back(scalar ? Access::kScalar
+                     : contiguous ? Access::kContiguous
+                     : row_block.back() > 0 ? Access::kRow
+                                            : Access::kGather);
   }
 
   // `g` by reference: [=] alone would copy the whole graph, constants included, per kernel.
   // The epilogue is used while this group is emitted, when the graph is alive.
   // A vector of anchor results is evaluated as vectors (the float math vectorises), with
   // each operand loaded as a vector, a splat or a lane-by-lane gather.
-  return [=, &g](EmitContext& ec2, Value* value, Value* linear) -> Value* {
+  const int64_t last_dim = out_shape.rank() > 0 ? out_shape[out_shape.rank() - 1] : 1;
+  return [=, &g](EmitContext& ec2, Value* value, Value* linear, Value* last_dim_index) -> Value* {
     llvm::IRBuilder<>& b = ec2.b;
     auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(value->getType());
     const int lanes = vt ? static_cast<int>(vt->getNumElements()) : 0;
     auto load = [&](size_t k) -> Value* {
       const DType dt = g.value(externals[k]).type.dtype;
       Value* ptr = operand_ptr(ec2, externals[k]);
+      auto gather = [&]() -> Value* {
+        Value* out = llvm::PoisonValue::get(llvm::FixedVectorType::get(compute_type(ec2, dt), static_cast<unsigned>(lanes)));
+        for (int j = 0; j < lanes; ++j) {
+          Value* off = broadcast_offset(ec2, layout, k, b.CreateAdd(linear, i64c(ec2, j)));
+          out = b.CreateInsertElement(out, load_elem(ec2, dt, ptr, off), static_cast<uint64_t>(j));
+        }
+        return out;
+      };
       switch (lanes == 0 ? Access::kGather : access[k]) {
         case Access::kContiguous: return load_n(ec2, dt, ptr, linear, lanes);
         case Access::kScalar: return splat_like(ec2, load_elem(ec2, dt, ptr, i64c(ec2, 0)), lanes);
+        case Access::kRow: {
+          const int64_t block = row_block[k];
+          // A block of the last dim's size starts each output row: the caller's column,
+          // when given, is its offset, and the lanes lie in that row (Epilogue).
+          if (last_dim_index != nullptr && block == last_dim) return load_n(ec2, dt, ptr, last_dim_index, lanes);
+          Value* off = b.CreateURem(linear, i64c(ec2, block));
+          Value* inside = b.CreateICmpULE(b.CreateAdd(off, i64c(ec2, lanes)), i64c(ec2, block));
+          auto* vec_bb = llvm::BasicBlock::Create(ec2.ctx, "row.vec", ec2.fn);
+          auto* gather_bb = llvm::BasicBlock::Create(ec2.ctx, "row.gather", ec2.fn);
+          auto* join_bb = llvm::BasicBlock::Create(ec2.ctx, "row.join", ec2.fn);
+          b.CreateCondBr(inside, vec_bb, gather_bb);
+          b.SetInsertPoint(vec_bb);
+          Value* v = load_n(ec2, dt, ptr, off, lanes);
+          llvm::BasicBlock* vec_end = b.GetInsertBlock();
+          b.CreateBr(join_bb);
+          b.SetInsertPoint(gather_bb);
+          Value* gv = gather();
+          llvm::BasicBlock* gather_end = b.GetInsertBlock();
+          b.CreateBr(join_bb);
+          b.SetInsertPoint(join_bb);
+          llvm::PHINode* phi = b.CreatePHI(v->getType(), 2);
+          phi->addIncoming(v, vec_end);
+          phi->addIncoming(gv, gather_end);
+          return phi;
+        }
         case Access::kGather: break;
       }
       if (lanes == 0) return load_elem(ec2, dt, ptr, broadcast_offset(ec2, layout, k, linear));
-      Value* out = llvm::PoisonValue::get(llvm::FixedVectorType::get(compute_type(ec2, dt), static_cast<unsigned>(lanes)));
-      for (int j = 0; j < lanes; ++j) {
-        Value* off = broadcast_offset(ec2, layout, k, b.CreateAdd(linear, i64c(ec2, j)));
-        out = b.CreateInsertElement(out, load_elem(ec2, dt, ptr, off), static_cast<uint64_t>(j));
-      }
-      return out;
+      return gather();
     };
     std::map<ir::ValueId, Value*> known{{anchor_out, value}};
     auto r = eval_chain(ec2, nodes, known, externals, load);

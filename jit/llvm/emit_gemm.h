@@ -41,6 +41,9 @@ struct GemmSpec {
   // Optional term added after alpha: scalar (lanes 0) or <lanes x T> for columns j...
   std::function<llvm::Value*(llvm::Value* b, llvm::Value* i, llvm::Value* j, int lanes)> cterm;
   ir::ValueId out_value = ir::kNoValue;  // anchor output value
+  // C's columns are the output's last dim (matmul/gemm; not conv's [o, h*w] view): the
+  // epilogue then reads a bias by column (Epilogue's last_dim_index).
+  bool cols_are_last_dim = false;
 };
 Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles& tiles,
                  const GemmSpec& spec, const Epilogue& epilogue);

@@ -175,7 +175,7 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
     Value* lin = b.CreateAdd(obase, b.CreateAdd(b.CreateMul(row, i64c(ec, spec.ldc)), col));
     if (spec.alpha != 1.0) v = b.CreateFMul(v, fpc(v->getType(), spec.alpha));
     if (spec.cterm) v = b.CreateFAdd(v, spec.cterm(bi, row, col, lanes));
-    store_result(ec, target, spec.dtype, epilogue, v, lin);
+    store_result(ec, target, spec.dtype, epilogue, v, lin, spec.cols_are_last_dim ? col : nullptr);
   };
 
   if (streamed) {
@@ -245,7 +245,7 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
           auto final_store = [&](Value* v) {
             if (spec.alpha != 1.0) v = b.CreateFMul(v, fpc(v->getType(), spec.alpha));
             if (spec.cterm) v = b.CreateFAdd(v, spec.cterm(bi, row, col, lanes));
-            store_result(ec, target, spec.dtype, epilogue, v, lin);
+            store_result(ec, target, spec.dtype, epilogue, v, lin, spec.cols_are_last_dim ? col : nullptr);
           };
           if (!kblocked) {
             final_store(val);
@@ -564,7 +564,7 @@ Status emit_simple_gemm(EmitContext& ec, const ir::Node& node, const tiling::Gem
                                 {ct, d}, {x});
         }
         Value* lin = b.CreateAdd(ob, b.CreateAdd(b.CreateMul(i, i64c(ec, s.ldc)), j));
-        store_result(ec, target, s.dtype, epilogue, v, lin);
+        store_result(ec, target, s.dtype, epilogue, v, lin, s.cols_are_last_dim ? j : nullptr);
       }, "j");
     }, "i");
   });
@@ -646,6 +646,7 @@ Status emit_matmul(EmitContext& ec, const ir::Node& node, const Epilogue& epilog
   s.ldc = N;
   s.alpha = alpha;
   s.out_value = node.outputs[0];
+  s.cols_are_last_dim = true;  // C is [..., m, n]
   bool packed = (dtype == ir::DType::kF32 || dtype == ir::DType::kF64) && K > 0;
   // Set by the runtime's compile-time weight pre-packing: {strip width, vector lanes}.
   std::optional<std::vector<int64_t>> prepacked_b;

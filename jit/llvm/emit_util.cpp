@@ -367,10 +367,10 @@ StoreTarget store_target(EmitContext& ec, const ir::Node& node, const Epilogue& 
 }
 
 void store_result(EmitContext& ec, const StoreTarget& target, ir::DType anchor_dtype,
-                  const Epilogue& epilogue, Value* v, Value* linear) {
+                  const Epilogue& epilogue, Value* v, Value* linear, Value* last_dim_index) {
   // The epilogue (make_epilogue) takes and returns kit compute types; an f16/bf16 anchor
   // result is rounded to its dtype first, as the unfused node would store it.
-  if (epilogue) v = epilogue(ec, round_to(ec, anchor_dtype, v), linear);
+  if (epilogue) v = epilogue(ec, round_to(ec, anchor_dtype, v), linear, last_dim_index);
   store_n(ec, target.dtype, target.ptr, linear, v);
 }
 
@@ -378,7 +378,7 @@ void epilogue_in_place(EmitContext& ec, const StoreTarget& target, const Epilogu
                        int64_t n, int lanes) {
   auto finish = [&](Value* i, int ln) {
     Value* at = ec.b.CreateAdd(lo, i);
-    store_n(ec, target.dtype, target.ptr, at, epilogue(ec, load_n(ec, target.dtype, target.ptr, at, ln), at));
+    store_n(ec, target.dtype, target.ptr, at, epilogue(ec, load_n(ec, target.dtype, target.ptr, at, ln), at, nullptr));
   };
   const int64_t vec_end = n / lanes * lanes;
   if (vec_end > 0) for_range(ec, i64c(ec, 0), i64c(ec, vec_end), lanes, [&](Value* i) { finish(i, lanes); }, "ev");

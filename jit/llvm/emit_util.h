@@ -155,7 +155,8 @@ StoreTarget store_target(EmitContext& ec, const ir::Node& node, const Epilogue& 
 // Stores `v` (compute type of `anchor_dtype`, scalar or vector) for the element(s) at
 // `linear` after the epilogue (if any) into the target.
 void store_result(EmitContext& ec, const StoreTarget& target, ir::DType anchor_dtype,
-                  const Epilogue& epilogue, llvm::Value* v, llvm::Value* linear);
+                  const Epilogue& epilogue, llvm::Value* v, llvm::Value* linear,
+                  llvm::Value* last_dim_index = nullptr);
 // Applies the epilogue in place to target elements [lo, lo + n) that hold the anchor's
 // results (target dtype == anchor dtype), `lanes` at a time with a scalar tail.
 void epilogue_in_place(EmitContext& ec, const StoreTarget& target, const Epilogue& epilogue,
