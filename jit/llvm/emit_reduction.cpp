@@ -60,19 +60,37 @@ Value* exp_shifted(EmitContext& ec, Value* d) {
 
 // Folds f over elements [0, n) of a contiguous run at base (vector body + scalar tail).
 // f folds an element (or vector) into the accumulator, merge combines two partial
-// results; `identity` is f's identity. Returns the scalar result.
+// results; `identity` is f's identity. Returns the scalar result. `chains` > 1 vector
+// accumulators (merged at the end) hide f's latency; only for an f whose result does
+// not depend on the order (max), since the grouping changes.
 Value* fold_run(EmitContext& ec, ir::DType dtype, Value* base, Value* start, int64_t n, int lanes,
                 Value* identity,
                 const std::function<Value*(Value* acc, Value* x)>& f,
-                const std::function<Value*(Value*, Value*)>& merge) {
+                const std::function<Value*(Value*, Value*)>& merge, int chains = 1) {
   auto& b = ec.b;
   int64_t nv = n / lanes * lanes;
+  const int64_t step = static_cast<int64_t>(lanes) * chains;
+  const int64_t nc = chains > 1 ? n / step * step : 0;  // covered by the chains
   Value* s = identity;
   if (nv > 0) {
-    auto acc = for_range_carry(ec, i64c(ec, 0), i64c(ec, nv), lanes, {splat(ec, lanes, identity)},
-                               [&](Value* j, const std::vector<Value*>& a) {
-      return std::vector<Value*>{f(a[0], load_n(ec, dtype, base, b.CreateAdd(start, j), lanes))};
-    }, "fv");
+    std::vector<Value*> init(static_cast<size_t>(chains), splat(ec, lanes, identity));
+    std::vector<Value*> acc = init;
+    if (nc > 0) {
+      acc = for_range_carry(ec, i64c(ec, 0), i64c(ec, nc), step, init, [&](Value* j, const std::vector<Value*>& a) {
+        std::vector<Value*> out(a.size());
+        for (int c = 0; c < chains; ++c) {
+          Value* at = b.CreateAdd(start, b.CreateAdd(j, i64c(ec, c * lanes)));
+          out[static_cast<size_t>(c)] = f(a[static_cast<size_t>(c)], load_n(ec, dtype, base, at, lanes));
+        }
+        return out;
+      }, "fc");
+      for (int c = 1; c < chains; ++c) acc[0] = merge(acc[0], acc[static_cast<size_t>(c)]);
+    }
+    if (nc < nv) {
+      acc = for_range_carry(ec, i64c(ec, nc), i64c(ec, nv), lanes, {acc[0]}, [&](Value* j, const std::vector<Value*>& a) {
+        return std::vector<Value*>{f(a[0], load_n(ec, dtype, base, b.CreateAdd(start, j), lanes))};
+      }, "fv");
+    }
     s = horizontal(ec, acc[0], merge);
   }
   if (nv < n) {
@@ -196,7 +214,7 @@ Status emit_softmax(EmitContext& ec, const ir::Node& node) {
     // each pass reads an element before writing it.
     for_node_units(ec, node, [&](Value* o) {
       Value* base = b.CreateMul(o, i64c(ec, s.len));
-      Value* m = fold_run(ec, dtype, X, base, s.len, lanes, ninf, fmax, fmax);
+      Value* m = fold_run(ec, dtype, X, base, s.len, lanes, ninf, fmax, fmax, 4);
       auto exp_store = [&](Value* j, Value* acc, int ln) {
         Value* idx = b.CreateAdd(base, j);
         Value* e = exp_shifted(ec, b.CreateFSub(load_n(ec, dtype, X, idx, ln), splat_like(ec, m, ln)));
@@ -229,7 +247,7 @@ Status emit_softmax(EmitContext& ec, const ir::Node& node) {
   if (s.inner == 1) {  // f16/bf16: e is not stored in Y (one more rounding), computed twice
     for_node_units(ec, node, [&](Value* o) {
       Value* base = b.CreateMul(o, i64c(ec, s.len));
-      Value* m = fold_run(ec, dtype, X, base, s.len, lanes, ninf, fmax, fmax);
+      Value* m = fold_run(ec, dtype, X, base, s.len, lanes, ninf, fmax, fmax, 4);
       Value* sum = fold_run(ec, dtype, X, base, s.len, lanes, zero(ct),
                             [&](Value* a, Value* x) {
                               int ln = x->getType()->isVectorTy() ? lanes : 0;
