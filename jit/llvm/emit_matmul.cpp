@@ -146,7 +146,9 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
   // enough; else on the stack, with a K block of at most 64 rows to bound the frame.
   Value* scratch = scratch_ptr(ec);
   if (scratch && ec.group.scratch_bytes < slots * tiles.panel_bytes) scratch = nullptr;
-  int64_t KC = scratch ? tiles.kc : std::min<int64_t>(tiles.kc, 64);
+  // Pre-packed B is read in place: no panel, no scratch (compute_op_scratch_bytes is 0).
+  const bool prepacked = streamed || panels;
+  int64_t KC = scratch || prepacked ? tiles.kc : std::min<int64_t>(tiles.kc, 64);
   int64_t ldp = tiles.panel_ld, ncb = tiles.cols_per_tile;
   const int64_t capacity = KC * tiles.panel_ld;  // panel elements
   if (K > KC && !kblock_ok) {
@@ -165,7 +167,9 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
   }
   const bool kblocked = K > KC;
   const int64_t panel_bytes = tiles.panel_bytes;  // scratch slot stride
-  Value* stack_panel = scratch ? nullptr : entry_alloca(ec, T, capacity, "panel");
+  Value* stack_panel = scratch ? nullptr
+                       : prepacked ? static_cast<Value*>(llvm::ConstantPointerNull::get(b.getPtrTy()))
+                                   : entry_alloca(ec, T, capacity, "panel");
   Value* edge = entry_alloca(ec, T, static_cast<int64_t>(MR) * NR, "edge");
   Value* vzero = zero(VT);
   const bool direct = gemv && spec.b_direct && spec.b_ld > 0 && !output_may_alias(ec, target_value);

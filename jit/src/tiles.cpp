@@ -355,6 +355,7 @@ int64_t compute_op_tiles(const ir::Graph& graph, const ir::Node& node) {
 
 int64_t compute_op_scratch_bytes(const ir::Graph& graph, const ir::Node& node) {
   if (node.op == OpKind::kMatmul || node.op == OpKind::kGemm) {
+    if (node.attrs.contains(tiling::kPrepackedAttr)) return 0;  // B read in place, no panel
     tiling::GemmTiles t = tiling::matmul_tiles(graph, node);
     return t.panel_bytes * t.tiles();
   }

@@ -23,7 +23,8 @@ namespace carve::jit {
 bool is_compute_op(ir::OpKind op);
 // Number of independent tiles (>= 1) of a compute op; 1 for any other op.
 int64_t compute_op_tiles(const ir::Graph& graph, const ir::Node& node);
-// Scratch bytes the op's kernel needs (all tiles together); 0 for none / other ops.
+// Scratch bytes the op's kernel needs (all tiles together); 0 for none / other ops, and
+// for a matmul/gemm whose B is pre-packed (kPrepackedAttr: read in place).
 int64_t compute_op_scratch_bytes(const ir::Graph& graph, const ir::Node& node);
 
 namespace tiling {
