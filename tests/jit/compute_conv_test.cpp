@@ -96,6 +96,9 @@ TEST_CASE("jit/compute/conv2d/typical_layers") {
   ConvCase s = a;  // 7x7 stride 2 stem
   s.c = 3, s.o = 16, s.h = s.w = 40, s.kh = s.kw = 7, s.opt.strides = {2, 2}, s.opt.pads = {3, 3, 3, 3};
   cases.push_back(s);
+  ConvCase wide = p;  // pointwise from 1024 channels: weight rows 4 KiB apart (A copied per row tile)
+  wide.c = 1024, wide.o = 30, wide.h = wide.w = 6;
+  cases.push_back(wide);
   for (size_t i = 0; i < cases.size(); ++i) {
     CAPTURE(i);
     std::string r = check_conv(cases[i], 100 + i);

@@ -175,6 +175,16 @@ TEST_CASE("runtime/prepack/gemv weights: packed and unpacked programs write the 
   for (const Case& c : cases()) check_packed_vs_unpacked(*session, c, 3);
 }
 
+// A's rows 4 KiB apart (K = 1024, 2048): each row micro-tile's A block is copied before
+// the column strips run (emit_gemm); row tails of 1-11 rows and bias/relu epilogues too.
+TEST_CASE("runtime/prepack/A rows 4 KiB apart: packed and unpacked programs write the same bytes") {
+  auto session = runtime::testing::cpu_session_or_skip();
+  if (!session) return;
+  for (const Case& c : {Case{37, 1024, 70}, Case{130, 2048, 64, true, true, true, true}, Case{25, 1024, 300, false, false, true},
+                        Case{13, 3072, 33, true, false, false, true}})
+    check_packed_vs_unpacked(*session, c, 5);
+}
+
 TEST_CASE("runtime/prepack/gemv rows equal the blocked GEMM's rows byte for byte") {
   // The first m rows of a 13-row product (the MR-row micro-kernel, B packed per run)
   // equal the m-row GEMV's, pre-packed or streamed: one summation order per element.
