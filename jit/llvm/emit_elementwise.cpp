@@ -636,6 +636,10 @@ Epilogue make_epilogue(EmitContext& ec) {
           // A block of the last dim's size starts each output row: the caller's column,
           // when given, is its offset, and the lanes lie in that row (Epilogue).
           if (last_dim_index != nullptr && block == last_dim) return load_n(ec2, dt, ptr, last_dim_index, lanes);
+          if (last_dim_index != nullptr && block % last_dim == 0) {  // whole rows (an attention mask)
+            Value* row = b.CreateURem(b.CreateUDiv(linear, i64c(ec2, last_dim)), i64c(ec2, block / last_dim));
+            return load_n(ec2, dt, ptr, b.CreateAdd(b.CreateMul(row, i64c(ec2, last_dim)), last_dim_index), lanes);
+          }
           Value* off = b.CreateURem(linear, i64c(ec2, block));
           Value* inside = b.CreateICmpULE(b.CreateAdd(off, i64c(ec2, lanes)), i64c(ec2, block));
           auto* vec_bb = llvm::BasicBlock::Create(ec2.ctx, "row.vec", ec2.fn);
