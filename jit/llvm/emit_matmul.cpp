@@ -8,9 +8,10 @@
 // broadcasts MR A elements and issues 2*MR llvm.fmuladd on <W x T>. Tails: a micro-tile
 // of mr < MR rows runs a kernel of MR/3 or 2MR/3 rows (the smallest that covers mr,
 // clamping its A rows to the last valid one) and stores its rows as vectors; tiles with
-// fewer than NR columns go through a small stack buffer and scalar stores. K blocks after the first accumulate into the
-// output (only when the output has the anchor dtype and may not alias an input;
-// otherwise the whole K is packed at once in narrower column blocks).
+// fewer than NR columns go through a small stack buffer and scalar stores. K blocks after
+// the first accumulate into the output (only when the output has the anchor dtype and may
+// not alias an input; otherwise the whole K is packed at once in narrower column blocks).
+// A with rows a multiple of 4 KiB apart is copied per row micro-tile (pack_a below).
 // GEMV (m <= tiling::kGemvMaxRows: classifier heads, decode steps): a micro-kernel of
 // exactly m rows over strips of 8/m vectors (at least 2), then single vectors, then single
 // columns. B is read from (a) the strip panels the runtime packed at compile time
@@ -315,9 +316,9 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
           return;
         }
 
-        // One strip of NR columns at p; `tail`: the last strip of pre-packed B, columns
+        // One strip of NR columns at p, for every row micro-tile or only the one at `row`
+        // when given (pack_a); `tail`: the last strip of pre-packed B, columns
         // [N / NR * NR, N), stored as vector strips then single columns (gathered).
-        // One strip of NR columns: every row micro-tile, or only the one at `row` when given.
         auto strip_body = [&](Value* p, bool tail, Value* row) {
           Value* nr = min_i64(ec, i64c(ec, NR), b.CreateSub(jn, p));
           Value* bpanel = b.CreateGEP(T, buf, p);
