@@ -380,9 +380,13 @@ Status emit_gemm(EmitContext& ec, const ir::Node& node, const tiling::GemmTiles&
             auto micro = [&](int rows, bool uniform) {
               std::vector<Value*> arow(static_cast<size_t>(rows));
               for (int r = 0; r < rows; ++r) {
+                if (pack_a) {  // copied by the row loop, clamped rows included
+                  arow[static_cast<size_t>(r)] = b.CreateGEP(T, a_pack, i64c(ec, r * a_ld));
+                  continue;
+                }
                 Value* row = b.CreateAdd(i, i64c(ec, r));
                 if (!uniform) row = b.CreateAdd(i, min_i64(ec, i64c(ec, r), b.CreateSub(mr, i64c(ec, 1))));
-                arow[static_cast<size_t>(r)] = pack_a ? b.CreateGEP(T, a_pack, i64c(ec, r * a_ld)) : b.CreateGEP(
+                arow[static_cast<size_t>(r)] = b.CreateGEP(
                     T, abase,
                     b.CreateAdd(b.CreateMul(row, i64c(ec, spec.a_rs)), b.CreateMul(k0, i64c(ec, spec.a_cs))));
               }

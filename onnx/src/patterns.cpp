@@ -105,7 +105,6 @@ std::optional<LayerNormPattern> match_layer_norm(const GraphProto& graph, const 
   if (!is_last_axis_mean(mean)) return std::nullopt;
   const std::string& x = mean.input(0);
   LayerNormPattern p;
-  p.first = first;
   p.nodes.push_back(first);
   // d = x - m: the Sub reading m must read x too.
   const int sub = only_consumer(graph, u, mean.output(0), "Sub");
@@ -141,28 +140,29 @@ std::optional<LayerNormPattern> match_layer_norm(const GraphProto& graph, const 
   p.nodes.push_back(div);
   const int mul = only_consumer(graph, u, graph.node(div).output(0), "Mul");
   if (mul < 0) return std::nullopt;
-  p.gamma = other_input(graph.node(mul), graph.node(div).output(0));
+  const std::string gamma = other_input(graph.node(mul), graph.node(div).output(0));
   p.nodes.push_back(mul);
   std::string y = graph.node(mul).output(0);
   // beta: an Add of a 1-D tensor (checked by take_layer_norm); any other Add stays.
+  std::string beta;
   if (const int add = only_consumer(graph, u, y, "Add"); add >= 0) {
-    p.beta = other_input(graph.node(add), y);
-    const ::onnx::TensorProto* b = constant_proto(graph, u, p.beta);
-    if (p.beta.empty() || (b != nullptr && b->dims_size() != 1)) {
-      p.beta.clear();
+    beta = other_input(graph.node(add), y);
+    const ::onnx::TensorProto* b = constant_proto(graph, u, beta);
+    if (beta.empty() || (b != nullptr && b->dims_size() != 1)) {
+      beta.clear();
     } else {
       p.nodes.push_back(add);
       y = graph.node(add).output(0);
     }
   }
-  if (p.gamma.empty()) return std::nullopt;
+  if (gamma.empty()) return std::nullopt;
   NodeProto& fused = p.fused;
   fused.set_op_type("LayerNormalization");
   fused.set_name(mean.name().empty() ? fmt::format("LayerNormalization_{}", first)
                                      : fmt::format("{}:layer_norm", mean.name()));
   fused.add_input(x);
-  fused.add_input(p.gamma);
-  if (!p.beta.empty()) fused.add_input(p.beta);
+  fused.add_input(gamma);
+  if (!beta.empty()) fused.add_input(beta);
   fused.add_output(y);
   auto* axis = fused.add_attribute();
   axis->set_name("axis");
@@ -173,22 +173,6 @@ std::optional<LayerNormPattern> match_layer_norm(const GraphProto& graph, const 
   epsilon->set_type(::onnx::AttributeProto::FLOAT);
   epsilon->set_f(static_cast<float>(*eps));
   return p;
-}
-
-// gamma (and beta) 1-D of x's last dim, all of one float dtype.
-bool layer_norm_operands_fit(const LayerNormPattern& p, const Context& ctx) {
-  auto x = ctx.env.find(p.fused.input(0));
-  if (x == ctx.env.end() || x->second.type.shape.rank() < 1) return false;
-  const ir::TensorType& xt = x->second.type;
-  if (!ir::is_float(xt.dtype)) return false;
-  const int64_t last = xt.shape[xt.shape.rank() - 1];
-  for (int i = 1; i < p.fused.input_size(); ++i) {
-    auto t = ctx.env.find(p.fused.input(i));
-    if (t == ctx.env.end() || t->second.type.dtype != xt.dtype || t->second.type.shape.rank() != 1 ||
-        t->second.type.shape[0] != last)
-      return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -204,8 +188,19 @@ std::map<int, LayerNormPattern> find_layer_norms(const GraphProto& graph, Contex
   return found;
 }
 
-bool take_layer_norm(const LayerNormPattern& pattern, const Context& ctx) {
-  return layer_norm_operands_fit(pattern, ctx);
+bool take_layer_norm(const LayerNormPattern& p, const Context& ctx) {
+  auto x = ctx.env.find(p.fused.input(0));
+  if (x == ctx.env.end() || x->second.type.shape.rank() < 1) return false;
+  const ir::TensorType& xt = x->second.type;
+  if (!ir::is_float(xt.dtype)) return false;
+  const int64_t last = xt.shape[xt.shape.rank() - 1];
+  for (int i = 1; i < p.fused.input_size(); ++i) {
+    auto t = ctx.env.find(p.fused.input(i));
+    if (t == ctx.env.end() || t->second.type.dtype != xt.dtype || t->second.type.shape.rank() != 1 ||
+        t->second.type.shape[0] != last)
+      return false;
+  }
+  return true;
 }
 
 }  // namespace carve::onnx::detail

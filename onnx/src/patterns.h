@@ -15,10 +15,8 @@ namespace carve::onnx::detail {
 // A decomposed LayerNorm found in the ONNX graph: its nodes (the first is the ReduceMean
 // of x) and the LayerNormalization node that replaces them, writing the last one's output.
 struct LayerNormPattern {
-  int first = -1;
   std::vector<int> nodes;
-  std::string gamma, beta;  // beta empty: none
-  ::onnx::NodeProto fused;
+  ::onnx::NodeProto fused;  // inputs x, gamma[, beta]
 };
 
 // Every decomposed LayerNorm of `graph`, by the index of its first node. Reads constant
