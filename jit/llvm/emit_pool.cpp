@@ -49,6 +49,11 @@ Status emit_pool(EmitContext& ec, const ir::Node& node) {
   int64_t ow_b = num < 0 ? 0 : std::min(OW, num / SW + 1);
   const bool vec_ok = fp && ow_b - ow_a >= lanes;
   const int64_t vec_end = vec_ok ? ow_a + (ow_b - ow_a) / lanes * lanes : ow_a;
+  // f32/f64 pools run their border columns as masked vector blocks too; capped so that a
+  // wide row without an interior (huge padding) does not unroll into many blocks. Not
+  // f16/bf16: LLVM 22 turned a one-lane masked store of their truncated lanes into a
+  // 32-bit store that also wrote the next column.
+  const bool masked_ok = (dtype == ir::DType::kF32 || dtype == ir::DType::kF64) && (vec_ok ? ow_a + (OW - vec_end) : OW) <= 4 * static_cast<int64_t>(lanes);
   const int64_t span = static_cast<int64_t>(lanes - 1) * SW + 1;
   std::vector<int> deint;
   for (int l = 0; l < lanes; ++l) deint.push_back(l * static_cast<int>(SW));
@@ -93,6 +98,73 @@ Status emit_pool(EmitContext& ec, const ir::Node& node) {
           store_vec(ec, to_storage(ec, dtype, r), elem_ptr(ec, dtype, Y, b.CreateAdd(yrow, ow)));
         }, "ow");
       }
+      // Border columns (and whole rows narrower than a vector) of a float pool: blocks of
+      // lanes outputs at compile-time columns, with compile-time masks: a masked load
+      // reads only columns inside [0, Wd), lanes whose tap column is outside take init,
+      // and a masked store writes only the block's own columns.
+      auto masked_block = [&](int64_t ow0, int64_t ow_end) {
+        const llvm::Align align(static_cast<uint64_t>(ir::dtype_size(dtype)));
+        Type* ST = storage_type(ec, dtype);
+        Type* RT = vec_type(ST, static_cast<int>(span));
+        auto lane_on = [&](int l) { return ow0 + l < ow_end; };
+        auto acc = for_range_carry(ec, h_lo, h_hi, 1, {init(VC)}, [&](Value* ih, const std::vector<Value*>& a) {
+          Value* row = b.CreateAdd(xbase, b.CreateMul(ih, i64c(ec, Wd)));
+          Value* v = a[0];
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const int64_t c0 = ow0 * SW - PL + kw;  // input column of position 0
+            std::vector<llvm::Constant*> load_mask, take;
+            bool any = false, all_loaded = true, all_taken = true;
+            for (int64_t pos = 0; pos < span; ++pos) {
+              const bool in = c0 + pos >= 0 && c0 + pos < Wd;
+              all_loaded = all_loaded && in;
+              load_mask.push_back(in ? b.getTrue() : b.getFalse());
+            }
+            for (int l = 0; l < lanes; ++l) {
+              const int64_t col = c0 + l * SW;
+              const bool on = lane_on(l) && col >= 0 && col < Wd;
+              any = any || on;
+              all_taken = all_taken && on;
+              take.push_back(on ? b.getTrue() : b.getFalse());
+            }
+            if (!any) continue;
+            Value* ptr = b.CreateGEP(ST, X, b.CreateAdd(row, i64c(ec, c0)));
+            Value* xv = all_loaded ? load_vec(ec, RT, ptr)
+                                   : b.CreateMaskedLoad(RT, ptr, align, llvm::ConstantVector::get(load_mask), zero(RT));
+            if (SW != 1) xv = b.CreateShuffleVector(xv, deint);
+            xv = from_storage(ec, dtype, xv);
+            if (!all_taken) xv = b.CreateSelect(llvm::ConstantVector::get(take), xv, init(VC));
+            v = combine(v, xv);
+          }
+          return std::vector<Value*>{v};
+        }, "ih");
+        Value* r = acc[0];
+        if (!is_max) {
+          // Per-lane window width, clipped to the row (or to the padded row), times the rows.
+          std::vector<llvm::Constant*> widths;
+          for (int l = 0; l < lanes; ++l) {
+            const int64_t x0 = (ow0 + l) * SW - PL, x1 = x0 + KW;
+            int64_t w = include_pad ? std::min(x1, Wd + PR) - x0
+                                    : std::max<int64_t>(std::min(x1, Wd) - std::max<int64_t>(x0, 0), 0);
+            if (!lane_on(l)) w = 1;  // not stored
+            widths.push_back(b.getInt64(static_cast<uint64_t>(w)));
+          }
+          Value* h = include_pad ? prow : rows;
+          Value* count = b.CreateMul(splat(ec, lanes, h), llvm::ConstantVector::get(widths));
+          r = b.CreateFDiv(r, b.CreateSIToFP(count, VC));
+        }
+        Value* out = to_storage(ec, dtype, r);
+        Value* yptr = elem_ptr(ec, dtype, Y, b.CreateAdd(yrow, i64c(ec, ow0)));
+        if (ow0 + lanes <= ow_end) {
+          store_vec(ec, out, yptr);
+          return;
+        }
+        std::vector<llvm::Constant*> sm;
+        for (int l = 0; l < lanes; ++l) sm.push_back(lane_on(l) ? b.getTrue() : b.getFalse());
+        b.CreateMaskedStore(out, yptr, align, llvm::ConstantVector::get(sm));
+      };
+      auto border_cols = [&](int64_t from, int64_t to) {
+        for (int64_t ow0 = from; ow0 < to; ow0 += lanes) masked_block(ow0, to);
+      };
       auto scalar_cols = [&](int64_t from, int64_t to) {
         if (from >= to) return;
         for_range(ec, i64c(ec, from), i64c(ec, to), 1, [&](Value* ow) {
@@ -113,8 +185,15 @@ Status emit_pool(EmitContext& ec, const ir::Node& node) {
           store_elem(ec, dtype, Y, b.CreateAdd(yrow, ow), finish(acc[0], count));
         }, "bw");
       };
-      scalar_cols(0, ow_a);
-      scalar_cols(vec_end, OW);
+      if (masked_ok && vec_ok) {
+        border_cols(0, ow_a);
+        border_cols(vec_end, OW);
+      } else if (masked_ok) {
+        border_cols(0, OW);
+      } else {
+        scalar_cols(0, ow_a);
+        scalar_cols(vec_end, OW);
+      }
     }, "oh");
   });
   return Status();

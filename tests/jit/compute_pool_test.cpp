@@ -84,6 +84,38 @@ TEST_CASE("jit/compute/pool/ceil_mode_cases") {
   }
 }
 
+TEST_CASE("jit/compute/pool/narrow_planes") {
+  if (skip_without_jit()) return;
+  // Rows narrower than two vectors run as masked vector blocks (border columns too): the
+  // inception/googlenet shapes (3x3/1 pad 1 on 7, 14, 28 columns), 3x3/2 with ceil_mode,
+  // a one-column plane and a wide left pad.
+  struct Form { int64_t k, s, p; bool ceil; };
+  for (int64_t w : {1, 3, 7, 14, 17, 28}) {
+    for (Form f : {Form{3, 1, 1, false}, Form{3, 2, 1, true}, Form{5, 1, 4, false}}) {
+      for (int mode = 0; mode < 3; ++mode) {
+        for (DType dt : {DType::kF32, DType::kF64}) {
+          PoolCase p;
+          p.x = ir::Shape{1, 3, 5, w};
+          p.opt.kernel = {3, f.k};
+          p.opt.strides = {1, f.s};
+          p.opt.pads = {1, f.p, 1, f.p};
+          p.opt.ceil_mode = f.ceil;
+          p.is_max = mode == 0;
+          p.opt.count_include_pad = mode == 2;
+          p.dtype = dt;
+          if (!fits(p)) continue;
+          CAPTURE(w);
+          CAPTURE(f.k);
+          CAPTURE(mode);
+          CAPTURE(ir::dtype_name(dt));
+          std::string r = check_pool(p, 5);
+          CHECK_MESSAGE(r.empty(), r);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("jit/compute/pool/other_dtypes") {
   if (skip_without_jit()) return;
   for (DType dt : {DType::kI8, DType::kU8, DType::kI32, DType::kF16, DType::kBf16}) {
