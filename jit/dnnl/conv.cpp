@@ -122,6 +122,10 @@ std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& 
 // 0.63 ms vs 0.39 generated) no, but with its result kept blocked for the next library
 // conv (0.005) yes; a depthwise conv (1/9 a side) only with neither.
 constexpr double kReorderBudgetPerMac = 0.015;
+// Grouped convs (regnet's 8-channel groups) are another matter: carve's implicit GEMM per
+// group has 8 output rows and runs at 15-19 GFLOP/s against oneDNN's ~90 (nChw8c), so
+// both reorders (1/72 a multiply-add each for 3x3, 8 channels a group) pay for themselves.
+constexpr double kGroupedReorderBudgetPerMac = 0.1;
 
 // Tiles: phase 0 (absent when oneDNN reads the input as it is) reorders the input into
 // the blocked layout in scratch, once; phase 1 has one tile per chunk of output channels
@@ -175,7 +179,7 @@ class DnnlConv final : public LibraryKernel {
     if (!kept(x_index_) && full_src_md_ != user_src_) cost += input_cost_;
     if (!kept(out_index_) && !plain_result_) cost += output_cost_;
     if (residual_index_ >= 0 && !kept(residual_index_) && !plain_result_) cost += output_cost_;
-    return cost < kReorderBudgetPerMac;
+    return cost < (grouped_ ? kGroupedReorderBudgetPerMac : kReorderBudgetPerMac);
   }
   void use_blocked(int32_t operand) override {
     src_blocked_ = src_blocked_ || operand == x_index_;
@@ -276,6 +280,7 @@ class DnnlConv final : public LibraryKernel {
   // same bytes), and oneDNN's layout for that side in every width.
   bool src_blockable_ = false, dst_blockable_ = false;
   bool plain_result_ = false;  // every width writes dense NCHW of one image: the output's slice
+  bool grouped_ = false;  // groups > 1, not depthwise: one chunk, whole input
   bool depthwise_ = false, src_blocked_ = false, out_blocked_ = false, residual_blocked_ = false;
   int32_t x_index_ = -1, out_index_ = -1, residual_index_ = -1, scratch_index_ = -1;
   int64_t plane_bytes_ = 0, src_plane_bytes_ = 0;  // one output / input channel of one image
@@ -295,6 +300,13 @@ int64_t chunk_count(const tiling::ConvShape& c) {
   return 1;
 }
 
+// The weights of a chunk of `channels` output channels: grouped (goihw) when groups > 1.
+memory::dims conv_weight_dims(const tiling::ConvShape& c, bool depthwise, int64_t channels) {
+  if (depthwise) return {channels, 1, 1, c.kh, c.kw};
+  if (c.groups > 1) return {c.groups, c.og, c.cg, c.kh, c.kw};  // one chunk: channels == O
+  return {channels, c.c, c.kh, c.kw};
+}
+
 // The primitive for chunks of `channels` output channels: nChw16c first (its reorders
 // from and to NCHW move 64-byte runs, where oneDNN's own pick, brgconv's NHWC, transposes
 // element by element: 0.22 ms per 32x56x56 result, a fifth of the conv; the blocked kernels
@@ -304,8 +316,7 @@ std::optional<dnnl::convolution_forward::primitive_desc> conv_primitive(const ti
                                                                        int64_t channels, bool bias,
                                                                        const dnnl::primitive_attr& attr) {
   const memory::dims src{c.n, depthwise ? channels : c.c, c.h, c.w}, dst{c.n, channels, c.oh, c.ow};
-  const memory::dims weights =
-      depthwise ? memory::dims{channels, 1, 1, c.kh, c.kw} : memory::dims{channels, c.c, c.kh, c.kw};
+  const memory::dims weights = conv_weight_dims(c, depthwise, channels);
   auto layout = [](int64_t ch) { return ch % 16 == 0 ? Tag::nChw16c : Tag::any; };
   for (bool blocked : {true, false}) {
     dnnl::convolution_forward::desc desc(
@@ -347,7 +358,9 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
     if (graph.value(v).type.dtype != ir::DType::kF32) return nullptr;
   const tiling::ConvShape c = tiling::conv_shape(graph, node);
   const bool depthwise = c.groups > 1 && c.cg == 1 && c.og == 1;
-  if (c.groups != 1 && !depthwise) return nullptr;
+  // A chunk of a grouped conv would read only its groups' input channels: one chunk.
+  const bool grouped = c.groups > 1 && !depthwise;
+  if (grouped && t != 1) return nullptr;
   const void* wbytes = constant_bytes(node.inputs[1]);
   const void* bbytes = node.inputs.size() > 2 ? constant_bytes(node.inputs[2]) : nullptr;
   if (!wbytes || (node.inputs.size() > 2 && !bbytes)) return nullptr;
@@ -357,6 +370,7 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
   for (const KernelOperand& o : group.operands) outputs += o.role == OperandRole::kOutput;
   auto k = std::make_unique<DnnlConv>();
   k->depthwise_ = depthwise;
+  k->grouped_ = grouped;
   const double taps = static_cast<double>(c.kh * c.kw);
   k->input_cost_ = static_cast<double>(c.sh * c.sw) / (static_cast<double>(c.og) * taps);
   k->output_cost_ = 1.0 / (static_cast<double>(c.cg) * taps);
@@ -413,10 +427,9 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
       // Weights (and bias) reordered into owned memory now, once: a chunk's output
       // channels are consecutive OIHW rows.
       const Width& w = k->widths_[chunk.width];
-      const memory::dims wdims =
-          depthwise ? memory::dims{channels, 1, 1, c.kh, c.kw} : memory::dims{channels, c.c, c.kh, c.kw};
+      const memory::dims wdims = conv_weight_dims(c, depthwise, channels);
       const float* wsrc = static_cast<const float*>(wbytes) + chunk.first_channel * c.cg * c.kh * c.kw;
-      memory user_w(memory::desc(wdims, memory::data_type::f32, depthwise ? Tag::goihw : Tag::oihw), eng,
+      memory user_w(memory::desc(wdims, memory::data_type::f32, c.groups > 1 ? Tag::goihw : Tag::oihw), eng,
                     const_cast<float*>(wsrc));
       chunk.weights = memory(w.weights_md, eng);
       dnnl::stream s(eng);

@@ -80,11 +80,14 @@ std::vector<Case> cases() {
       {"conv3x3 hard-swish", 16, 24, 8, 3, same,
        [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.mul(y, b.hard_sigmoid(y, 1.0 / 6, 0.5)); }},
       {"1x1 conv, wide", 256, 512, 7, 1, {}, relu},
+      // Grouped, 8 channels a group (regnet): one chunk in oneDNN's nChw8c.
+      {"grouped 3x3", 32, 32, 12, 3, {.groups = 4, .pads = {1, 1, 1, 1}}, relu},
+      {"grouped 3x3 stride 2 + residual", 48, 48, 14, 3, {.groups = 6, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+       [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId r) { return b.relu(b.add(r, y)); }, true},
       // Left to the generated kernels:
       {"conv3x3 x*hard_sigmoid(x) with alpha 0.2 (no library equivalent)", 16, 24, 8, 3, same,
        [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.mul(y, b.hard_sigmoid(y)); }, false, false},
       {"depthwise 3x3 (generated is faster)", 32, 32, 12, 3, {.groups = 32, .pads = {1, 1, 1, 1}}, relu, false, false},
-      {"grouped 3x3", 32, 32, 12, 3, {.groups = 4, .pads = {1, 1, 1, 1}}, relu, false, false},
       {"1x1 conv, few channels (reorders would dominate)", 16, 16, 12, 1, {}, relu, false, false},
       {"conv3x3 + gelu (no library equivalent)", 16, 24, 8, 3, same,
        [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.gelu(y); }, false, false},
