@@ -771,6 +771,52 @@ def write_layernorm_forms(out_dir):
         np.save(os.path.join(out_dir, f"forms_layernorm.output.{name}.npy"), arr.astype(np.float32))
 
 
+def write_pad_pool_forms(out_dir):
+    """Zero Pad before AveragePool, as PyTorch exports avg_pool2d(padding=p) with
+    count_include_pad (carve imports it as one avg_pool with pads, onnx/src/patterns.cpp):
+    `a` (pads from a Constant node) and `b` (stride 2, uneven pads and a zero
+    constant_value from initializers) are fused; `c` pads with 0.5 and `d`'s padded tensor
+    is also a graph output, so both stay a Pad and a pool. Checked against numpy."""
+    rng = np.random.default_rng(82)
+    x = rng.standard_normal((1, 3, 7, 9)).astype(np.float32)
+    node = helper.make_node
+    pads1 = numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], dtype=np.int64))
+    nodes = [
+        node("Constant", [], ["pads1"], value=pads1), node("Pad", ["x", "pads1"], ["xa"], mode="constant"),
+        node("AveragePool", ["xa"], ["a"], kernel_shape=[3, 3], pads=[0, 0, 0, 0], strides=[1, 1]),
+        node("Pad", ["x", "pads2", "zero"], ["xb"]),
+        node("AveragePool", ["xb"], ["b"], kernel_shape=[3, 3], strides=[2, 2]),
+        node("Pad", ["x", "pads1", "half"], ["xc"]), node("AveragePool", ["xc"], ["c"], kernel_shape=[3, 3]),
+        node("Pad", ["x", "pads1"], ["pd"]), node("AveragePool", ["pd"], ["d"], kernel_shape=[3, 3]),
+    ]
+    inits = [numpy_helper.from_array(np.array([0, 0, 1, 2, 0, 0, 2, 1], dtype=np.int64), "pads2"),
+             numpy_helper.from_array(np.array(0.0, dtype=np.float32), "zero"),
+             numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half")]
+    outs = ["a", "b", "c", "d", "pd"]
+    graph = helper.make_graph(nodes, "pad_pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              os.path.join(out_dir, "forms_pad_pool.onnx"))
+
+    def pad(v, top, left, bottom, right, value=0.0):
+        return np.pad(v.astype(np.float64), ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
+
+    def avg(v, k, s):
+        oh, ow = (v.shape[2] - k) // s + 1, (v.shape[3] - k) // s + 1
+        out = np.zeros(v.shape[:2] + (oh, ow))
+        for i in range(oh):
+            for j in range(ow):
+                out[:, :, i, j] = v[:, :, i * s:i * s + k, j * s:j * s + k].mean(axis=(2, 3))
+        return out
+
+    np.save(os.path.join(out_dir, "forms_pad_pool.input.x.npy"), x)
+    p1 = pad(x, 1, 1, 1, 1)
+    results = [("a", avg(p1, 3, 1)), ("b", avg(pad(x, 1, 2, 2, 1), 3, 2)), ("c", avg(pad(x, 1, 1, 1, 1, 0.5), 3, 1)),
+               ("d", avg(p1, 3, 1)), ("pd", p1)]
+    for name, arr in results:
+        np.save(os.path.join(out_dir, f"forms_pad_pool.output.{name}.npy"), arr.astype(np.float32))
+
+
 def write_io_forms(out_dir):
     """Outputs that are an input, an initializer, or aliases (Identity) of one value; a
     symbolic batch dim (imported as 1)."""
@@ -829,9 +875,10 @@ def main():
     write_io_forms(out_dir)
     write_misc_forms(out_dir)
     write_layernorm_forms(out_dir)
+    write_pad_pool_forms(out_dir)
     write_error_models(out_dir)
     names = [m[0] for m in models] + ["bert_dynamic", "external_weights", "forms_opset10", "forms_opset15", "forms_edges", "forms_io", "forms_misc",
-                                          "forms_layernorm"]
+                                          "forms_layernorm", "forms_pad_pool"]
     with open(os.path.join(out_dir, "manifest.txt"), "w") as f:
         f.write("".join(n + "\n" for n in names))
     print("ONNX ops covered by the torch exports:", " ".join(sorted(seen)))

@@ -18,7 +18,7 @@ using detail::Context;
 using detail::NodeContext;
 using detail::OpEntry;
 using detail::Tensor;
-using detail::LayerNormPattern;
+using detail::FusedPattern;
 
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 18;
@@ -237,13 +237,13 @@ Result<ImportedModel> import_model(::onnx::ModelProto& model, const ImportOption
                                 node.op_type()));
   }
   const std::vector<bool> live = live_nodes(graph);
-  const std::map<int, LayerNormPattern> layer_norms =
-      options.fuse_patterns ? detail::find_layer_norms(graph, ctx) : std::map<int, LayerNormPattern>{};
+  const std::map<int, FusedPattern> patterns =
+      options.fuse_patterns ? detail::find_patterns(graph, ctx) : std::map<int, FusedPattern>{};
   std::vector<bool> fused(static_cast<size_t>(graph.node_size()), false);
   int64_t fused_patterns = 0;
   for (int i = 0; i < graph.node_size(); ++i) {
     if (!live[static_cast<size_t>(i)] || fused[static_cast<size_t>(i)]) continue;
-    if (auto it = layer_norms.find(i); it != layer_norms.end() && detail::take_layer_norm(it->second, ctx)) {
+    if (auto it = patterns.find(i); it != patterns.end() && detail::take_pattern(it->second, ctx)) {
       CARVE_RETURN_IF_ERROR(lower_node(it->second.fused, i, ctx));
       for (int j : it->second.nodes) fused[static_cast<size_t>(j)] = true;
       ++fused_patterns;

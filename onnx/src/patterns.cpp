@@ -9,11 +9,16 @@
 //    gamma and beta must be 1-D of x's last dim and known when the first ReduceMean is
 //    reached (initializers, or the Identity copies of them PyTorch writes first); eps
 //    and the exponent constants (initializers or Constant nodes).
+//  - Zero padding before an average pool, as PyTorch exports avg_pool2d(padding=p) with
+//    count_include_pad (inception): Pad(x, pads, mode constant, value 0) over the two
+//    spatial dims of a 4-D x, read only by AveragePool without pads or ceil_mode ->
+//    AveragePool(x, pads, count_include_pad=1): the same windows, the same divisors.
 #include "patterns.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 namespace carve::onnx::detail {
@@ -72,21 +77,32 @@ const ::onnx::TensorProto* constant_proto(const GraphProto& graph, const Uses& u
   return &n.attribute(0).t();
 }
 
-// The value of a one-element constant.
-std::optional<double> scalar_constant(const GraphProto& graph, const Uses& u, const std::string& name, Context& ctx) {
+// The values of a constant (an initializer or a Constant node's).
+std::optional<std::vector<double>> constant_values(const GraphProto& graph, const Uses& u, const std::string& name,
+                                                   Context& ctx) {
   // Initializers are decoded into ctx.env already (their protos' bytes freed).
   if (auto it = ctx.env.find(name); it != ctx.env.end()) {
     if (!it->second.is_known()) return std::nullopt;
-    const std::vector<double> v = to_doubles(it->second);
-    return v.size() == 1 ? std::optional<double>(v[0]) : std::nullopt;
+    return to_doubles(it->second);
   }
   const ::onnx::TensorProto* proto = constant_proto(graph, u, name);
   if (proto == nullptr) return std::nullopt;
   Result<Tensor> t = decode_tensor(*proto, ctx, true);
   if (!t.ok() || !t->is_known()) return std::nullopt;
-  const std::vector<double> v = to_doubles(*t);
-  if (v.size() != 1) return std::nullopt;
-  return v[0];
+  return to_doubles(*t);
+}
+
+// The value of a one-element constant.
+std::optional<double> scalar_constant(const GraphProto& graph, const Uses& u, const std::string& name, Context& ctx) {
+  std::optional<std::vector<double>> v = constant_values(graph, u, name, ctx);
+  if (!v || v->size() != 1) return std::nullopt;
+  return v->front();
+}
+
+const ::onnx::AttributeProto* find_attr(const NodeProto& n, std::string_view name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
 }
 
 // ReduceMean over the last axis only, dims kept.
@@ -100,11 +116,11 @@ bool is_last_axis_mean(const NodeProto& n) {
   return last_axis;
 }
 
-std::optional<LayerNormPattern> match_layer_norm(const GraphProto& graph, const Uses& u, int first, Context& ctx) {
+std::optional<FusedPattern> match_layer_norm(const GraphProto& graph, const Uses& u, int first, Context& ctx) {
   const NodeProto& mean = graph.node(first);
   if (!is_last_axis_mean(mean)) return std::nullopt;
   const std::string& x = mean.input(0);
-  LayerNormPattern p;
+  FusedPattern p{FusedPattern::Kind::kLayerNorm, {}, {}};
   p.nodes.push_back(first);
   // d = x - m: the Sub reading m must read x too.
   const int sub = only_consumer(graph, u, mean.output(0), "Sub");
@@ -175,20 +191,91 @@ std::optional<LayerNormPattern> match_layer_norm(const GraphProto& graph, const 
   return p;
 }
 
+// Pad's pads as [top, left, bottom, right] when it zero-pads only dims 2 and 3 of a 4-D
+// tensor (pads from the input of opset >= 11 or the attribute before).
+std::optional<std::array<int64_t, 4>> spatial_zero_pads(const GraphProto& graph, const Uses& u, const NodeProto& pad,
+                                                        Context& ctx) {
+  if (const auto* mode = find_attr(pad, "mode"); mode != nullptr && mode->s() != "constant") return std::nullopt;
+  std::vector<double> pads;
+  if (ctx.opset >= 11) {
+    if (pad.input_size() < 2 || pad.input_size() > 3) return std::nullopt;  // no axes input
+    std::optional<std::vector<double>> v = constant_values(graph, u, pad.input(1), ctx);
+    if (!v) return std::nullopt;
+    pads = std::move(*v);
+    if (pad.input_size() == 3 && !pad.input(2).empty() && scalar_constant(graph, u, pad.input(2), ctx) != 0.0)
+      return std::nullopt;
+  } else {
+    const auto* attr = find_attr(pad, "pads");
+    if (attr == nullptr || pad.input_size() != 1) return std::nullopt;
+    pads.assign(attr->ints().begin(), attr->ints().end());
+    if (const auto* value = find_attr(pad, "value"); value != nullptr && value->f() != 0.0f) return std::nullopt;
+  }
+  if (pads.size() != 8 || pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0) return std::nullopt;
+  std::array<int64_t, 4> out{};
+  const size_t from[4] = {2, 3, 6, 7};
+  for (size_t i = 0; i < 4; ++i) {
+    if (!(pads[from[i]] >= 0 && pads[from[i]] <= 1 << 20)) return std::nullopt;
+    out[i] = static_cast<int64_t>(pads[from[i]]);
+  }
+  return out;
+}
+
+std::optional<FusedPattern> match_pad_avg_pool(const GraphProto& graph, const Uses& u, int first, Context& ctx) {
+  const NodeProto& pad = graph.node(first);
+  if (pad.op_type() != "Pad" || pad.output_size() != 1) return std::nullopt;
+  const std::optional<std::array<int64_t, 4>> pads = spatial_zero_pads(graph, u, pad, ctx);
+  if (!pads) return std::nullopt;
+  const int pool = only_consumer(graph, u, pad.output(0), "AveragePool");
+  if (pool < 0 || graph.node(pool).input(0) != pad.output(0)) return std::nullopt;
+  const NodeProto& avg = graph.node(pool);
+  if (const auto* a = find_attr(avg, "auto_pad"); a != nullptr && a->s() != "NOTSET") return std::nullopt;
+  // ceil_mode decides whether a last window may start in the padding: inside the padded
+  // tensor it may, inside pads it may not (PyTorch's rule), so only floor windows fuse.
+  if (const auto* a = find_attr(avg, "ceil_mode"); a != nullptr && a->i() != 0) return std::nullopt;
+  if (const auto* a = find_attr(avg, "pads"); a != nullptr)
+    for (int64_t v : a->ints())
+      if (v != 0) return std::nullopt;
+  FusedPattern p{FusedPattern::Kind::kPadAvgPool, {first, pool}, avg};
+  NodeProto& fused = p.fused;
+  fused.set_name(avg.name().empty() ? fmt::format("AveragePool_{}", pool) : fmt::format("{}:padded", avg.name()));
+  fused.set_input(0, pad.input(0));
+  auto* attrs = fused.mutable_attribute();
+  attrs->erase(std::remove_if(attrs->begin(), attrs->end(),
+                              [](const auto& a) { return a.name() == "pads" || a.name() == "count_include_pad"; }),
+               attrs->end());
+  auto* pads_attr = fused.add_attribute();
+  pads_attr->set_name("pads");
+  pads_attr->set_type(::onnx::AttributeProto::INTS);
+  for (int64_t v : *pads) pads_attr->add_ints(v);
+  auto* include = fused.add_attribute();
+  include->set_name("count_include_pad");
+  include->set_type(::onnx::AttributeProto::INT);
+  include->set_i(1);
+  return p;
+}
+
 }  // namespace
 
-std::map<int, LayerNormPattern> find_layer_norms(const GraphProto& graph, Context& ctx) {
+std::map<int, FusedPattern> find_patterns(const GraphProto& graph, Context& ctx) {
   const Uses u = index(graph);
-  std::map<int, LayerNormPattern> found;
+  std::map<int, FusedPattern> found;
   for (int i = 0; i < graph.node_size(); ++i) {
-    if (graph.node(i).op_type() != "ReduceMean") continue;
-    std::optional<LayerNormPattern> p = match_layer_norm(graph, u, i, ctx);
+    std::optional<FusedPattern> p;
+    if (graph.node(i).op_type() == "ReduceMean") p = match_layer_norm(graph, u, i, ctx);
+    if (graph.node(i).op_type() == "Pad") p = match_pad_avg_pool(graph, u, i, ctx);
     if (p) found.emplace(i, std::move(*p));
   }
   return found;
 }
 
-bool take_layer_norm(const LayerNormPattern& p, const Context& ctx) {
+namespace {
+
+bool take_pad_avg_pool(const FusedPattern& p, const Context& ctx) {
+  auto x = ctx.env.find(p.fused.input(0));
+  return x != ctx.env.end() && x->second.type.shape.rank() == 4 && ir::is_float(x->second.type.dtype);
+}
+
+bool take_layer_norm(const FusedPattern& p, const Context& ctx) {
   auto x = ctx.env.find(p.fused.input(0));
   if (x == ctx.env.end() || x->second.type.shape.rank() < 1) return false;
   const ir::TensorType& xt = x->second.type;
@@ -201,6 +288,16 @@ bool take_layer_norm(const LayerNormPattern& p, const Context& ctx) {
       return false;
   }
   return true;
+}
+
+}  // namespace
+
+bool take_pattern(const FusedPattern& p, const Context& ctx) {
+  switch (p.kind) {
+    case FusedPattern::Kind::kLayerNorm: return take_layer_norm(p, ctx);
+    case FusedPattern::Kind::kPadAvgPool: return take_pad_avg_pool(p, ctx);
+  }
+  return false;
 }
 
 }  // namespace carve::onnx::detail

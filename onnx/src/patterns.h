@@ -12,19 +12,21 @@
 
 namespace carve::onnx::detail {
 
-// A decomposed LayerNorm found in the ONNX graph: its nodes (the first is the ReduceMean
-// of x) and the LayerNormalization node that replaces them, writing the last one's output.
-struct LayerNormPattern {
+// A pattern found in the ONNX graph: its nodes (lowered at the first one's place) and the
+// one node that replaces them, writing the last one's output.
+struct FusedPattern {
+  enum class Kind { kLayerNorm, kPadAvgPool };
+  Kind kind;
   std::vector<int> nodes;
-  ::onnx::NodeProto fused;  // inputs x, gamma[, beta]
+  ::onnx::NodeProto fused;
 };
 
-// Every decomposed LayerNorm of `graph`, by the index of its first node. Reads constant
-// scalars (eps, the exponent) through ctx; adds nothing to it.
-std::map<int, LayerNormPattern> find_layer_norms(const ::onnx::GraphProto& graph, Context& ctx);
+// Every pattern of `graph` below, by the index of its first node. Reads constants (eps,
+// the exponent, Pad's pads) through ctx; adds nothing to it.
+std::map<int, FusedPattern> find_patterns(const ::onnx::GraphProto& graph, Context& ctx);
 
-// Whether `pattern` can be taken once its first node is reached: x, gamma and beta are
-// known, float, gamma/beta 1-D of x's last dim. Otherwise its nodes lower one by one.
-bool take_layer_norm(const LayerNormPattern& pattern, const Context& ctx);
+// Whether `pattern` can be taken once its first node is reached (its inputs known and of
+// the form the fused op needs). Otherwise its nodes lower one by one.
+bool take_pattern(const FusedPattern& pattern, const Context& ctx);
 
 }  // namespace carve::onnx::detail

@@ -265,6 +265,27 @@ TEST_CASE("onnx/import/decomposed_layer_norm_is_one_op") {
   CHECK(count(forms->graph, carve::ir::OpKind::kReduceMean) == 2);
 }
 
+TEST_CASE("onnx/import/zero_pad_before_avg_pool_is_one_op") {
+  // forms_pad_pool: `a` and `b` are fused into avg_pool with pads and count_include_pad;
+  // `c` (pad value 0.5) and `d` (its padded tensor is a graph output) keep their Pad.
+  // models_test checks the outputs against numpy.
+  auto count = [](const carve::ir::Graph& g, carve::ir::OpKind op) {
+    return std::count_if(g.nodes.begin(), g.nodes.end(), [&](const auto& n) { return n.op == op; });
+  };
+  auto fused = onnx::import_model_file(ot::model_path("forms_pad_pool"));
+  REQUIRE_MESSAGE(fused.ok(), fused.status().to_string());
+  CHECK(fused->fused_patterns == 2);
+  CHECK(count(fused->graph, carve::ir::OpKind::kPad) == 2);
+  CHECK(count(fused->graph, carve::ir::OpKind::kAvgPool) == 4);
+  const carve::ir::Node& b = fused->graph.node(fused->graph.find_value("b")->producer);
+  CHECK(b.op == carve::ir::OpKind::kAvgPool);
+  CHECK(b.attrs.at("pads").as_ints() == std::vector<int64_t>{1, 2, 2, 1});
+  CHECK(b.attrs.at("count_include_pad").as_int() == 1);
+  auto plain = onnx::import_model_file(ot::model_path("forms_pad_pool"), {.fuse_patterns = false});
+  REQUIRE_MESSAGE(plain.ok(), plain.status().to_string());
+  CHECK(count(plain->graph, carve::ir::OpKind::kPad) == 4);
+}
+
 TEST_CASE("onnx/import/symbolic_dims_and_input_shapes") {
   // forms_io declares x as [batch, 3]: batch is 1 unless given.
   auto batch1 = onnx::import_model_file(ot::model_path("forms_io"));

@@ -74,6 +74,7 @@ CARVE_ONNX_MODEL_CASES(forms_edges)
 CARVE_ONNX_MODEL_CASES(forms_io)
 CARVE_ONNX_MODEL_CASES(forms_misc)
 CARVE_ONNX_MODEL_CASES(forms_layernorm)
+CARVE_ONNX_MODEL_CASES(forms_pad_pool)
 
 // The list above must cover manifest.txt (what the script generated), so a new model
 // cannot be committed without a test.
@@ -84,7 +85,7 @@ TEST_CASE("onnx/models/manifest_is_tested") {
       " op_unary op_binary op_where_equal op_conv op_batchnorm op_pools op_pools_13 op_linalg op_linalg_11"
       " op_layout op_layout_11 op_embedding op_trilu op_layernorm op_hardswish op_1d resnet_tiny mobilenet_v2_tiny"
       " mobilenet_v3_tiny mobilenet_v3_tiny_13 squeezenet_tiny vgg_tiny gpt_tiny gpt_tiny_14 bert_tiny bert_dynamic"
-      " external_weights forms_opset10 forms_opset15 forms_edges forms_io forms_misc forms_layernorm ";
+      " external_weights forms_opset10 forms_opset15 forms_edges forms_io forms_misc forms_layernorm forms_pad_pool ";
   int count = 0;
   for (std::string name; std::getline(manifest, name);) {
     if (name.empty()) continue;
@@ -92,5 +93,5 @@ TEST_CASE("onnx/models/manifest_is_tested") {
     INFO(name);
     CHECK(tested.find(" " + name + " ") != std::string::npos);
   }
-  CHECK(count == 33);
+  CHECK(count == 34);
 }
