@@ -60,11 +60,38 @@ Status lower_unsqueeze(NodeContext& n) {
   return n.set_output(0, y);
 }
 
+// Whether `perm` is a permutation of x's axes that keeps the order of every axis longer
+// than 1 (so it moves only axes of size 1); false for anything else, valid or not.
+bool moves_only_unit_dims(const ir::Shape& shape, const std::vector<int64_t>& perm) {
+  const auto rank = static_cast<size_t>(shape.rank());
+  if (perm.size() != rank) return false;
+  std::vector<bool> seen(rank, false);
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)]) return false;
+    seen[static_cast<size_t>(p)] = true;
+    const int64_t dim = shape[static_cast<int>(p)];
+    if (dim <= 0) return false;  // 0 means "copy the input dim" to reshape
+    if (dim == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
 Status lower_transpose(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   std::vector<int64_t> reversed(static_cast<size_t>(x.type.shape.rank()));
   std::iota(reversed.rbegin(), reversed.rend(), 0);
   CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> perm, n.attr_ints("perm", reversed));
+  if (moves_only_unit_dims(x.type.shape, perm)) {
+    // The same bytes in the same order: a view (PyTorch's batch_first attention swaps
+    // [1, T, D] and [T, 1, D] around every layer).
+    std::vector<int64_t> dims;
+    for (int64_t p : perm) dims.push_back(x.type.shape[static_cast<int>(p)]);
+    CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kReshape, {x}, {{"shape", dims}}));
+    return n.set_output(0, y);
+  }
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kTranspose, {x}, {{"perm", perm}}));
   return n.set_output(0, y);
 }

@@ -445,3 +445,41 @@ TEST_CASE("onnx/cli/reproducers exit with an error within a 4 GB address space")
   fs::remove_all(dir);
 #endif
 }
+
+TEST_CASE("onnx/import/transpose_moving_only_unit_dims_is_a_view") {
+  // [1, 4, 3] -> [4, 1, 3] and [2, 1, 3] -> [2, 3, 1] keep the bytes in order: reshapes
+  // (views, no launch). [1, 4, 3] -> [3, 4, 1] swaps 4 and 3: a transpose. An invalid perm
+  // still fails on the node.
+  struct Case {
+    std::vector<int64_t> x, perm, y;
+    bool view;
+  };
+  for (const Case& c : {Case{{1, 4, 3}, {1, 0, 2}, {4, 1, 3}, true}, Case{{2, 1, 3}, {0, 2, 1}, {2, 3, 1}, true},
+                        Case{{1, 4, 3}, {2, 1, 0}, {3, 4, 1}, false}}) {
+    auto m = new_model();
+    auto& g = *m.mutable_graph();
+    add_input(g, "x", c.x);
+    auto* t = add_node(g, "t", "Transpose", {"x"}, {"y"});
+    auto* perm = t->add_attribute();
+    perm->set_name("perm");
+    perm->set_type(::onnx::AttributeProto::INTS);
+    for (int64_t p : c.perm) perm->add_ints(p);
+    add_output(g, "y");
+    auto r = import(m);
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    const carve::ir::Node& node = r->graph.node(r->graph.find_value("y")->producer);
+    CHECK(node.op == (c.view ? carve::ir::OpKind::kReshape : carve::ir::OpKind::kTranspose));
+    CHECK(r->graph.find_value("y")->type.shape == carve::ir::Shape(c.y));
+  }
+  auto m = new_model();
+  auto& g = *m.mutable_graph();
+  add_input(g, "x", {1, 4, 3});
+  auto* perm = add_node(g, "t", "Transpose", {"x"}, {"y"})->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(::onnx::AttributeProto::INTS);
+  for (int64_t p : {0, 0, 1}) perm->add_ints(p);
+  add_output(g, "y");
+  auto r = import(m);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("onnx node 't' (Transpose)") != std::string::npos);
+}
