@@ -12,6 +12,7 @@
 #include <llvm/IR/Module.h>
 
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "carve/ir/graph.h"
@@ -61,7 +62,11 @@ Status emit_matmul(EmitContext& ec, const ir::Node& node, const Epilogue& epilog
 Status emit_conv(EmitContext& ec, const ir::Node& node, const Epilogue& epilogue);    // conv2d
 Status emit_pool(EmitContext& ec, const ir::Node& node);                     // max_pool, avg_pool
 
+Status emit_attention(EmitContext& ec);  // [matmul, chain..., softmax, matmul] (tiling::attention_shape)
+
 // Built from group.nodes[1..] (all elementwise, each consuming the previous result).
 Epilogue make_epilogue(EmitContext& ec);
+// The same for chain[1..] over chain[0]'s output (the epilogue of part of a group).
+Epilogue make_chain_epilogue(EmitContext& ec, std::span<const ir::NodeId> chain);
 
 }  // namespace carve::jit::detail

@@ -1,6 +1,7 @@
 // emit_group: dispatch a KernelGroup to its emitter family; operand_ptr.
 #include <fmt/format.h>
 
+#include "carve/jit/tiles.h"
 #include "emit.h"
 
 namespace carve::jit::detail {
@@ -22,6 +23,7 @@ Status emit_group(EmitContext& ec) {
   }
   const ir::Node& anchor = ec.graph.node(group.nodes.front());
   if (ir::is_elementwise(anchor.op)) return emit_elementwise_group(ec);
+  if (tiling::attention_shape(ec.graph, group.nodes).valid) return emit_attention(ec);
 
   bool epilogue_anchor = anchor.op == ir::OpKind::kMatmul || anchor.op == ir::OpKind::kGemm ||
                          anchor.op == ir::OpKind::kConv2d;

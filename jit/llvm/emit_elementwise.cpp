@@ -566,12 +566,14 @@ Status emit_elementwise_group(EmitContext& ec) {
   return status;
 }
 
-Epilogue make_epilogue(EmitContext& ec) {
-  if (ec.group.nodes.size() < 2) return Epilogue();
+Epilogue make_epilogue(EmitContext& ec) { return make_chain_epilogue(ec, ec.group.nodes); }
+
+Epilogue make_chain_epilogue(EmitContext& ec, std::span<const ir::NodeId> chain) {
+  if (chain.size() < 2) return Epilogue();
   const ir::Graph& g = ec.graph;
-  const ir::Node& anchor = g.node(ec.group.nodes.front());
+  const ir::Node& anchor = g.node(chain.front());
   std::vector<const ir::Node*> nodes;
-  for (size_t i = 1; i < ec.group.nodes.size(); ++i) nodes.push_back(&g.node(ec.group.nodes[i]));
+  for (size_t i = 1; i < chain.size(); ++i) nodes.push_back(&g.node(chain[i]));
   ir::ValueId anchor_out = anchor.outputs.empty() ? ir::kNoValue : anchor.outputs[0];
   const ir::Shape out_shape = g.value(nodes.back()->outputs[0]).type.shape;
   // External operands the epilogue reads (not the anchor's inputs unless the chain reads them).

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "carve/ir/op.h"
 #include "carve/jit/tiles.h"
@@ -99,7 +100,9 @@ class Grouper {
       group.name += fmt::format("_{}", anchor.id);
     }
     group.num_tiles = tiles_for(g_, group, opt_);
-    group.scratch_bytes = compute_op_scratch_bytes(g_, anchor);
+    // An attention group keeps its scores on the tile's stack: no scratch.
+    const bool attention = tiling::attention_shape(g_, group.nodes).valid;
+    group.scratch_bytes = attention ? 0 : compute_op_scratch_bytes(g_, anchor);
     if (group.scratch_bytes > 0) group.operands.push_back(KernelOperand{OperandRole::kScratch, ir::kNoValue});
     return group;
   }
@@ -125,6 +128,33 @@ class Grouper {
       }
     }
     return true;
+  }
+
+  // [first, chain..., softmax, matmul] when `first` (a matmul) starts an attention
+  // group (fusion.h); empty otherwise.
+  std::vector<ir::NodeId> attention_nodes(ir::NodeId first) const {
+    std::vector<ir::NodeId> nodes{first};
+    auto only_user = [&](ir::ValueId v) -> const ir::Node* {
+      if (!g_.has_value(v) || g_.is_output(v) || users_[static_cast<size_t>(v)].size() != 1) return nullptr;
+      const ir::Node& u = g_.node(users_[static_cast<size_t>(v)].front());
+      if (!opt_.side.empty() && opt_.side[static_cast<size_t>(u.id)] != opt_.side[static_cast<size_t>(first)])
+        return nullptr;
+      return &u;
+    };
+    const ir::ValueId scores = g_.node(first).outputs.front();
+    ir::ValueId cur = scores;
+    for (;;) {
+      const ir::Node* next = only_user(cur);
+      if (next == nullptr || next->outputs.size() != 1) return {};
+      nodes.push_back(next->id);
+      cur = next->outputs.front();
+      if (next->op == ir::OpKind::kSoftmax) break;
+      if (!ir::is_elementwise(next->op) || g_.value(cur).type.shape != g_.value(scores).type.shape) return {};
+    }
+    const ir::Node* pv = only_user(cur);
+    if (pv == nullptr || pv->op != ir::OpKind::kMatmul || pv->inputs.front() != cur) return {};
+    nodes.push_back(pv->id);
+    return tiling::attention_shape(g_, nodes).valid ? nodes : std::vector<ir::NodeId>{};
   }
 
   const ir::Graph& g_;
@@ -158,6 +188,7 @@ int64_t tiles_for(const ir::Graph& graph, const KernelGroup& group, const Fusion
   if (group.nodes.empty() || !graph.has_node(group.nodes.front())) return 1;
   const ir::Node& anchor = graph.node(group.nodes.front());
   if (!ir::is_valid_op(anchor.op)) return 1;
+  if (const tiling::AttentionShape a = tiling::attention_shape(graph, group.nodes); a.valid) return a.tiles();
   int64_t per_tile = std::max<int64_t>(1, options.elements_per_tile);
   if (ir::is_elementwise(anchor.op) || is_layout_like(anchor.op)) {
     int64_t total = 0;
@@ -214,8 +245,25 @@ Result<std::vector<KernelGroup>> form_kernel_groups(const ir::Graph& graph,
   Grouper grouper(graph, options);
   std::vector<KernelGroup> groups;
   std::vector<bool> assigned(static_cast<size_t>(graph.num_nodes()), false);
+  // Attention groups first (their nodes are then taken by no other group), each formed at
+  // its last node's place.
+  std::map<ir::NodeId, std::vector<ir::NodeId>> attention_at;
+  if (options.fuse && options.fuse_attention) {
+    for (ir::NodeId id : order) {
+      if (graph.node(id).op != ir::OpKind::kMatmul || assigned[static_cast<size_t>(id)]) continue;
+      std::vector<ir::NodeId> nodes = grouper.attention_nodes(id);
+      auto taken = [&](ir::NodeId n) { return assigned[static_cast<size_t>(n)]; };
+      if (nodes.empty() || std::any_of(nodes.begin(), nodes.end(), taken)) continue;
+      for (ir::NodeId n : nodes) assigned[static_cast<size_t>(n)] = true;
+      attention_at.emplace(nodes.back(), std::move(nodes));
+    }
+  }
   for (size_t pos = 0; pos < order.size(); ++pos) {
     ir::NodeId id = order[pos];
+    if (auto it = attention_at.find(id); it != attention_at.end()) {
+      groups.push_back(grouper.finish(std::move(it->second)));
+      continue;
+    }
     if (assigned[static_cast<size_t>(id)]) continue;
     const ir::Node& node = graph.node(id);
     if (ir::is_view(node.op)) continue;

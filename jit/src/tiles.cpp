@@ -344,6 +344,46 @@ bool is_compute_op(ir::OpKind op) {
   }
 }
 
+namespace tiling {
+
+AttentionShape attention_shape(const ir::Graph& graph, std::span<const ir::NodeId> nodes) {
+  AttentionShape a;
+  if (nodes.size() < 3) return a;
+  const ir::Node& qk = graph.node(nodes.front());
+  const ir::Node& softmax = graph.node(nodes[nodes.size() - 2]);
+  const ir::Node& pv = graph.node(nodes.back());
+  if (qk.op != OpKind::kMatmul || pv.op != OpKind::kMatmul || softmax.op != OpKind::kSoftmax) return a;
+  if (qk.inputs.size() != 2 || pv.inputs.size() != 2 || pv.inputs[0] != softmax.outputs[0]) return a;
+  const ir::TensorType& q = graph.value(qk.inputs[0]).type;
+  const ir::TensorType& k = graph.value(qk.inputs[1]).type;
+  const ir::TensorType& s = graph.value(qk.outputs[0]).type;
+  const ir::TensorType& p = graph.value(softmax.outputs[0]).type;
+  const ir::TensorType& v = graph.value(pv.inputs[1]).type;
+  const ir::TensorType& o = graph.value(pv.outputs[0]).type;
+  const int rank = s.shape.rank();
+  if (rank < 3 || q.shape.rank() != rank || k.shape.rank() != rank || v.shape.rank() != rank ||
+      o.shape.rank() != rank || p.shape != s.shape)
+    return a;
+  for (const ir::TensorType* t : {&q, &k, &s, &p, &v, &o})
+    if (t->dtype != ir::DType::kF32) return a;
+  const auto axis = attr_int(softmax, "axis", -1);
+  if (axis != -1 && axis != rank - 1) return a;
+  for (int i = 0; i + 2 < rank; ++i) {
+    const int64_t d = s.shape[i];
+    if (q.shape[i] != d || k.shape[i] != d || v.shape[i] != d || o.shape[i] != d) return a;
+    a.batch *= d;
+  }
+  a.rows = s.shape[rank - 2];
+  a.keys = s.shape[rank - 1];
+  a.depth = q.shape[rank - 1];
+  a.value_depth = v.shape[rank - 1];
+  a.valid = a.keys % 16 == 0 && a.keys <= kAttentionMaxKeys && a.rows > 0 && a.depth > 0 && a.value_depth > 0 &&
+            k.shape[rank - 2] == a.depth && v.shape[rank - 2] == a.keys;
+  return a;
+}
+
+}  // namespace tiling
+
 int64_t compute_op_tiles(const ir::Graph& graph, const ir::Node& node) {
   if (!is_compute_op(node.op)) return 1;
   if (node.op == OpKind::kMatmul || node.op == OpKind::kGemm)

@@ -107,8 +107,9 @@ Result<std::vector<jit::KernelGroup>> reconcile_groups(const Program& p, std::ve
   }
   std::vector<int64_t> step(static_cast<size_t>(p.graph.num_nodes()));
   for (size_t i = 0; i < p.order.size(); ++i) step[static_cast<size_t>(p.order[i])] = static_cast<int64_t>(i);
+  // A group runs at its last node's step (an attention group spans other nodes' steps).
   std::stable_sort(kept.begin(), kept.end(), [&](const auto& a, const auto& b) {
-    return step[static_cast<size_t>(a.nodes.front())] < step[static_cast<size_t>(b.nodes.front())];
+    return step[static_cast<size_t>(a.nodes.back())] < step[static_cast<size_t>(b.nodes.back())];
   });
   return kept;
 }
@@ -555,7 +556,8 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
     }
   }
   CARVE_ASSIGN_OR_RETURN(auto fused,
-                         jit::form_kernel_groups(p->graph, p->order, {.fuse = options.fuse, .side = std::move(side)}));
+                         jit::form_kernel_groups(p->graph, p->order,
+                                                 {.fuse = options.fuse, .fuse_attention = !p->on_device, .side = std::move(side)}));
   planner::GraphPlanOptions plan_options;
   plan_options.inplace = options.inplace;
   plan_options.unstored.assign(static_cast<size_t>(p->graph.num_values()), false);

@@ -186,6 +186,68 @@ TEST_CASE("jit/fusion/matmul epilogue with bias and activation") {
   CHECK(groups_of(g, off).size() == 4);
 }
 
+TEST_CASE("jit/fusion/attention: matmul, scale, softmax, matmul run as one group after V") {
+  // v is computed after the first matmul in the order: the group is formed at the second
+  // matmul's place, so it runs after v's producer.
+  ir::GraphBuilder b;
+  auto q = b.input("q", DType::kF32, {2, 8, 4});
+  auto k = b.input("k", DType::kF32, {2, 4, 32});
+  auto x = b.input("x", DType::kF32, {2, 32, 4});
+  auto scale = b.input("scale", DType::kF32, {});
+  auto s = b.div(b.matmul(q, k), scale);
+  auto p = b.softmax(s, -1);
+  auto v = b.neg(x);
+  auto o = b.matmul(p, v);
+  b.output(o);
+  ir::Graph g = build(b);
+  FusionOptions on;
+  on.fuse_attention = true;
+  auto groups = groups_of(g, on);
+  REQUIRE(groups.size() == 2);
+  CHECK(g.node(groups[0].nodes.front()).op == ir::OpKind::kNeg);
+  const KernelGroup& a = groups[1];
+  CHECK(a.name == "fused_matmul_div_softmax_matmul_0");
+  CHECK(operand_values(a, OperandRole::kInput) == std::vector<ir::ValueId>{q, k, scale, v});
+  CHECK(operand_values(a, OperandRole::kOutput) == std::vector<ir::ValueId>{o});
+  CHECK(a.internal_values.size() == 3);
+  CHECK(a.scratch_bytes == 0);
+  CHECK(a.num_tiles == 2);  // 2 batches x 1 block of 8 rows
+  // Off by default (the CUDA emitter has no such kernel), and with fuse = false.
+  CHECK(groups_of(g).size() == 4);
+  on.fuse = false;
+  CHECK(groups_of(g, on).size() == 5);
+}
+
+TEST_CASE("jit/fusion/attention is not formed where a value leaves it or the shape does not fit") {
+  FusionOptions on;
+  on.fuse_attention = true;
+  auto attention_groups = [&](const ir::Graph& g) {
+    int n = 0;
+    for (const KernelGroup& group : groups_of(g, on)) n += group.nodes.size() >= 3;
+    return n;
+  };
+  struct Form {
+    int64_t keys;
+    int64_t axis;
+    bool scores_out;
+  };
+  for (Form f : {Form{32, -1, false}, Form{32, -1, true}, Form{24, -1, false}, Form{32, 1, false}}) {
+    ir::GraphBuilder b;
+    auto q = b.input("q", DType::kF32, {2, 8, 4});
+    auto k = b.input("k", DType::kF32, {2, 4, f.keys});
+    auto v = b.input("v", DType::kF32, {2, f.keys, 4});
+    auto s = b.matmul(q, k);
+    b.output(b.matmul(b.softmax(s, f.axis), v));
+    if (f.scores_out) b.output(s);
+    ir::Graph g = build(b);
+    CAPTURE(f.keys);
+    CAPTURE(f.axis);
+    CAPTURE(f.scores_out);
+    // Keys not a multiple of 16, softmax over another axis, or the scores a graph output.
+    CHECK(attention_groups(g) == (f.keys == 32 && f.axis == -1 && !f.scores_out ? 1 : 0));
+  }
+}
+
 TEST_CASE("jit/fusion/state ops bind the handle as a kNoValue operand") {
   ir::GraphBuilder b;
   b.handle("h", DType::kF32, {4, 3});

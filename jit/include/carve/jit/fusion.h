@@ -23,6 +23,12 @@
 //    maps one anchor element to one output element): bias, relu, clip, sigmoid, SiLU,
 //    hard-sigmoid/hard-swish (x * HardSigmoid(x)), gelu, a residual add. Their other
 //    operands (a bias, a residual) become extra inputs of the group.
+//  - attention (FusionOptions::fuse_attention): a matmul whose output flows, through
+//    elementwise nodes of its shape (scale, mask), into a softmax over the last axis whose
+//    output is the first operand of a second matmul, every value in between read by the
+//    next node only: [matmul, chain..., softmax, matmul] is one group when
+//    tiling::attention_shape accepts it. The group runs at its last node's place in
+//    `order` (the second matmul's V may be computed after the first matmul).
 //  - every other node is its own group.
 //  FusionOptions::fuse = false turns chains and epilogues off (one group per non-view node);
 //  FusionOptions::side keeps nodes of different sides in different groups.
@@ -60,6 +66,8 @@ namespace carve::jit {
 struct FusionOptions {
   bool fuse = true;                    // false: one group per non-view node
   int64_t elements_per_tile = 32768;   // elementwise/layout tile size target (>= 1)
+  // Attention groups (above): for the host CPU's emitter only.
+  bool fuse_attention = false;
   // Per node id (or empty): nodes with different values never share a group (a mixed
   // CPU/GPU program fuses within each side, never across the boundary).
   std::vector<uint8_t> side{};

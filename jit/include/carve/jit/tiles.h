@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -124,6 +125,21 @@ struct AxisShape {
   int64_t outer = 1, len = 1, inner = 1;
 };
 AxisShape axis_shape(const ir::Graph& graph, const ir::Node& node);
+
+// Attention as one kernel (fusion.h): nodes = [matmul Q x K, elementwise chain..., softmax,
+// matmul P x V], each batch b of the first matmul's output [.., rows, keys] softmaxed over
+// keys and multiplied by V[b] [keys, value_depth]. One tile per (b, block of
+// kAttentionRows query rows); a tile keeps its block's rows x keys scores on its stack.
+// valid: f32, the same batch dims on Q, K, V and both outputs (no broadcast), softmax
+// over the last axis, keys a multiple of 16 and at most kAttentionMaxKeys.
+inline constexpr int64_t kAttentionRows = 8;
+inline constexpr int64_t kAttentionMaxKeys = 2048;
+struct AttentionShape {
+  bool valid = false;
+  int64_t batch = 1, rows = 1, keys = 1, depth = 1, value_depth = 1;
+  int64_t tiles() const { return batch * ((rows + kAttentionRows - 1) / kAttentionRows); }
+};
+AttentionShape attention_shape(const ir::Graph& graph, std::span<const ir::NodeId> nodes);
 
 // The tile split of any compute op other than matmul/gemm/conv2d (GEMM path).
 UnitTiles unit_tiles_for(const ir::Graph& graph, const ir::Node& node);
