@@ -43,6 +43,6 @@ Result<std::map<std::string, std::string>> read_expected(const std::string& path
 Status write_expected(const std::string& path, const std::vector<Case>& cases, const std::vector<Outcome>& outcomes,
                       const std::string& command);
 Status write_doc(const std::string& path, const std::vector<Case>& cases, const std::vector<Outcome>& outcomes,
-                 const std::string& command, const std::string& onnx_version);
+                 const std::string& command, const std::string& onnx_version, const std::string& note);
 
 }  // namespace carve::conformance

@@ -2,7 +2,8 @@
 // all in this one process (one Session, so kernels compiled once are reused).
 //
 //   carve_onnx_conformance --cases DIR [--expected expected_failures.txt]
-//                          [--write-expected FILE] [--write-doc FILE] [--filter REGEX] [--verbose]
+//                          [--write-expected FILE] [--write-doc FILE [--note TEXT]] [--filter REGEX]
+//                          [--verbose]
 //
 // DIR is what generate.py wrote. With --expected, exit 1 when a case fails that the list
 // does not name, a result is wrong and not listed as "WRONG: ...", or a listed case now
@@ -123,13 +124,14 @@ std::vector<std::string> check(const std::vector<cc::Case>& cases, const std::ve
 
 int main(int argc, char** argv) {
   CLI::App app{"ONNX backend node tests through carve"};
-  std::string dir, expected_path, write_expected, write_doc, filter;
+  std::string dir, expected_path, write_expected, write_doc, filter, note;
   bool verbose = false;
   double case_seconds = 120;
   app.add_option("--cases", dir, "directory generate.py wrote")->required();
   app.add_option("--expected", expected_path, "expected_failures.txt to check the verdicts against");
   app.add_option("--write-expected", write_expected, "write the failing cases with their reasons here");
   app.add_option("--write-doc", write_doc, "write the coverage document (docs/onnx-coverage.md) here");
+  app.add_option("--note", note, "a line for the document (e.g. the ONNX Runtime reference)");
   app.add_option("--filter", filter, "run only the cases whose name matches this regex");
   app.add_option("--case-timeout", case_seconds, "seconds one case may take before the process ends");
   app.add_flag("--verbose", verbose, "print every case's verdict");
@@ -145,7 +147,12 @@ int main(int argc, char** argv) {
   auto cases = cc::read_manifest(dir);
   if (!cases.ok()) return fmt::print(stderr, "{}\n", cases.status().to_string()), 1;
   if (!filter.empty()) {
-    const std::regex re(filter);
+    std::regex re;
+    try {
+      re = std::regex(filter);
+    } catch (const std::regex_error& e) {
+      return fmt::print(stderr, "--filter '{}': {}\n", filter, e.what()), 2;
+    }
     std::erase_if(*cases, [&](const cc::Case& c) { return !std::regex_search(c.name, re); });
   }
   std::map<std::string, std::string> expected;
@@ -189,7 +196,7 @@ int main(int argc, char** argv) {
     if (auto s = cc::write_expected(write_expected, *cases, outcomes, kRegenerate); !s.ok())
       return fmt::print(stderr, "{}\n", s.to_string()), 1;
   if (!write_doc.empty())
-    if (auto s = cc::write_doc(write_doc, *cases, outcomes, kRegenerate, onnx_version(dir)); !s.ok())
+    if (auto s = cc::write_doc(write_doc, *cases, outcomes, kRegenerate, onnx_version(dir), note); !s.ok())
       return fmt::print(stderr, "{}\n", s.to_string()), 1;
   if (expected_path.empty()) return counts[cc::Verdict::kWrong] > 0 ? 1 : 0;
   const std::vector<std::string> problems = check(*cases, outcomes, expected, filter.empty());
