@@ -17,9 +17,10 @@ PACKAGES=(
   curl ca-certificates xz-utils    # Debian's oneTBB source for the TSan build (scripts/tbb-tsan.sh)
   python3-dev pybind11-dev libdlpack-dev         # the Python module (CARVE_BUILD_PYTHON)
   python3-numpy python3-pytest                   # its tests
+  python3-onnx                                   # ONNX's backend node tests (tests/onnx/conformance)
 )
 # Not installed here (the build and tests do not need them): python3-torch
-# python3-torchvision python3-onnx, for scripts/make_onnx_models.py only.
+# python3-torchvision, for scripts/make_onnx_models.py only.
 
 missing=()
 for p in "${PACKAGES[@]}"; do
