@@ -28,6 +28,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     auto* t = new std::map<std::string, OpEntry, std::less<>>();
     detail::register_elementwise_ops(*t);
     detail::register_nn_ops(*t);
+    detail::register_reduce_ops(*t);
     detail::register_shape_ops(*t);
     detail::register_tensor_ops(*t);
     return t;
@@ -147,7 +148,9 @@ Arity arity(std::string_view op) {
       {"LayerNormalization", {2, 3}}, {"BatchNormalization", {5, 5}}, {"ReduceMean", {1, 2}},
       {"ReduceSum", {1, 2}}, {"ReduceMax", {1, 2}}, {"ReduceMin", {1, 2}}, {"Reshape", {1, 2}},
       {"Squeeze", {1, 2}}, {"Unsqueeze", {1, 2}}, {"Split", {1, 2}}, {"Slice", {1, 5}}, {"Pad", {1, 4}},
-      {"Trilu", {1, 2}}, {"Constant", {0, 0}},
+      {"Trilu", {1, 2}}, {"Constant", {0, 0}}, {"Xor", {2, 2}}, {"CastLike", {2, 2}}, {"Mean", {1, kMany}},
+      {"ReduceL1", {1, 2}}, {"ReduceL2", {1, 2}}, {"ReduceSumSquare", {1, 2}}, {"ReduceLogSum", {1, 2}},
+      {"ReduceLogSumExp", {1, 2}}, {"InstanceNormalization", {3, 3}}, {"EyeLike", {1, 1}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary
