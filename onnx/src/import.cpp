@@ -4,6 +4,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -22,12 +23,22 @@ using detail::FusedPattern;
 
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 18;
+// Opsets 1..6 are imported only for models made of these ops: their versions before 7
+// differ from the later ones only by legacy attributes (consumed_inputs), which
+// check_attributes rejects. Other ops changed (broadcast attributes, Cast's string 'to').
+constexpr int64_t kMinLegacyOpset = 1;
+constexpr std::string_view kLegacyOps[] = {"Abs", "Ceil", "Elu", "Exp", "Floor", "HardSigmoid", "Identity",
+                                           "InstanceNormalization", "LeakyRelu", "Log", "Neg", "Not",
+                                           "Reciprocal", "Relu", "Selu", "Sigmoid", "Softplus", "Softsign",
+                                           "Sqrt", "Tanh"};
 
 const std::map<std::string, OpEntry, std::less<>>& op_table() {
   static const auto* table = [] {
     auto* t = new std::map<std::string, OpEntry, std::less<>>();
     detail::register_elementwise_ops(*t);
     detail::register_nn_ops(*t);
+    detail::register_reduce_ops(*t);
+    detail::register_norm_ops(*t);
     detail::register_shape_ops(*t);
     detail::register_tensor_ops(*t);
     return t;
@@ -40,7 +51,7 @@ bool is_default_domain(const std::string& domain) { return domain.empty() || dom
 Result<int64_t> default_opset(const ::onnx::ModelProto& model) {
   for (const auto& o : model.opset_import()) {
     if (!is_default_domain(o.domain())) continue;
-    if (o.version() < kMinOpset || o.version() > kMaxOpset)
+    if (o.version() < kMinLegacyOpset || o.version() > kMaxOpset)
       return Status(ErrorCode::kUnsupported, fmt::format("onnx opset {} is not supported (carve imports {}..{})",
                                                          o.version(), kMinOpset, kMaxOpset));
     return o.version();
@@ -147,7 +158,9 @@ Arity arity(std::string_view op) {
       {"LayerNormalization", {2, 3}}, {"BatchNormalization", {5, 5}}, {"ReduceMean", {1, 2}},
       {"ReduceSum", {1, 2}}, {"ReduceMax", {1, 2}}, {"ReduceMin", {1, 2}}, {"Reshape", {1, 2}},
       {"Squeeze", {1, 2}}, {"Unsqueeze", {1, 2}}, {"Split", {1, 2}}, {"Slice", {1, 5}}, {"Pad", {1, 4}},
-      {"Trilu", {1, 2}}, {"Constant", {0, 0}},
+      {"Trilu", {1, 2}}, {"Constant", {0, 0}}, {"Xor", {2, 2}}, {"CastLike", {2, 2}}, {"Mean", {1, kMany}},
+      {"ReduceL1", {1, 2}}, {"ReduceL2", {1, 2}}, {"ReduceSumSquare", {1, 2}}, {"ReduceLogSum", {1, 2}},
+      {"ReduceLogSumExp", {1, 2}}, {"InstanceNormalization", {3, 3}}, {"EyeLike", {1, 1}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary
@@ -230,11 +243,14 @@ Result<ImportedModel> import_model(::onnx::ModelProto& model, const ImportOption
   // dead node to skip (checked for every node, live or not).
   for (int i = 0; i < graph.node_size(); ++i) {
     const auto& node = graph.node(i);
+    const std::string name = node.name().empty() ? fmt::format("{}_{}", node.op_type(), i) : node.name();
     if (node.output_size() == 0)
-      return Status(ErrorCode::kInvalidArgument,
-                    fmt::format("onnx node '{}' ({}): has no outputs",
-                                node.name().empty() ? fmt::format("{}_{}", node.op_type(), i) : node.name(),
-                                node.op_type()));
+      return Status(ErrorCode::kInvalidArgument, fmt::format("onnx node '{}' ({}): has no outputs", name, node.op_type()));
+    if (opset < kMinOpset && std::find(std::begin(kLegacyOps), std::end(kLegacyOps), node.op_type()) == std::end(kLegacyOps))
+      return Status(ErrorCode::kUnsupported,
+                    fmt::format("onnx node '{}' ({}): opset {} is supported only for ops unchanged since (Elu, Relu, "
+                                "Softplus, ...); carve imports {}..{} for the others",
+                                name, node.op_type(), opset, kMinOpset, kMaxOpset));
   }
   const std::vector<bool> live = live_nodes(graph);
   const std::map<int, FusedPattern> patterns =

@@ -179,6 +179,219 @@ Status lower_prelu(NodeContext& n) {
   return n.set_output(0, y);
 }
 
+// The activations below are composed of carve ops; ONNX defines them on floats.
+Result<Tensor> float_input(const NodeContext& n, int i) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(i));
+  if (!ir::is_float(x.type.dtype))
+    return n.unsupported(fmt::format("{} input (ONNX defines {} on floats)", ir::dtype_name(x.type.dtype), n.op_type()));
+  return x;
+}
+
+// Elu(x) = x < 0 ? alpha * (exp(x) - 1) : x.
+Status lower_elu(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0));
+  CARVE_ASSIGN_OR_RETURN(double alpha, n.attr_float("alpha", 1.0));
+  const ir::DType dt = x.type.dtype;
+  CARVE_ASSIGN_OR_RETURN(Tensor negative, n.op(OpKind::kLess, {x, n.constant_doubles(dt, {}, {0.0})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor e, n.op(OpKind::kExp, {x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor em1, n.op(OpKind::kSub, {e, n.constant_doubles(dt, {}, {1.0})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor scaled, n.op(OpKind::kMul, {em1, n.constant_doubles(dt, {}, {alpha})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {negative, scaled, x}));
+  return n.set_output(0, y);
+}
+
+// Selu(x) = gamma * (x > 0 ? x : alpha * exp(x) - alpha); the defaults are ONNX's
+// float constants.
+Status lower_selu(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0));
+  CARVE_ASSIGN_OR_RETURN(double alpha, n.attr_float("alpha", 1.67326319217681884765625));
+  CARVE_ASSIGN_OR_RETURN(double gamma, n.attr_float("gamma", 1.05070102214813232421875));
+  const ir::DType dt = x.type.dtype;
+  CARVE_ASSIGN_OR_RETURN(Tensor positive, n.op(OpKind::kGreater, {x, n.constant_doubles(dt, {}, {0.0})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor e, n.op(OpKind::kExp, {x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor ae, n.op(OpKind::kMul, {e, n.constant_doubles(dt, {}, {alpha})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor neg, n.op(OpKind::kSub, {ae, n.constant_doubles(dt, {}, {alpha})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor picked, n.op(OpKind::kWhere, {positive, x, neg}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kMul, {picked, n.constant_doubles(dt, {}, {gamma})}));
+  return n.set_output(0, y);
+}
+
+// Celu(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+Status lower_celu(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0));
+  CARVE_ASSIGN_OR_RETURN(double alpha, n.attr_float("alpha", 1.0));
+  if (alpha == 0) return n.invalid("alpha is 0");
+  const ir::DType dt = x.type.dtype;
+  Tensor zero = n.constant_doubles(dt, {}, {0.0});
+  CARVE_ASSIGN_OR_RETURN(Tensor scaled, n.op(OpKind::kDiv, {x, n.constant_doubles(dt, {}, {alpha})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor e, n.op(OpKind::kExp, {scaled}));
+  CARVE_ASSIGN_OR_RETURN(Tensor em1, n.op(OpKind::kSub, {e, n.constant_doubles(dt, {}, {1.0})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor neg, n.op(OpKind::kMul, {em1, n.constant_doubles(dt, {}, {alpha})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor neg_part, n.op(OpKind::kMin, {neg, zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor pos_part, n.op(OpKind::kMax, {x, zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kAdd, {pos_part, neg_part}));
+  return n.set_output(0, y);
+}
+
+// ThresholdedRelu(x) = x > alpha ? x : 0.
+Status lower_thresholded_relu(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0));
+  CARVE_ASSIGN_OR_RETURN(double alpha, n.attr_float("alpha", 1.0));
+  const ir::DType dt = x.type.dtype;
+  CARVE_ASSIGN_OR_RETURN(Tensor keep, n.op(OpKind::kGreater, {x, n.constant_doubles(dt, {}, {alpha})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {keep, x, n.constant_doubles(dt, {}, {0.0})}));
+  return n.set_output(0, y);
+}
+
+// log(1 + t) for t in [0, 1] without log1p: u = 1 + t rounds, and log(u) * t / (u - 1)
+// corrects for that rounding (u - 1 is exact), so small t keeps its relative accuracy
+// instead of log(1 + t) flushing to 0 below half an ulp of 1.
+Result<Tensor> log1p_of_unit(NodeContext& n, const Tensor& t) {
+  const ir::DType dt = t.type.dtype;
+  Tensor one = n.constant_doubles(dt, {}, {1.0});
+  CARVE_ASSIGN_OR_RETURN(Tensor u, n.op(OpKind::kAdd, {t, one}));
+  CARVE_ASSIGN_OR_RETURN(Tensor um1, n.op(OpKind::kSub, {u, one}));
+  CARVE_ASSIGN_OR_RETURN(Tensor log_u, n.op(OpKind::kLog, {u}));
+  CARVE_ASSIGN_OR_RETURN(Tensor ratio, n.op(OpKind::kDiv, {t, um1}));
+  CARVE_ASSIGN_OR_RETURN(Tensor corrected, n.op(OpKind::kMul, {log_u, ratio}));
+  CARVE_ASSIGN_OR_RETURN(Tensor rounded_away, n.op(OpKind::kEqual, {um1, n.constant_doubles(dt, {}, {0.0})}));
+  return n.op(OpKind::kWhere, {rounded_away, t, corrected});
+}
+
+// Softplus(x) = log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)): exp never overflows.
+Result<Tensor> softplus(NodeContext& n, const Tensor& x) {
+  CARVE_ASSIGN_OR_RETURN(Tensor a, n.op(OpKind::kAbs, {x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor na, n.op(OpKind::kNeg, {a}));
+  CARVE_ASSIGN_OR_RETURN(Tensor e, n.op(OpKind::kExp, {na}));
+  CARVE_ASSIGN_OR_RETURN(Tensor l, log1p_of_unit(n, e));
+  CARVE_ASSIGN_OR_RETURN(Tensor r, n.op(OpKind::kRelu, {x}));
+  return n.op(OpKind::kAdd, {r, l});
+}
+
+Status lower_softplus(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, softplus(n, x));
+  return n.set_output(0, y);
+}
+
+// Mish(x) = x * tanh(softplus(x)).
+Status lower_mish(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0));
+  CARVE_ASSIGN_OR_RETURN(Tensor sp, softplus(n, x));
+  CARVE_ASSIGN_OR_RETURN(Tensor t, n.op(OpKind::kTanh, {sp}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kMul, {x, t}));
+  return n.set_output(0, y);
+}
+
+// Softsign(x) = x / (1 + |x|).
+Status lower_softsign(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0));
+  CARVE_ASSIGN_OR_RETURN(Tensor a, n.op(OpKind::kAbs, {x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor d, n.op(OpKind::kAdd, {a, n.constant_doubles(x.type.dtype, {}, {1.0})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kDiv, {x, d}));
+  return n.set_output(0, y);
+}
+
+// Shrink(x) = x < -lambd ? x + bias : x > lambd ? x - bias : 0. On integers the
+// attributes must be whole numbers, so the comparisons and the shift stay exact.
+Status lower_shrink(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(double bias, n.attr_float("bias", 0.0));
+  CARVE_ASSIGN_OR_RETURN(double lambd, n.attr_float("lambd", 0.5));
+  const ir::DType dt = x.type.dtype;
+  // u8 would need negative thresholds, which it cannot hold.
+  if (dt == ir::DType::kBool || dt == ir::DType::kU8) return n.unsupported(fmt::format("{} input", ir::dtype_name(dt)));
+  if (!ir::is_float(dt) && (bias != std::trunc(bias) || lambd != std::trunc(lambd)))
+    return n.unsupported(fmt::format("{} input with fractional bias {} or lambd {}", ir::dtype_name(dt), bias, lambd));
+  CARVE_ASSIGN_OR_RETURN(Tensor low, n.op(OpKind::kLess, {x, n.constant_doubles(dt, {}, {-lambd})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor high, n.op(OpKind::kGreater, {x, n.constant_doubles(dt, {}, {lambd})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor up, n.op(OpKind::kAdd, {x, n.constant_doubles(dt, {}, {bias})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor down, n.op(OpKind::kSub, {x, n.constant_doubles(dt, {}, {bias})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor inner, n.op(OpKind::kWhere, {high, down, n.constant_doubles(dt, {}, {0.0})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {low, up, inner}));
+  return n.set_output(0, y);
+}
+
+// Sign(x) = x > 0 ? 1 : x < 0 ? -1 : x (0 stays 0 and NaN stays NaN, as numpy's sign).
+Status lower_sign(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  const ir::DType dt = x.type.dtype;
+  if (dt == ir::DType::kBool) return n.unsupported("bool input");
+  Tensor zero = n.constant_doubles(dt, {}, {0.0});
+  CARVE_ASSIGN_OR_RETURN(Tensor positive, n.op(OpKind::kGreater, {x, zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor negative, n.op(OpKind::kLess, {x, zero}));
+  // u8 has no -1; its negative mask is always false, so any value does.
+  Tensor minus_one = n.constant_ints(dt, {}, {dt == ir::DType::kU8 ? 0 : -1});
+  CARVE_ASSIGN_OR_RETURN(Tensor inner, n.op(OpKind::kWhere, {negative, minus_one, x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {positive, n.constant_doubles(dt, {}, {1.0}), inner}));
+  return n.set_output(0, y);
+}
+
+// Mean = Sum / count, summed left to right as ONNX's reference does.
+Status lower_mean(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor acc, float_input(n, 0));
+  for (int i = 1; i < n.num_inputs(); ++i) {
+    CARVE_ASSIGN_OR_RETURN(Tensor next, n.input(i));
+    CARVE_ASSIGN_OR_RETURN(acc, n.op(OpKind::kAdd, {acc, next}));
+  }
+  if (n.num_inputs() > 1) {
+    Tensor count = n.constant_doubles(acc.type.dtype, {}, {static_cast<double>(n.num_inputs())});
+    CARVE_ASSIGN_OR_RETURN(acc, n.op(OpKind::kDiv, {acc, count}));
+  }
+  return n.set_output(0, acc);
+}
+
+Result<Tensor> bool_input(const NodeContext& n, int i) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(i));
+  if (x.type.dtype != ir::DType::kBool)
+    return n.invalid(fmt::format("input {} is {} (ONNX defines {} on bool)", i, ir::dtype_name(x.type.dtype), n.op_type()));
+  return x;
+}
+
+// Xor(a, b) = a != b on bools.
+Status lower_xor(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor a, bool_input(n, 0));
+  CARVE_ASSIGN_OR_RETURN(Tensor b, bool_input(n, 1));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kNotEqual, {a, b}));
+  return n.set_output(0, y);
+}
+
+// IsNaN(x) = x != x (an unordered comparison: true exactly for NaN).
+Status lower_is_nan(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kNotEqual, {x, x}));
+  return n.set_output(0, y);
+}
+
+// IsInf: x == +inf, x == -inf, |x| == inf, or (neither detected) x < -inf, never true.
+Status lower_is_inf(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0));
+  CARVE_ASSIGN_OR_RETURN(int64_t positive, n.attr_int("detect_positive", 1));
+  CARVE_ASSIGN_OR_RETURN(int64_t negative, n.attr_int("detect_negative", 1));
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const ir::DType dt = x.type.dtype;
+  Result<Tensor> y = Status();
+  if (positive && negative) {
+    CARVE_ASSIGN_OR_RETURN(Tensor a, n.op(OpKind::kAbs, {x}));
+    y = n.op(OpKind::kEqual, {a, n.constant_doubles(dt, {}, {kInf})});
+  } else if (positive || negative) {
+    y = n.op(OpKind::kEqual, {x, n.constant_doubles(dt, {}, {positive ? kInf : -kInf})});
+  } else {
+    y = n.op(OpKind::kLess, {x, n.constant_doubles(dt, {}, {-kInf})});
+  }
+  if (!y.ok()) return y.status();
+  return n.set_output(0, *y);
+}
+
+// CastLike(x, like): Cast to like's dtype.
+Status lower_cast_like(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(ir::TensorType like, n.input_type(1));
+  if (like.dtype == x.type.dtype) return n.set_output(0, x);
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kCast, {x}, {{"to", ir::dtype_name(like.dtype)}}));
+  return n.set_output(0, y);
+}
+
 double round_half_even(double v) { return std::nearbyint(v); }
 double floor_of(double v) { return std::floor(v); }
 double ceil_of(double v) { return std::ceil(v); }
@@ -250,6 +463,20 @@ void register_elementwise_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["Floor"] = {lower_known_rounding<floor_of>, {}};
   t["Ceil"] = {lower_known_rounding<ceil_of>, {}};
   t["Round"] = {lower_known_rounding<round_half_even>, {}};
+  t["Elu"] = {lower_elu, {"alpha"}};
+  t["Selu"] = {lower_selu, {"alpha", "gamma"}};
+  t["Celu"] = {lower_celu, {"alpha"}};
+  t["ThresholdedRelu"] = {lower_thresholded_relu, {"alpha"}};
+  t["Softplus"] = {lower_softplus, {}};
+  t["Mish"] = {lower_mish, {}};
+  t["Softsign"] = {lower_softsign, {}};
+  t["Shrink"] = {lower_shrink, {"bias", "lambd"}};
+  t["Sign"] = {lower_sign, {}};
+  t["Mean"] = {lower_mean, {}};
+  t["Xor"] = {lower_xor, {}};
+  t["IsNaN"] = {lower_is_nan, {}};
+  t["IsInf"] = {lower_is_inf, {"detect_negative", "detect_positive"}};
+  t["CastLike"] = {lower_cast_like, {}};
   t["Identity"] = {lower_identity, {}};
   t["Dropout"] = {lower_dropout, {"ratio", "seed"}};
 }

@@ -1,5 +1,5 @@
 // Neural-network ONNX operators: Conv, BatchNormalization, pooling, Gemm, MatMul,
-// Softmax/LogSoftmax, LayerNormalization and the reductions.
+// Softmax/LogSoftmax and LayerNormalization.
 #include <onnx/onnx_pb.h>
 
 #include <numeric>
@@ -239,33 +239,6 @@ Status lower_layer_norm(NodeContext& n) {
   return n.set_output(0, y);
 }
 
-// Reduce*: axes as an attribute (ReduceSum before 13, the others before 18) or as an
-// optional constant input; no axes reduces everything unless noop_with_empty_axes.
-template <OpKind kind, bool negate = false>
-Status lower_reduce(NodeContext& n) {
-  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
-  CARVE_ASSIGN_OR_RETURN(int64_t keepdims, n.attr_int("keepdims", 1));
-  CARVE_ASSIGN_OR_RETURN(int64_t noop, n.attr_int("noop_with_empty_axes", 0));
-  std::vector<int64_t> axes;
-  if (n.has_input(1)) {
-    CARVE_ASSIGN_OR_RETURN(axes, n.const_ints(1, "axes"));
-  } else {
-    CARVE_ASSIGN_OR_RETURN(axes, n.attr_ints("axes", std::vector<int64_t>{}));
-  }
-  if (axes.empty() && noop) return n.set_output(0, x);
-  ir::Attrs attrs{{"keepdims", keepdims}};
-  if (!axes.empty()) attrs["axes"] = axes;
-  if (!negate) {
-    CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(kind, {x}, std::move(attrs)));
-    return n.set_output(0, y);
-  }
-  // ReduceMin(x) = -ReduceMax(-x).
-  CARVE_ASSIGN_OR_RETURN(Tensor neg, n.op(OpKind::kNeg, {x}));
-  CARVE_ASSIGN_OR_RETURN(Tensor m, n.op(kind, {neg}, std::move(attrs)));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kNeg, {m}));
-  return n.set_output(0, y);
-}
-
 }  // namespace
 
 void register_nn_ops(std::map<std::string, OpEntry, std::less<>>& t) {
@@ -282,10 +255,6 @@ void register_nn_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["Softmax"] = {lower_softmax, {"axis"}};
   t["LogSoftmax"] = {lower_log_softmax, {"axis"}};
   t["LayerNormalization"] = {lower_layer_norm, {"axis", "epsilon", "stash_type"}};
-  t["ReduceMean"] = {lower_reduce<OpKind::kReduceMean>, {"axes", "keepdims", "noop_with_empty_axes"}};
-  t["ReduceSum"] = {lower_reduce<OpKind::kReduceSum>, {"axes", "keepdims", "noop_with_empty_axes"}};
-  t["ReduceMax"] = {lower_reduce<OpKind::kReduceMax>, {"axes", "keepdims", "noop_with_empty_axes"}};
-  t["ReduceMin"] = {lower_reduce<OpKind::kReduceMax, true>, {"axes", "keepdims", "noop_with_empty_axes"}};
 }
 
 }  // namespace carve::onnx::detail

@@ -1,6 +1,7 @@
 // Shape and layout ONNX operators: Reshape, Flatten, Squeeze, Unsqueeze, Transpose,
-// Concat, Split, Slice, Expand, Tile, Shape, Size. Sizes that ONNX passes as tensors
-// (opset 10/13+) must be known at import; older opsets pass them as attributes.
+// Concat, Split, Slice, Expand, Tile, Shape, Size, DepthToSpace, SpaceToDepth. Sizes that
+// ONNX passes as tensors (opset 10/13+) must be known at import; older opsets pass them
+// as attributes.
 #include <onnx/onnx_pb.h>
 
 #include <numeric>
@@ -214,6 +215,57 @@ Status lower_size(NodeContext& n) {
   return n.set_output(0, n.constant_ints(ir::DType::kI64, ir::Shape{}, {count}));
 }
 
+// DepthToSpace and SpaceToDepth move blocksize x blocksize channel groups into spatial
+// blocks and back: a reshape to 6-D, a transpose, a reshape to 4-D.
+Result<int64_t> read_blocksize(const NodeContext& n, const Tensor& x) {
+  if (x.type.shape.rank() != 4) return n.invalid(fmt::format("input of rank {} (needs 4, NCHW)", x.type.shape.rank()));
+  CARVE_ASSIGN_OR_RETURN(int64_t b, n.attr_int("blocksize"));
+  if (b < 1) return n.invalid(fmt::format("blocksize {} (must be >= 1)", b));
+  return b;
+}
+
+Result<Tensor> regroup(NodeContext& n, const Tensor& x, std::vector<int64_t> split, std::vector<int64_t> perm,
+                       std::vector<int64_t> out) {
+  CARVE_ASSIGN_OR_RETURN(Tensor t, n.op(OpKind::kReshape, {x}, {{"shape", std::move(split)}}));
+  CARVE_ASSIGN_OR_RETURN(t, n.op(OpKind::kTranspose, {t}, {{"perm", std::move(perm)}}));
+  return n.op(OpKind::kReshape, {t}, {{"shape", std::move(out)}});
+}
+
+// DCR (default): channels ordered (block row, block column, output channel);
+// CRD: (output channel, block row, block column).
+Status lower_depth_to_space(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(int64_t b, read_blocksize(n, x));
+  CARVE_ASSIGN_OR_RETURN(std::string mode, n.attr_string("mode", "DCR"));
+  const ir::Shape& s = x.type.shape;
+  const int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  if (C % (b * b) != 0) return n.invalid(fmt::format("{} channels are not a multiple of blocksize^2 = {}", C, b * b));
+  const int64_t c = C / (b * b);
+  std::vector<int64_t> out{N, c, H * b, W * b};
+  Result<Tensor> y = Status();
+  if (mode == "DCR") {
+    y = regroup(n, x, {N, b, b, c, H, W}, {0, 3, 4, 1, 5, 2}, out);
+  } else if (mode == "CRD") {
+    y = regroup(n, x, {N, c, b, b, H, W}, {0, 1, 4, 2, 5, 3}, out);
+  } else {
+    return n.invalid(fmt::format("mode '{}' (DCR or CRD)", mode));
+  }
+  if (!y.ok()) return y.status();
+  return n.set_output(0, *y);
+}
+
+Status lower_space_to_depth(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(int64_t b, read_blocksize(n, x));
+  const ir::Shape& s = x.type.shape;
+  const int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  if (H % b != 0 || W % b != 0)
+    return n.invalid(fmt::format("spatial dims {}x{} are not multiples of blocksize {}", H, W, b));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, regroup(n, x, {N, C, H / b, b, W / b, b}, {0, 3, 5, 1, 2, 4},
+                                           {N, C * b * b, H / b, W / b}));
+  return n.set_output(0, y);
+}
+
 }  // namespace
 
 void register_shape_ops(std::map<std::string, OpEntry, std::less<>>& t) {
@@ -229,6 +281,8 @@ void register_shape_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["Tile"] = {lower_tile, {}};
   t["Shape"] = {lower_shape, {"start", "end"}};
   t["Size"] = {lower_size, {}};
+  t["DepthToSpace"] = {lower_depth_to_space, {"blocksize", "mode"}};
+  t["SpaceToDepth"] = {lower_space_to_depth, {"blocksize"}};
 }
 
 }  // namespace carve::onnx::detail

@@ -1,8 +1,11 @@
 // Tensor-producing and indexing ONNX operators: Constant, ConstantOfShape, Range
-// (known at import), Gather, Pad and Trilu (a constant mask through Where).
+// (known at import), Gather, Pad, Trilu (a constant mask through Where), EyeLike (known
+// at import) and Hardmax.
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <limits>
+#include <numeric>
 
 #include "context.h"
 
@@ -165,6 +168,68 @@ Status lower_trilu(NodeContext& n) {
   return n.set_output(0, y);
 }
 
+// EyeLike: a constant of the input's shape (2-D) with ones on diagonal k; its values
+// never depend on the input's contents.
+Status lower_eye_like(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(ir::TensorType type, n.input_type(0));
+  if (type.shape.rank() != 2) return n.invalid(fmt::format("input of rank {} (needs 2)", type.shape.rank()));
+  CARVE_ASSIGN_OR_RETURN(int64_t k, n.attr_int("k", 0));
+  ir::DType dtype = type.dtype;
+  if (n.has_attr("dtype")) {
+    CARVE_ASSIGN_OR_RETURN(int64_t onnx_dtype, n.attr_int("dtype"));
+    Result<ir::DType> d = dtype_from_onnx(static_cast<int32_t>(onnx_dtype));
+    if (!d.ok()) return n.unsupported(d.status().message());
+    dtype = *d;
+  }
+  const int64_t rows = type.shape[0], cols = type.shape[1];
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{dtype, type.shape}, sizeof(int64_t)));
+  std::vector<int64_t> eye(static_cast<size_t>(rows * cols), 0);
+  for (int64_t i = 0; i < rows; ++i)
+    if (i + k >= 0 && i + k < cols) eye[static_cast<size_t>(i * cols + i + k)] = 1;
+  return n.set_output(0, n.constant_ints(dtype, type.shape, eye));
+}
+
+// Hardmax: 1 at the first maximum along the axis, 0 elsewhere. The first maximum's
+// index is the smallest index whose element equals the axis maximum: a min over
+// where(x == max, index, extent), taken as -1 - max(-1 - .) in i32. Before opset 13 the
+// input is flattened to 2-D at the axis (default 1) and the last dim is used.
+Status lower_hardmax(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  if (!ir::is_float(x.type.dtype))
+    return n.unsupported(fmt::format("{} input (ONNX defines Hardmax on floats)", ir::dtype_name(x.type.dtype)));
+  const ir::Shape shape = x.type.shape;
+  const int64_t rank = shape.rank();
+  if (rank == 0) return n.invalid("scalar input (needs rank >= 1)");
+  CARVE_ASSIGN_OR_RETURN(int64_t raw, n.attr_int("axis", n.opset() < 13 ? 1 : -1));
+  CARVE_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(n, raw, rank));
+  if (n.opset() < 13 && axis != rank - 1) {
+    const int64_t outer = std::accumulate(shape.dims().begin(), shape.dims().begin() + axis, int64_t{1}, std::multiplies<>());
+    CARVE_ASSIGN_OR_RETURN(x, n.op(OpKind::kReshape, {x}, {{"shape", std::vector<int64_t>{outer, -1}}}));
+    axis = 1;
+  }
+  const int64_t extent = x.type.shape[static_cast<int>(axis)];
+  if (extent > std::numeric_limits<int32_t>::max() - 1) return n.unsupported(fmt::format("axis of {} elements", extent));
+  std::vector<int64_t> index_dims(static_cast<size_t>(x.type.shape.rank() - axis), 1);
+  index_dims[0] = extent;
+  std::vector<int64_t> indices(static_cast<size_t>(extent));
+  std::iota(indices.begin(), indices.end(), 0);
+  Tensor index = n.constant_ints(ir::DType::kI32, ir::Shape(index_dims), indices);
+  ir::Attrs reduce{{"axes", std::vector<int64_t>{axis}}, {"keepdims", int64_t{1}}};
+  CARVE_ASSIGN_OR_RETURN(Tensor m, n.op(OpKind::kReduceMax, {x}, reduce));
+  CARVE_ASSIGN_OR_RETURN(Tensor is_max, n.op(OpKind::kEqual, {x, m}));
+  Tensor minus_one = n.constant_ints(ir::DType::kI32, {}, {-1});
+  CARVE_ASSIGN_OR_RETURN(Tensor flipped, n.op(OpKind::kSub, {minus_one, index}));
+  CARVE_ASSIGN_OR_RETURN(Tensor candidates,
+                         n.op(OpKind::kWhere, {is_max, flipped, n.constant_ints(ir::DType::kI32, {}, {-1 - extent})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor first_flipped, n.op(OpKind::kReduceMax, {candidates}, reduce));
+  CARVE_ASSIGN_OR_RETURN(Tensor hot, n.op(OpKind::kEqual, {flipped, first_flipped}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kCast, {hot}, {{"to", ir::dtype_name(x.type.dtype)}}));
+  if (y.type.shape != shape) {
+    CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kReshape, {y}, {{"shape", shape.dims()}}));
+  }
+  return n.set_output(0, y);
+}
+
 }  // namespace
 
 void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& t) {
@@ -174,6 +239,8 @@ void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["Gather"] = {lower_gather, {"axis"}};
   t["Pad"] = {lower_pad, {"mode", "pads", "value"}};
   t["Trilu"] = {lower_trilu, {"upper"}};
+  t["EyeLike"] = {lower_eye_like, {"dtype", "k"}};
+  t["Hardmax"] = {lower_hardmax, {"axis"}};
 }
 
 }  // namespace carve::onnx::detail

@@ -1,0 +1,137 @@
+// The ONNX reductions: ReduceSum/Mean/Max map onto carve's reductions; ReduceMin,
+// ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp are composed of
+// an elementwise step, one of them, and another elementwise step. ReduceProd is not
+// supported: carve has no product reduction, and exp(sum(log|x|)) is neither exact nor
+// defined for zeros and signs.
+#include <onnx/onnx_pb.h>
+
+#include <limits>
+
+#include "context.h"
+
+namespace carve::onnx::detail {
+namespace {
+
+using ir::OpKind;
+
+// Which reduction a Reduce* op composes.
+enum class Family { kSum, kMean, kMax, kMin, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
+
+// Axes as an attribute (ReduceSum before 13, the others before 18) or as an optional
+// constant input. `all` (no axes) reduces everything; `none` (no axes with
+// noop_with_empty_axes) reduces nothing, which ONNX's reference treats as a reduction
+// over no axes: ReduceSumSquare then gives x*x and ReduceL1 |x|.
+struct Reduction {
+  std::vector<int64_t> axes;
+  int64_t keepdims = 1;
+  bool none = false;
+};
+
+Result<Reduction> read_reduction(const NodeContext& n) {
+  Reduction r;
+  CARVE_ASSIGN_OR_RETURN(r.keepdims, n.attr_int("keepdims", 1));
+  CARVE_ASSIGN_OR_RETURN(int64_t noop, n.attr_int("noop_with_empty_axes", 0));
+  if (n.has_input(1)) {
+    CARVE_ASSIGN_OR_RETURN(r.axes, n.const_ints(1, "axes"));
+  } else {
+    CARVE_ASSIGN_OR_RETURN(r.axes, n.attr_ints("axes", std::vector<int64_t>{}));
+  }
+  r.none = r.axes.empty() && noop != 0;
+  return r;
+}
+
+Result<Tensor> reduce(NodeContext& n, OpKind kind, const Tensor& x, const Reduction& r, int64_t keepdims) {
+  if (r.none) return x;
+  ir::Attrs attrs{{"keepdims", keepdims}};
+  if (!r.axes.empty()) attrs["axes"] = r.axes;
+  return n.op(kind, {x}, std::move(attrs));
+}
+
+// An order-reversing involution that cannot overflow, so min(x) = flip(max(flip(x))):
+// -x for floats, -1 - x for signed integers (-x overflows at the minimum), 255 - x for u8.
+Result<Tensor> flip(NodeContext& n, const Tensor& x) {
+  const ir::DType dtype = x.type.dtype;
+  if (ir::is_float(dtype)) return n.op(OpKind::kNeg, {x});
+  const int64_t c = dtype == ir::DType::kU8 ? 255 : -1;
+  return n.op(OpKind::kSub, {n.constant_ints(dtype, {}, {c}), x});
+}
+
+// log(sum(exp(x))) shifted by the maximum so exp cannot overflow. A non-finite maximum
+// (an infinite or NaN element) is not subtracted, which keeps ONNX's inf/-inf/NaN results.
+Result<Tensor> log_sum_exp(NodeContext& n, const Tensor& x, const Reduction& r) {
+  const ir::DType dtype = x.type.dtype;
+  CARVE_ASSIGN_OR_RETURN(Tensor m, reduce(n, OpKind::kReduceMax, x, r, 1));
+  CARVE_ASSIGN_OR_RETURN(Tensor abs_m, n.op(OpKind::kAbs, {m}));
+  Tensor inf = n.constant_doubles(dtype, {}, {std::numeric_limits<double>::infinity()});
+  CARVE_ASSIGN_OR_RETURN(Tensor finite, n.op(OpKind::kLess, {abs_m, inf}));
+  CARVE_ASSIGN_OR_RETURN(Tensor shift, n.op(OpKind::kWhere, {finite, m, n.constant_doubles(dtype, {}, {0.0})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor shifted, n.op(OpKind::kSub, {x, shift}));
+  CARVE_ASSIGN_OR_RETURN(Tensor e, n.op(OpKind::kExp, {shifted}));
+  CARVE_ASSIGN_OR_RETURN(Tensor s, reduce(n, OpKind::kReduceSum, e, r, r.keepdims));
+  CARVE_ASSIGN_OR_RETURN(Tensor l, n.op(OpKind::kLog, {s}));
+  if (!r.keepdims && !r.none) {
+    CARVE_ASSIGN_OR_RETURN(shift, n.op(OpKind::kReshape, {shift}, {{"shape", l.type.shape.dims()}}));
+  }
+  return n.op(OpKind::kAdd, {l, shift});
+}
+
+template <Family family>
+Status lower_reduce(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Reduction r, read_reduction(n));
+  const ir::DType dtype = x.type.dtype;
+  if (dtype == ir::DType::kBool) return n.unsupported("bool input (ONNX reductions take numbers)");
+  constexpr bool float_only = family == Family::kL2 || family == Family::kLogSum || family == Family::kLogSumExp;
+  if (float_only && !ir::is_float(dtype))
+    return n.unsupported(fmt::format("{} input: carve computes {} in floating point only", ir::dtype_name(dtype),
+                                     n.op_type()));
+  Result<Tensor> y = Status();
+  switch (family) {
+    case Family::kSum: y = reduce(n, OpKind::kReduceSum, x, r, r.keepdims); break;
+    case Family::kMean: y = reduce(n, OpKind::kReduceMean, x, r, r.keepdims); break;
+    case Family::kMax: y = reduce(n, OpKind::kReduceMax, x, r, r.keepdims); break;
+    case Family::kMin: {
+      CARVE_ASSIGN_OR_RETURN(Tensor flipped, flip(n, x));
+      CARVE_ASSIGN_OR_RETURN(Tensor m, reduce(n, OpKind::kReduceMax, flipped, r, r.keepdims));
+      y = flip(n, m);
+      break;
+    }
+    case Family::kL1: {
+      CARVE_ASSIGN_OR_RETURN(Tensor a, n.op(OpKind::kAbs, {x}));
+      y = reduce(n, OpKind::kReduceSum, a, r, r.keepdims);
+      break;
+    }
+    case Family::kL2:
+    case Family::kSumSquare: {
+      CARVE_ASSIGN_OR_RETURN(Tensor sq, n.op(OpKind::kMul, {x, x}));
+      y = reduce(n, OpKind::kReduceSum, sq, r, r.keepdims);
+      if (family == Family::kL2 && y.ok()) y = n.op(OpKind::kSqrt, {*y});
+      break;
+    }
+    case Family::kLogSum: {
+      CARVE_ASSIGN_OR_RETURN(Tensor s, reduce(n, OpKind::kReduceSum, x, r, r.keepdims));
+      y = n.op(OpKind::kLog, {s});
+      break;
+    }
+    case Family::kLogSumExp: y = log_sum_exp(n, x, r); break;
+  }
+  if (!y.ok()) return y.status();
+  return n.set_output(0, *y);
+}
+
+}  // namespace
+
+void register_reduce_ops(std::map<std::string, OpEntry, std::less<>>& t) {
+  const std::vector<std::string_view> attrs{"axes", "keepdims", "noop_with_empty_axes"};
+  t["ReduceSum"] = {lower_reduce<Family::kSum>, attrs};
+  t["ReduceMean"] = {lower_reduce<Family::kMean>, attrs};
+  t["ReduceMax"] = {lower_reduce<Family::kMax>, attrs};
+  t["ReduceMin"] = {lower_reduce<Family::kMin>, attrs};
+  t["ReduceL1"] = {lower_reduce<Family::kL1>, attrs};
+  t["ReduceL2"] = {lower_reduce<Family::kL2>, attrs};
+  t["ReduceSumSquare"] = {lower_reduce<Family::kSumSquare>, attrs};
+  t["ReduceLogSum"] = {lower_reduce<Family::kLogSum>, attrs};
+  t["ReduceLogSumExp"] = {lower_reduce<Family::kLogSumExp>, attrs};
+}
+
+}  // namespace carve::onnx::detail

@@ -1,0 +1,429 @@
+// ONNX operators the importer composes from other carve ops (activations, logic, Mean,
+// CastLike, the composed reductions, layout and normalization ops, EyeLike, Hardmax):
+// one-node models built here with the ONNX protobuf classes, run through the reference
+// interpreter and (with the CPU JIT) a Session, against values computed here in double.
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "carve/onnx/import.h"
+#include "carve/reference/reference.h"
+#include "carve/runtime/session.h"
+#include "test_support.h"
+
+using carve::ErrorCode;
+using carve::reference::HostTensor;
+namespace co = carve::onnx;
+using Values = std::vector<double>;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A one-node model: inputs are added with add_input, the node with `node`.
+struct Model {
+  ::onnx::ModelProto proto;
+  ::onnx::NodeProto* op = nullptr;
+
+  explicit Model(int64_t opset) {
+    proto.set_ir_version(8);
+    auto* o = proto.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    proto.mutable_graph()->set_name("g");
+  }
+  ::onnx::GraphProto& g() { return *proto.mutable_graph(); }
+  Model& input(const std::string& name, int elem_type, const std::vector<int64_t>& dims) {
+    auto* t = g().add_input();
+    t->set_name(name);
+    auto* tt = t->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem_type);
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    return *this;
+  }
+  Model& int64_init(const std::string& name, const std::vector<int64_t>& values) {
+    auto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+    return *this;
+  }
+  Model& node(const std::string& op_type, const std::vector<std::string>& inputs, int outputs = 1) {
+    op = g().add_node();
+    op->set_name("the_node");
+    op->set_op_type(op_type);
+    for (const auto& i : inputs) op->add_input(i);
+    for (int i = 0; i < outputs; ++i) {
+      op->add_output("y" + std::to_string(i));
+      g().add_output()->set_name("y" + std::to_string(i));
+    }
+    return *this;
+  }
+  ::onnx::AttributeProto* attr(const std::string& name, ::onnx::AttributeProto::AttributeType type) {
+    auto* a = op->add_attribute();
+    a->set_name(name);
+    a->set_type(type);
+    return a;
+  }
+  Model& f(const std::string& name, float v) { attr(name, ::onnx::AttributeProto::FLOAT)->set_f(v); return *this; }
+  Model& i(const std::string& name, int64_t v) { attr(name, ::onnx::AttributeProto::INT)->set_i(v); return *this; }
+  Model& s(const std::string& name, const std::string& v) { attr(name, ::onnx::AttributeProto::STRING)->set_s(v); return *this; }
+  Model& ints(const std::string& name, const std::vector<int64_t>& v) {
+    auto* a = attr(name, ::onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+    return *this;
+  }
+};
+
+carve::Result<co::ImportedModel> import(const Model& m) {
+  const std::string bytes = m.proto.SerializeAsString();
+  return co::import_model_bytes(std::as_bytes(std::span(bytes.data(), bytes.size())), "ops.onnx");
+}
+
+// Output 0 of `m` on `inputs`: once from the reference interpreter and, where the CPU JIT
+// is built, once from a Session.
+std::vector<Values> run(const Model& m, const std::vector<HostTensor>& inputs) {
+  auto model = import(m);
+  REQUIRE_MESSAGE(model.ok(), model.status().to_string());
+  std::vector<Values> results;
+  auto ref = carve::reference::run_reference(model->graph, inputs);
+  REQUIRE_MESSAGE(ref.ok(), ref.status().to_string());
+  results.push_back((*ref)[0].to_doubles());
+  auto session = carve::runtime::Session::create();
+  REQUIRE(session.ok());
+  auto program = (*session)->compile(model->graph);
+  if (!program.ok() && program.status().code() == ErrorCode::kUnavailable) return results;
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  std::vector<carve::runtime::Buffer> buffers;
+  for (const HostTensor& t : inputs) {
+    auto b = carve::runtime::Buffer::borrow(std::as_bytes(std::span(t.bytes)), t.type.dtype, t.type.shape);
+    REQUIRE(b.ok());
+    buffers.push_back(*b);
+  }
+  auto outputs = (*program)->run(buffers);
+  REQUIRE_MESSAGE(outputs.ok(), outputs.status().to_string());
+  auto bytes = (*outputs)[0].bytes();
+  REQUIRE(bytes.ok());
+  HostTensor out;
+  out.type = carve::ir::TensorType{(*outputs)[0].dtype(), (*outputs)[0].shape()};
+  const auto* first = reinterpret_cast<const uint8_t*>(bytes->data());
+  out.bytes.assign(first, first + bytes->size());
+  results.push_back(out.to_doubles());
+  return results;
+}
+
+// Every result matches `expected` within rtol (relative) plus atol; NaN matches NaN.
+void check_close(const Model& m, const std::vector<HostTensor>& inputs, const Values& expected, double rtol = 1e-5,
+                 double atol = 1e-6) {
+  for (const Values& actual : run(m, inputs)) {
+    REQUIRE(actual.size() == expected.size());
+    for (size_t k = 0; k < expected.size(); ++k) {
+      INFO(m.op->op_type() << " element " << k << ": " << actual[k] << " vs " << expected[k]);
+      if (std::isnan(expected[k])) {
+        CHECK(std::isnan(actual[k]));
+      } else if (std::isinf(expected[k])) {
+        CHECK(actual[k] == expected[k]);
+      } else {
+        CHECK(std::abs(actual[k] - expected[k]) <= rtol * std::abs(expected[k]) + atol);
+      }
+    }
+  }
+}
+
+void check_fails(const Model& m, ErrorCode code, const std::string& what) {
+  auto r = import(m);
+  INFO(r.status().to_string());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == code);
+  CHECK(r.status().message().find("onnx node 'the_node' (" + m.op->op_type() + ")") != std::string::npos);
+  CHECK(r.status().message().find(what) != std::string::npos);
+}
+
+constexpr int kF32 = ::onnx::TensorProto::FLOAT;
+constexpr int kI32 = ::onnx::TensorProto::INT32;
+constexpr int kU8 = ::onnx::TensorProto::UINT8;
+constexpr int kBool = ::onnx::TensorProto::BOOL;
+
+const std::vector<float> kXs{-30.f, -3.f, -1.f, -0.25f, 0.f, 0.25f, 1.f, 3.f, 30.f};
+
+HostTensor xs() { return HostTensor::from<float>(carve::ir::Shape{9}, kXs); }
+
+// The unary activation `op` (with `attrs` applied) against `f` on kXs.
+template <typename F>
+void check_activation(const std::string& op, F f, void (*attrs)(Model&) = nullptr, double atol = 1e-6) {
+  Model m(13);
+  m.input("x", kF32, {9}).node(op, {"x"});
+  if (attrs) attrs(m);
+  Values expected;
+  for (float x : kXs) expected.push_back(f(static_cast<double>(x)));
+  check_close(m, {xs()}, expected, 1e-5, atol);
+}
+
+}  // namespace
+
+TEST_CASE("onnx/ops/activations") {
+  check_activation("Elu", [](double x) { return x < 0 ? 0.5 * (std::exp(x) - 1) : x; },
+                   [](Model& m) { m.f("alpha", 0.5f); });
+  check_activation("Selu", [](double x) {
+    const double a = 1.67326319217681884765625, g = 1.05070102214813232421875;
+    return x > 0 ? g * x : g * (a * std::exp(x) - a);
+  });
+  check_activation("Celu", [](double x) { return std::max(0.0, x) + std::min(0.0, 2.0 * (std::exp(x / 2.0) - 1)); },
+                   [](Model& m) { m.f("alpha", 2.f); });
+  check_activation("ThresholdedRelu", [](double x) { return x > 1.0 ? x : 0.0; });
+  // Softplus keeps its relative accuracy where exp(x) is below f32's epsilon:
+  // softplus(-30) = 9.4e-14 (log(1 + exp(x)) computed naively would be 0), so no atol.
+  check_activation("Softplus", [](double x) { return std::log1p(std::exp(x)); }, nullptr, 0.0);
+  check_activation("Mish", [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }, nullptr, 0.0);
+  check_activation("Softsign", [](double x) { return x / (1 + std::abs(x)); });
+  check_activation("Shrink", [](double x) { return x < -1 ? x + 0.5 : x > 1 ? x - 0.5 : 0.0; },
+                   [](Model& m) { m.f("lambd", 1.f).f("bias", 0.5f); });
+  check_activation("Sign", [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; });
+
+  SUBCASE("Sign on integers and NaN") {
+    Model m(13);
+    m.input("x", kI32, {3}).node("Sign", {"x"});
+    check_close(m, {HostTensor::from<int32_t>(carve::ir::Shape{3}, {-7, 0, 9})}, {-1, 0, 1});
+    Model f(13);
+    f.input("x", kF32, {1}).node("Sign", {"x"});
+    check_close(f, {HostTensor::from<float>(carve::ir::Shape{1}, {NAN})}, {kNaN});
+  }
+  SUBCASE("float-only activations reject integers naming the node and dtype") {
+    Model m(13);
+    m.input("x", kI32, {3}).node("Elu", {"x"});
+    check_fails(m, ErrorCode::kUnsupported, "i32");
+  }
+  SUBCASE("opset 6 imports ops unchanged since, and rejects others") {
+    Model m(6);
+    m.input("x", kF32, {9}).node("Selu", {"x"});
+    Values expected;
+    for (float x : kXs) expected.push_back(x > 0 ? 1.0507009873554805 * x : 1.0507009873554805 * 1.6732632423543772 * (std::exp(x) - 1));
+    check_close(m, {xs()}, expected);
+    Model add(6);
+    add.input("a", kF32, {2}).input("b", kF32, {2}).node("Add", {"a", "b"});
+    check_fails(add, ErrorCode::kUnsupported, "opset 6");
+  }
+}
+
+TEST_CASE("onnx/ops/logic") {
+  const auto bools = [](std::vector<bool> v) { return HostTensor::from<bool>(carve::ir::Shape{4}, v); };
+  Model x(13);
+  x.input("a", kBool, {4}).input("b", kBool, {4}).node("Xor", {"a", "b"});
+  check_close(x, {bools({false, false, true, true}), bools({false, true, false, true})}, {0, 1, 1, 0});
+
+  const HostTensor special = HostTensor::from<float>(carve::ir::Shape{5}, {1.f, NAN, INFINITY, -INFINITY, -2.f});
+  Model nan(13);
+  nan.input("x", kF32, {5}).node("IsNaN", {"x"});
+  check_close(nan, {special}, {0, 1, 0, 0, 0});
+  Model inf(13);
+  inf.input("x", kF32, {5}).node("IsInf", {"x"});
+  check_close(inf, {special}, {0, 0, 1, 1, 0});
+  Model pos(13);
+  pos.input("x", kF32, {5}).node("IsInf", {"x"}).i("detect_negative", 0);
+  check_close(pos, {special}, {0, 0, 1, 0, 0});
+  Model neg(13);
+  neg.input("x", kF32, {5}).node("IsInf", {"x"}).i("detect_positive", 0);
+  check_close(neg, {special}, {0, 0, 0, 1, 0});
+  Model none(13);
+  none.input("x", kF32, {5}).node("IsInf", {"x"}).i("detect_positive", 0).i("detect_negative", 0);
+  check_close(none, {special}, {0, 0, 0, 0, 0});
+
+  Model bad(13);
+  bad.input("a", kF32, {4}).input("b", kBool, {4}).node("Xor", {"a", "b"});
+  check_fails(bad, ErrorCode::kInvalidArgument, "f32");
+}
+
+TEST_CASE("onnx/ops/mean_and_cast_like") {
+  Model m(13);
+  m.input("a", kF32, {2, 2}).input("b", kF32, {2}).input("c", kF32, {1}).node("Mean", {"a", "b", "c"});
+  check_close(m,
+              {HostTensor::from<float>(carve::ir::Shape{2, 2}, {1, 2, 3, 4}),
+               HostTensor::from<float>(carve::ir::Shape{2}, {10, 20}), HostTensor::from<float>(carve::ir::Shape{1}, {4})},
+              {5, 26.0 / 3, 17.0 / 3, 28.0 / 3});
+  Model c(15);
+  c.input("x", kF32, {3}).input("like", kI32, {1}).node("CastLike", {"x", "like"});
+  auto results = run(c, {HostTensor::from<float>(carve::ir::Shape{3}, {1.75f, -2.5f, 7.f}),
+                         HostTensor::from<int32_t>(carve::ir::Shape{1}, {0})});
+  for (const Values& r : results) CHECK(r == Values{1, -2, 7});
+  auto imported = import(c);
+  REQUIRE(imported.ok());
+  CHECK(imported->graph.value(imported->graph.outputs[0]).type.dtype == carve::ir::DType::kI32);
+}
+
+TEST_CASE("onnx/ops/reductions") {
+  // x [2, 3] = {{1, -2, 3}, {-4, 5, -6}}
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{2, 3}, {1, -2, 3, -4, 5, -6});
+  const auto reduce = [&](const std::string& op, int64_t opset, bool keepdims, const Values& expected) {
+    Model m(opset);
+    m.input("x", kF32, {2, 3});
+    if (opset >= 18) {
+      m.int64_init("axes", {1}).node(op, {"x", "axes"});
+    } else {
+      m.node(op, {"x"}).ints("axes", {1});
+    }
+    m.i("keepdims", keepdims);
+    check_close(m, {x}, expected);
+    auto imported = import(m);
+    REQUIRE(imported.ok());
+    const auto& shape = imported->graph.value(imported->graph.outputs[0]).type.shape;
+    CHECK(shape == (keepdims ? carve::ir::Shape{2, 1} : carve::ir::Shape{2}));
+  };
+  for (int64_t opset : {13, 18}) {
+    reduce("ReduceL1", opset, true, {6, 15});
+    reduce("ReduceL2", opset, false, {std::sqrt(14.0), std::sqrt(77.0)});
+    reduce("ReduceSumSquare", opset, true, {14, 77});
+    reduce("ReduceLogSumExp", opset, false,
+           {std::log(std::exp(1) + std::exp(-2) + std::exp(3)), std::log(std::exp(-4) + std::exp(5) + std::exp(-6))});
+  }
+  SUBCASE("ReduceLogSum") {
+    Model m(13);
+    m.input("x", kF32, {2, 2}).node("ReduceLogSum", {"x"}).ints("axes", {0}).i("keepdims", 0);
+    check_close(m, {HostTensor::from<float>(carve::ir::Shape{2, 2}, {1, 2, 3, 4})}, {std::log(4.0), std::log(6.0)});
+  }
+  SUBCASE("ReduceLogSumExp shifts by the maximum and keeps infinities") {
+    Model m(13);
+    m.input("x", kF32, {3, 2}).node("ReduceLogSumExp", {"x"}).ints("axes", {1}).i("keepdims", 0);
+    check_close(m, {HostTensor::from<float>(carve::ir::Shape{3, 2}, {1000, 1000, -INFINITY, -INFINITY, INFINITY, 1})},
+                {1000 + std::log(2.0), -kInf, kInf});
+  }
+  SUBCASE("ReduceMin on integers does not overflow") {
+    Model m(13);
+    m.input("x", kI32, {3}).node("ReduceMin", {"x"}).i("keepdims", 0);
+    check_close(m, {HostTensor::from<int32_t>(carve::ir::Shape{3}, {0, std::numeric_limits<int32_t>::min(), 5})},
+                {static_cast<double>(std::numeric_limits<int32_t>::min())}, 0, 0);
+    Model u(13);
+    u.input("x", kU8, {3}).node("ReduceMin", {"x"}).i("keepdims", 0);
+    check_close(u, {HostTensor::from<uint8_t>(carve::ir::Shape{3}, {7, 0, 255})}, {0}, 0, 0);
+  }
+  SUBCASE("noop_with_empty_axes reduces over no axes") {
+    Model m(18);
+    m.input("x", kF32, {2, 3}).node("ReduceSumSquare", {"x"}).i("noop_with_empty_axes", 1);
+    check_close(m, {x}, {1, 4, 9, 16, 25, 36});
+  }
+  SUBCASE("float-only reductions reject integers naming the node and dtype") {
+    Model m(13);
+    m.input("x", kI32, {2, 3}).node("ReduceL2", {"x"});
+    check_fails(m, ErrorCode::kUnsupported, "i32");
+  }
+  SUBCASE("ReduceProd stays unsupported") {
+    Model m(13);
+    m.input("x", kF32, {2, 3}).node("ReduceProd", {"x"});
+    check_fails(m, ErrorCode::kUnsupported, "not supported");
+  }
+}
+
+TEST_CASE("onnx/ops/depth_space") {
+  // x [1, 8, 1, 2] holds its flat index; blocksize 2.
+  std::vector<float> iota(16);
+  for (size_t k = 0; k < iota.size(); ++k) iota[k] = static_cast<float>(k);
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{1, 8, 1, 2}, iota);
+  const auto depth_to_space = [](bool dcr) {
+    // out[0, c, h * 2 + i, w * 2 + j] = x[0, channel(c, i, j), h, w] with c < 2, H = 1, W = 2.
+    Values out(16);
+    for (int c = 0; c < 2; ++c)
+      for (int i = 0; i < 2; ++i)
+        for (int w = 0; w < 2; ++w)
+          for (int j = 0; j < 2; ++j) {
+            const int channel = dcr ? (i * 2 + j) * 2 + c : c * 4 + i * 2 + j;
+            out[static_cast<size_t>((c * 2 + i) * 4 + w * 2 + j)] = channel * 2 + w;
+          }
+    return out;
+  };
+  for (bool dcr : {true, false}) {
+    Model m(13);
+    m.input("x", kF32, {1, 8, 1, 2}).node("DepthToSpace", {"x"}).i("blocksize", 2).s("mode", dcr ? "DCR" : "CRD");
+    check_close(m, {x}, depth_to_space(dcr), 0, 0);
+  }
+  // SpaceToDepth inverts DepthToSpace in DCR mode.
+  Model s(13);
+  s.input("x", kF32, {1, 2, 2, 4}).node("SpaceToDepth", {"x"}).i("blocksize", 2);
+  const Values dcr = depth_to_space(true);
+  check_close(s, {HostTensor::from<float>(carve::ir::Shape{1, 2, 2, 4}, std::vector<float>(dcr.begin(), dcr.end()))},
+              Values(iota.begin(), iota.end()), 0, 0);
+
+  Model bad(13);
+  bad.input("x", kF32, {1, 6, 1, 2}).node("DepthToSpace", {"x"}).i("blocksize", 2);
+  check_fails(bad, ErrorCode::kInvalidArgument, "multiple of blocksize");
+}
+
+TEST_CASE("onnx/ops/eye_like_and_hardmax") {
+  Model e(13);
+  e.input("x", kF32, {2, 3}).node("EyeLike", {"x"}).i("k", 1).i("dtype", ::onnx::TensorProto::INT32);
+  auto imported = import(e);
+  REQUIRE(imported.ok());
+  CHECK(imported->graph.nodes.size() <= 1);  // a constant (and at most the output's identity)
+  check_close(e, {HostTensor::from<float>(carve::ir::Shape{2, 3}, std::vector<float>(6, 0.f))}, {0, 1, 0, 0, 0, 1}, 0, 0);
+
+  // Ties go to the first maximum.
+  const HostTensor h = HostTensor::from<float>(carve::ir::Shape{2, 2, 2}, {3, 3, 1, 2, 5, 0, 5, 9});
+  Model last(13);
+  last.input("x", kF32, {2, 2, 2}).node("Hardmax", {"x"});
+  check_close(last, {h}, {1, 0, 0, 1, 1, 0, 0, 1}, 0, 0);
+  Model middle(13);
+  middle.input("x", kF32, {2, 2, 2}).node("Hardmax", {"x"}).i("axis", 1);
+  check_close(middle, {h}, {1, 1, 0, 0, 1, 0, 0, 1}, 0, 0);
+  // Before opset 13 the axis flattens: axis 1 covers the last 4 elements of each row.
+  Model flat(11);
+  flat.input("x", kF32, {2, 2, 2}).node("Hardmax", {"x"}).i("axis", 1);
+  check_close(flat, {h}, {1, 0, 0, 0, 0, 0, 0, 1}, 0, 0);
+}
+
+TEST_CASE("onnx/ops/normalization") {
+  // x [1, 3, 2, 2] (N, C, H, W).
+  const std::vector<float> v{1, 2, 3, 5, -1, 0, 4, 2, 7, 7, 8, 6};
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{1, 3, 2, 2}, v);
+  const auto normalise = [&](int c, double eps, bool eps_on_std) {
+    double mean = 0, var = 0;
+    for (int k = 0; k < 4; ++k) mean += v[static_cast<size_t>(c * 4 + k)] / 4.0;
+    for (int k = 0; k < 4; ++k) var += std::pow(v[static_cast<size_t>(c * 4 + k)] - mean, 2) / 4.0;
+    Values out;
+    for (int k = 0; k < 4; ++k)
+      out.push_back((v[static_cast<size_t>(c * 4 + k)] - mean) / (eps_on_std ? std::sqrt(var) + eps : std::sqrt(var + eps)));
+    return out;
+  };
+  SUBCASE("InstanceNormalization") {
+    Model m(6);
+    m.input("x", kF32, {1, 3, 2, 2}).input("s", kF32, {3}).input("b", kF32, {3}).node("InstanceNormalization", {"x", "s", "b"});
+    m.f("epsilon", 0.01f);
+    const Values scale{2, -1, 0.5}, bias{0, 3, -1};
+    Values expected;
+    for (int c = 0; c < 3; ++c)
+      for (double y : normalise(c, 0.01, false)) expected.push_back(y * scale[static_cast<size_t>(c)] + bias[static_cast<size_t>(c)]);
+    check_close(m, {x, HostTensor::from<float>(carve::ir::Shape{3}, {2, -1, 0.5}), HostTensor::from<float>(carve::ir::Shape{3}, {0, 3, -1})},
+                expected);
+  }
+  SUBCASE("MeanVarianceNormalization over H, W") {
+    Model m(13);
+    m.input("x", kF32, {1, 3, 2, 2}).node("MeanVarianceNormalization", {"x"}).ints("axes", {2, 3});
+    Values expected;
+    for (int c = 0; c < 3; ++c)
+      for (double y : normalise(c, 1e-9, true)) expected.push_back(y);
+    check_close(m, {x}, expected);
+  }
+  SUBCASE("LRN sums squares over a channel window") {
+    for (int64_t size : {2, 3}) {
+      Model m(13);
+      m.input("x", kF32, {1, 3, 2, 2}).node("LRN", {"x"}).i("size", size).f("alpha", 0.5f).f("beta", 0.75f).f("bias", 2.f);
+      Values expected;
+      for (int c = 0; c < 3; ++c)
+        for (int k = 0; k < 4; ++k) {
+          double sum = 0;
+          for (int64_t j = c - (size - 1) / 2; j <= c + size / 2; ++j)
+            if (j >= 0 && j < 3) sum += std::pow(v[static_cast<size_t>(j * 4 + k)], 2);
+          expected.push_back(v[static_cast<size_t>(c * 4 + k)] / std::pow(2.0 + 0.5 / static_cast<double>(size) * sum, 0.75));
+        }
+      check_close(m, {x}, expected);
+    }
+  }
+  SUBCASE("InstanceNormalization with a wrong scale shape names the node") {
+    Model m(13);
+    m.input("x", kF32, {1, 3, 2, 2}).input("s", kF32, {2}).input("b", kF32, {3}).node("InstanceNormalization", {"x", "s", "b"});
+    check_fails(m, ErrorCode::kInvalidArgument, "scale and bias");
+  }
+}
