@@ -1,15 +1,15 @@
 // Attention as one kernel: O[b] = softmax(chain(Q[b] x K[b])) x V[b] (fusion.h,
 // tiling::attention_shape), f32.
 //
-// One tile per (batch b, block of kAttentionRows query rows). The block's scores live in
+// One tile per (batch b, block of up to kAttentionRows query rows). The block's scores live in
 // a rows x keys buffer on the tile's stack (at most 8 x 2048 floats: 64 KB), never in the arena:
-//  1. scores: column chunks of two vectors; per chunk an 8-row x 2-vector FMA block over
+//  1. scores: column chunks of two vectors; per chunk a rows x 2-vector FMA block over
 //     the depth (K's rows are contiguous: K is [.., depth, keys]); the fused chain (scale,
 //     mask) runs on each vector as it leaves the registers, at the scores' linear index.
 //  2. softmax per row in place: max (four accumulators), e = exp(s - max) stored while
 //     summed (one accumulator, keys ascending), then times 1 / sum, as the softmax kernel.
-//  3. O = P x V: value columns in chunks of two vectors (the last one masked), an 8-row
-//     block over the keys, V's rows contiguous.
+//  3. O = P x V: value columns in chunks of two vectors (the last one masked), a rows x
+//     2-vector block over the keys, V's rows contiguous.
 // Rows past the last query row repeat it (clamped): they compute and store the last row's
 // bytes again, so a short block needs no other code. Every sum runs in a fixed order
 // inside one tile, so the bytes never depend on the thread count.
@@ -56,7 +56,7 @@ Status emit_attention(EmitContext& ec) {
   Type* ft = b.getFloatTy();
   const int L = ec.vector_width_f32;
   Type* VT = vec_type(ft, L);
-  const int64_t R = tiling::kAttentionRows, N = a.keys, D = a.depth, DV = a.value_depth, T = a.rows;
+  const int64_t R = a.block_rows(), N = a.keys, D = a.depth, DV = a.value_depth, T = a.rows;
   const int64_t blocks = (T + R - 1) / R;
   const llvm::Align align(4);
   Value* S = entry_alloca(ec, ft, R * N, "scores");

@@ -11,6 +11,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -128,8 +129,8 @@ AxisShape axis_shape(const ir::Graph& graph, const ir::Node& node);
 
 // Attention as one kernel (fusion.h): nodes = [matmul Q x K, elementwise chain..., softmax,
 // matmul P x V], each batch b of the first matmul's output [.., rows, keys] softmaxed over
-// keys and multiplied by V[b] [keys, value_depth]. One tile per (b, block of
-// kAttentionRows query rows); a tile keeps its block's rows x keys scores on its stack.
+// keys and multiplied by V[b] [keys, value_depth]. One tile per (b, block of block_rows()
+// query rows); a tile keeps its block's rows x keys scores on its stack.
 // valid: f32, the same batch dims on Q, K, V and both outputs (no broadcast), softmax
 // over the last axis, keys a multiple of 16 and at most kAttentionMaxKeys.
 inline constexpr int64_t kAttentionRows = 8;
@@ -137,7 +138,9 @@ inline constexpr int64_t kAttentionMaxKeys = 2048;
 struct AttentionShape {
   bool valid = false;
   int64_t batch = 1, rows = 1, keys = 1, depth = 1, value_depth = 1;
-  int64_t tiles() const { return batch * ((rows + kAttentionRows - 1) / kAttentionRows); }
+  // Query rows per tile: kAttentionRows, or all of them when fewer (a decode step's one).
+  int64_t block_rows() const { return std::min(rows, kAttentionRows); }
+  int64_t tiles() const { return batch * ((rows + block_rows() - 1) / block_rows()); }
 };
 AttentionShape attention_shape(const ir::Graph& graph, std::span<const ir::NodeId> nodes);
 
