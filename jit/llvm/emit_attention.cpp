@@ -15,6 +15,9 @@
 // inside one tile, so the bytes never depend on the thread count.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "carve/jit/tiles.h"
 #include "emit.h"
 #include "emit_util.h"
@@ -32,6 +35,37 @@ llvm::Constant* first_lanes(EmitContext& ec, int lanes, int64_t on) {
   std::vector<llvm::Constant*> m;
   for (int l = 0; l < lanes; ++l) m.push_back(l < on ? ec.b.getTrue() : ec.b.getFalse());
   return llvm::ConstantVector::get(m);
+}
+
+// Sums step's multiply-adds over i in [0, n) into `count` vector accumulators. With few
+// accumulators (a decode step's one-row block) the range is split into up to 4
+// interleaved partial sums, so more FMA chains are in flight; they are added at the end
+// in a fixed order (the bytes depend on the block's shape only).
+std::vector<Value*> fma_sum(EmitContext& ec, llvm::Type* vt, int64_t n, size_t count, const char* name,
+                            const std::function<void(Value* i, std::vector<Value*>& acc)>& step) {
+  auto& b = ec.b;
+  int64_t sets = count >= 8 ? 1 : count >= 4 ? 2 : 4;
+  while (sets > 1 && n < sets) sets /= 2;
+  const int64_t whole = n / sets * sets;
+  auto run = [&](int64_t from, int64_t to, int64_t stride, int64_t parts, std::vector<Value*> init) {
+    return for_range_carry(ec, i64c(ec, from), i64c(ec, to), stride, init, [&](Value* i, const std::vector<Value*>& in) {
+      std::vector<Value*> out = in;
+      for (int64_t p = 0; p < parts; ++p) {
+        std::vector<Value*> part(out.begin() + p * count, out.begin() + (p + 1) * count);
+        step(b.CreateAdd(i, i64c(ec, p)), part);
+        std::copy(part.begin(), part.end(), out.begin() + p * count);
+      }
+      return out;
+    }, name);
+  };
+  std::vector<Value*> acc(count * static_cast<size_t>(sets), zero(vt));
+  if (whole > 0) acc = run(0, whole, sets, sets, acc);
+  for (int64_t w = 1; w < sets; w *= 2)
+    for (int64_t p = 0; p + w < sets; p += 2 * w)
+      for (size_t c = 0; c < count; ++c) acc[p * count + c] = b.CreateFAdd(acc[p * count + c], acc[(p + w) * count + c]);
+  acc.resize(count);
+  if (whole < n) acc = run(whole, n, 1, 1, acc);
+  return acc;
 }
 
 }  // namespace
@@ -72,10 +106,8 @@ Status emit_attention(EmitContext& ec) {
 
     // 1. Scores for columns [j, j + width * L).
     auto score_chunk = [&](Value* j, int width) {
-      std::vector<Value*> init(static_cast<size_t>(R * width), zero(VT));
-      std::vector<Value*> acc = for_range_carry(ec, i64c(ec, 0), i64c(ec, D), 1, init,
-                                                [&](Value* k, const std::vector<Value*>& in) {
-        std::vector<Value*> out = in;
+      std::vector<Value*> acc = fma_sum(ec, VT, D, static_cast<size_t>(R * width), "qk",
+                                        [&](Value* k, std::vector<Value*>& out) {
         Value* krow = b.CreateAdd(k_base, b.CreateAdd(b.CreateMul(k, i64c(ec, N)), j));
         std::vector<Value*> kv;
         for (int c = 0; c < width; ++c) kv.push_back(load_n(ec, f32, K, b.CreateAdd(krow, i64c(ec, c * L)), L));
@@ -83,8 +115,7 @@ Status emit_attention(EmitContext& ec) {
           Value* q = splat(ec, L, load_elem(ec, f32, Q, b.CreateAdd(b.CreateMul(row[r], i64c(ec, D)), k)));
           for (int c = 0; c < width; ++c) out[r * width + c] = mul_add(ec, q, kv[c], out[r * width + c]);
         }
-        return out;
-      }, "qk");
+      });
       for (int64_t r = 0; r < R; ++r) {
         for (int c = 0; c < width; ++c) {
           Value* col = b.CreateAdd(j, i64c(ec, c * L));
@@ -131,10 +162,8 @@ Status emit_attention(EmitContext& ec) {
         const int64_t on = std::min<int64_t>(L, cols - c * L);
         mask.push_back(on == L ? nullptr : first_lanes(ec, L, on));
       }
-      std::vector<Value*> init(static_cast<size_t>(R * width), zero(VT));
-      std::vector<Value*> acc = for_range_carry(ec, i64c(ec, 0), i64c(ec, N), 1, init,
-                                                [&](Value* n, const std::vector<Value*>& in) {
-        std::vector<Value*> out = in;
+      std::vector<Value*> acc = fma_sum(ec, VT, N, static_cast<size_t>(R * width), "pv",
+                                        [&](Value* n, std::vector<Value*>& out) {
         Value* vrow = b.CreateAdd(v_base, b.CreateAdd(b.CreateMul(n, i64c(ec, DV)), i64c(ec, c0)));
         std::vector<Value*> vv;
         for (int c = 0; c < width; ++c) {
@@ -145,8 +174,7 @@ Status emit_attention(EmitContext& ec) {
           Value* p = splat(ec, L, b.CreateLoad(ft, b.CreateGEP(ft, S, b.CreateAdd(i64c(ec, r * N), n))));
           for (int c = 0; c < width; ++c) out[r * width + c] = mul_add(ec, p, vv[c], out[r * width + c]);
         }
-        return out;
-      }, "pv");
+      });
       for (int64_t r = 0; r < R; ++r) {
         for (int c = 0; c < width; ++c) {
           Value* ptr = b.CreateGEP(ft, O, b.CreateAdd(b.CreateMul(row[r], i64c(ec, DV)), i64c(ec, c0 + c * L)));
