@@ -413,14 +413,30 @@ Status lower_identity(NodeContext& n) {
   return n.set_output(0, x);
 }
 
-// Inference-mode Dropout is the identity; its mask output is not produced.
+// Dropout is the identity in inference, and its mask output (when read) all true. In
+// training mode only ratio 0 is deterministic, and the same; any other ratio is random.
 Status lower_dropout(NodeContext& n) {
-  if (n.output_used(1)) return n.unsupported("the mask output is not supported (inference only)");
+  bool training = false;
   if (n.has_input(2)) {
-    CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> training, n.const_ints(2, "training_mode"));
-    if (!training.empty() && training[0] != 0) return n.unsupported("training_mode=1 (inference only)");
+    CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> mode, n.const_ints(2, "training_mode"));
+    training = !mode.empty() && mode[0] != 0;
   }
-  return lower_identity(n);
+  if (training) {
+    double ratio = 0.5;
+    if (n.has_input(1)) {
+      CARVE_ASSIGN_OR_RETURN(ratio, n.const_scalar(1, "ratio"));
+    } else {
+      CARVE_ASSIGN_OR_RETURN(ratio, n.attr_float("ratio", 0.5));
+    }
+    if (ratio != 0.0) return n.unsupported("training_mode=1 with a ratio above 0 is random (inference only)");
+  }
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_RETURN_IF_ERROR(n.set_output(0, x));
+  if (!n.output_used(1)) return Status();
+  const ir::TensorType mask{ir::DType::kBool, x.type.shape};
+  CARVE_RETURN_IF_ERROR(n.check_folded(mask));
+  CARVE_ASSIGN_OR_RETURN(int64_t count, x.type.shape.num_elements());
+  return n.set_output(1, n.constant_ints(ir::DType::kBool, x.type.shape, std::vector<int64_t>(static_cast<size_t>(count), 1)));
 }
 
 }  // namespace

@@ -427,3 +427,35 @@ TEST_CASE("onnx/ops/normalization") {
     check_fails(m, ErrorCode::kInvalidArgument, "scale and bias");
   }
 }
+
+TEST_CASE("onnx/ops/dropout_mask") {
+  // Inference: the identity, and the mask (when read) all true. Training with ratio 0 is
+  // the same; with ratio 0.5 it is random: rejected naming the node.
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{2, 3}, {1.f, -2.f, 3.f, 0.f, 5.f, NAN});
+  Model m(13);
+  m.input("x", kF32, {2, 3}).node("Dropout", {"x"}, 2);
+  check_close(m, {x}, {1, -2, 3, 0, 5, kNaN});
+  auto imported = import(m);
+  REQUIRE_MESSAGE(imported.ok(), imported.status().to_string());
+  const carve::ir::Value* mask = imported->graph.find_value("y1");
+  REQUIRE(mask != nullptr);
+  CHECK(mask->type == carve::ir::TensorType{carve::ir::DType::kBool, carve::ir::Shape{2, 3}});
+  REQUIRE(mask->data);
+  CHECK(std::all_of(mask->data->begin(), mask->data->end(), [](uint8_t b) { return b == 1; }));
+  auto training = [](float ratio) {
+    Model t(13);
+    t.input("x", kF32, {2, 3});
+    auto* r = t.g().add_initializer();
+    r->set_name("ratio");
+    r->set_data_type(::onnx::TensorProto::FLOAT);
+    r->add_float_data(ratio);
+    auto* mode = t.g().add_initializer();
+    mode->set_name("mode");
+    mode->set_data_type(::onnx::TensorProto::BOOL);
+    mode->add_int32_data(1);
+    t.node("Dropout", {"x", "ratio", "mode"}, 2);
+    return t;
+  };
+  CHECK(import(training(0.f)).ok());
+  check_fails(training(0.5f), ErrorCode::kUnsupported, "random");
+}
