@@ -27,10 +27,10 @@ constexpr int64_t kMaxOpset = 18;
 // differ from the later ones only by legacy attributes (consumed_inputs), which
 // check_attributes rejects. Other ops changed (broadcast attributes, Cast's string 'to').
 constexpr int64_t kMinLegacyOpset = 1;
-constexpr std::string_view kLegacyOps[] = {"Abs", "Ceil", "Elu", "Exp", "Floor", "HardSigmoid", "Identity",
-                                           "InstanceNormalization", "LeakyRelu", "Log", "Neg", "Not",
-                                           "Reciprocal", "Relu", "Selu", "Sigmoid", "Softplus", "Softsign",
-                                           "Sqrt", "Tanh"};
+constexpr std::string_view kLegacyOps[] = {"Abs", "Ceil", "Elu", "Exp", "Floor", "GlobalAveragePool",
+                                           "GlobalMaxPool", "HardSigmoid", "Identity", "InstanceNormalization",
+                                           "LeakyRelu", "Log", "Neg", "Not", "Reciprocal", "Relu", "Selu",
+                                           "Sigmoid", "Softplus", "Softsign", "Sqrt", "Tanh"};
 
 const std::map<std::string, OpEntry, std::less<>>& op_table() {
   static const auto* table = [] {
