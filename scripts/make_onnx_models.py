@@ -836,9 +836,9 @@ def write_io_forms(out_dir):
 def write_error_models(out_dir):
     """Models carve must reject with a clear error (listed in errors.txt: file, expected text)."""
     single_node("err_unsupported_op", "NonZero", [("x", [2, 3])], [("y", [2, 3])], out_dir)
-    single_node("err_pad_reflect", "Pad", [("x", [2, 3])], [("y", [2, 5])], out_dir, opset=13,
+    single_node("err_pad_wrap", "Pad", [("x", [2, 3])], [("y", [2, 5])], out_dir, opset=13,
                 initializers=[numpy_helper.from_array(np.array([0, 1, 0, 1], dtype=np.int64), "pads")],
-                mode="reflect")
+                mode="wrap")
     single_node("err_unknown_attr", "Relu", [("x", [2, 3])], [("y", [2, 3])], out_dir, frobnicate=3)
     single_node("err_conv3d", "Conv", [("x", [1, 1, 3, 3, 3])], [("y", [1, 1, 1, 1, 1])], out_dir,
                 initializers=[numpy_helper.from_array(np.ones((1, 1, 3, 3, 3), dtype=np.float32), "w")])
@@ -846,7 +846,7 @@ def write_error_models(out_dir):
     with open(os.path.join(out_dir, "errors.txt"), "w") as f:
         f.write("# model | text the error must contain (ONNX node name, op type, what is missing)\n")
         f.write("err_unsupported_op|onnx node 'err_unsupported_op_node' (NonZero): operator is not supported\n")
-        f.write("err_pad_reflect|onnx node 'err_pad_reflect_node' (Pad): mode='reflect'\n")
+        f.write("err_pad_wrap|onnx node 'err_pad_wrap_node' (Pad): mode='wrap'\n")
         f.write("err_unknown_attr|onnx node 'err_unknown_attr_node' (Relu): attribute 'frobnicate' is not supported\n")
         f.write("err_conv3d|onnx node 'err_conv3d_node' (Conv): weights of rank 5\n")
         f.write("err_dynamic_reshape|onnx node 'err_dynamic_reshape_node' (Reshape): input 1 (shape) must be a constant\n")

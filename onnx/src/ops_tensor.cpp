@@ -110,10 +110,47 @@ Status lower_gather(NodeContext& n) {
 
 // Pad, constant mode: pads/value are attributes before opset 11, constant inputs after
 // (opset 18 adds axes). Negative pads (cropping) are not supported.
+// Edge and reflect padding as copies: per padded axis, one-wide slices that repeat the
+// edge element (edge) or mirror the elements next to it (reflect, numpy's: the edge itself
+// is not repeated), concatenated around x. One slice per padded position: meant for the
+// small pads models use (capped).
+constexpr int64_t kMaxCopiedPads = 256;
+Result<Tensor> pad_by_copies(NodeContext& n, Tensor x, const std::vector<int64_t>& pads, bool reflect) {
+  const int64_t rank = x.type.shape.rank();
+  for (int64_t a = 0; a < rank; ++a) {
+    const int64_t before = pads[static_cast<size_t>(a)], after = pads[static_cast<size_t>(a + rank)];
+    const int64_t dim = x.type.shape[static_cast<int>(a)];
+    if (before == 0 && after == 0) continue;
+    if (before + after > kMaxCopiedPads)
+      return n.unsupported(fmt::format("{} pads of {} on axis {} (at most {})", reflect ? "reflect" : "edge",
+                                       before + after, a, kMaxCopiedPads));
+    if (dim == 0 || (reflect && (before >= dim || after >= dim)))
+      return n.invalid(fmt::format("{} pads {} and {} on axis {} of size {}", reflect ? "reflect" : "edge", before,
+                                   after, a, dim));
+    auto element = [&](int64_t i) {
+      return n.op(OpKind::kSlice, {x},
+                  {{"starts", std::vector<int64_t>{i}}, {"ends", std::vector<int64_t>{i + 1}}, {"axes", std::vector<int64_t>{a}}});
+    };
+    std::vector<Tensor> parts;
+    for (int64_t p = before; p >= 1; --p) {
+      CARVE_ASSIGN_OR_RETURN(Tensor t, element(reflect ? p : 0));
+      parts.push_back(std::move(t));
+    }
+    parts.push_back(x);
+    for (int64_t p = 1; p <= after; ++p) {
+      CARVE_ASSIGN_OR_RETURN(Tensor t, element(reflect ? dim - 1 - p : dim - 1));
+      parts.push_back(std::move(t));
+    }
+    CARVE_ASSIGN_OR_RETURN(x, n.op(OpKind::kConcat, std::move(parts), {{"axis", a}}));
+  }
+  return x;
+}
+
 Status lower_pad(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(std::string mode, n.attr_string("mode", "constant"));
-  if (mode != "constant") return n.unsupported(fmt::format("mode='{}' (only 'constant')", mode));
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    return n.unsupported(fmt::format("mode='{}' (constant, edge and reflect are)", mode));
   const int64_t rank = x.type.shape.rank();
   std::vector<int64_t> pads;
   double value = 0.0;
@@ -139,6 +176,11 @@ Status lower_pad(NodeContext& n) {
   }
   for (int64_t p : pads)
     if (p < 0) return n.unsupported("negative pads");
+  if (pads.size() != static_cast<size_t>(2 * rank)) return n.invalid(fmt::format("{} pads for rank {}", pads.size(), rank));
+  if (mode != "constant") {
+    CARVE_ASSIGN_OR_RETURN(Tensor y, pad_by_copies(n, x, pads, mode == "reflect"));
+    return n.set_output(0, y);
+  }
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kPad, {x}, {{"pads", pads}, {"value", value}}));
   return n.set_output(0, y);
 }

@@ -459,3 +459,19 @@ TEST_CASE("onnx/ops/dropout_mask") {
   CHECK(import(training(0.f)).ok());
   check_fails(training(0.5f), ErrorCode::kUnsupported, "random");
 }
+
+TEST_CASE("onnx/ops/pad_edge_and_reflect") {
+  // x = [[1 2 3 4], [5 6 7 8]] padded by 1 row after and 2 columns before, 1 after, as
+  // numpy.pad's 'edge' and 'reflect' do.
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  auto pad = [](const std::string& mode, const std::vector<int64_t>& pads) {
+    Model m(13);
+    m.input("x", kF32, {2, 4}).int64_init("pads", pads).node("Pad", {"x", "pads"}).s("mode", mode);
+    return m;
+  };
+  check_close(pad("edge", {0, 2, 1, 1}), {x}, {1, 1, 1, 2, 3, 4, 4, 5, 5, 5, 6, 7, 8, 8, 5, 5, 5, 6, 7, 8, 8});
+  check_close(pad("reflect", {0, 2, 1, 1}), {x}, {3, 2, 1, 2, 3, 4, 3, 7, 6, 5, 6, 7, 8, 7, 3, 2, 1, 2, 3, 4, 3});
+  // reflect needs pads below the axis' size (2 rows: at most 1)
+  check_fails(pad("reflect", {2, 0, 0, 0}), ErrorCode::kInvalidArgument, "reflect pads 2 and 0 on axis 0 of size 2");
+  check_fails(pad("wrap", {0, 1, 0, 1}), ErrorCode::kUnsupported, "mode='wrap'");
+}
