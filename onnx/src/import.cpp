@@ -154,7 +154,7 @@ Arity arity(std::string_view op) {
       {"GreaterOrEqual", {2, 2}}, {"And", {2, 2}}, {"Or", {2, 2}}, {"PRelu", {2, 2}}, {"MatMul", {2, 2}},
       {"Expand", {2, 2}}, {"Tile", {2, 2}}, {"Gather", {2, 2}}, {"Where", {3, 3}}, {"Range", {3, 3}},
       {"Max", {1, kMany}}, {"Min", {1, kMany}}, {"Sum", {1, kMany}}, {"Concat", {1, kMany}},
-      {"Clip", {1, 3}}, {"Dropout", {1, 3}}, {"Conv", {2, 3}}, {"Gemm", {2, 3}},
+      {"Clip", {1, 3}}, {"Dropout", {1, 3}}, {"Conv", {2, 3}}, {"ConvTranspose", {2, 3}}, {"Gemm", {2, 3}},
       {"LayerNormalization", {2, 3}}, {"BatchNormalization", {5, 5}}, {"ReduceMean", {1, 2}},
       {"ReduceSum", {1, 2}}, {"ReduceMax", {1, 2}}, {"ReduceMin", {1, 2}}, {"Reshape", {1, 2}},
       {"Squeeze", {1, 2}}, {"Unsqueeze", {1, 2}}, {"Split", {1, 2}}, {"Slice", {1, 5}}, {"Pad", {1, 4}},

@@ -475,3 +475,70 @@ TEST_CASE("onnx/ops/pad_edge_and_reflect") {
   check_fails(pad("reflect", {2, 0, 0, 0}), ErrorCode::kInvalidArgument, "reflect pads 2 and 0 on axis 0 of size 2");
   check_fails(pad("wrap", {0, 1, 0, 1}), ErrorCode::kUnsupported, "mode='wrap'");
 }
+
+TEST_CASE("onnx/ops/conv_transpose") {
+  // Against a direct scatter loop: y[n, g*M+m, i*s - p + a*d, j*s - p + b*d] += x[n, g*C+c, i, j]
+  // * w[g*C+c, m, a, b], for groups, strides, pads, output_padding, dilations and a bias,
+  // with the weights a constant (folded) and a graph input (flipped at run time).
+  struct Form {
+    int64_t groups, stride, pad, out_pad, dilation;
+  };
+  const int64_t N = 1, C = 4, H = 3, W = 4, M = 3, K = 3;
+  for (Form f : {Form{1, 1, 0, 0, 1}, Form{2, 2, 1, 1, 1}, Form{1, 3, 2, 0, 2}, Form{2, 2, 0, 1, 1}}) {
+    for (bool weights_input : {false, true}) {
+      CAPTURE(f.groups);
+      CAPTURE(f.stride);
+      CAPTURE(weights_input);
+      const int64_t cg = C / f.groups, ext = (K - 1) * f.dilation + 1;
+      const int64_t OH = f.stride * (H - 1) + f.out_pad + ext - 2 * f.pad, OW = f.stride * (W - 1) + f.out_pad + ext - 2 * f.pad;
+      std::vector<float> xv(static_cast<size_t>(N * C * H * W)), wv(static_cast<size_t>(C * M * K * K)), bv(static_cast<size_t>(M * f.groups));
+      for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>((i * 7) % 11) - 5.f;
+      for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<float>((i * 5) % 9) * 0.25f - 1.f;
+      for (size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<float>(i) * 0.5f;
+      Values expected(static_cast<size_t>(N * M * f.groups * OH * OW), 0.0);
+      for (int64_t oc = 0; oc < M * f.groups; ++oc)
+        for (int64_t p = 0; p < OH * OW; ++p) expected[static_cast<size_t>(oc * OH * OW + p)] = bv[static_cast<size_t>(oc)];
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t i = 0; i < H; ++i)
+            for (int64_t j = 0; j < W; ++j)
+              for (int64_t a = 0; a < K; ++a)
+                for (int64_t b = 0; b < K; ++b) {
+                  const int64_t oi = i * f.stride - f.pad + a * f.dilation, oj = j * f.stride - f.pad + b * f.dilation;
+                  if (oi < 0 || oi >= OH || oj < 0 || oj >= OW) continue;
+                  const int64_t oc = (c / cg) * M + m;
+                  expected[static_cast<size_t>((oc * OH + oi) * OW + oj)] +=
+                      static_cast<double>(xv[static_cast<size_t>((c * H + i) * W + j)]) *
+                      wv[static_cast<size_t>(((c * M + m) * K + a) * K + b)];
+                }
+      Model m(13);
+      m.input("x", kF32, {N, C, H, W});
+      std::vector<HostTensor> inputs{HostTensor::from<float>(carve::ir::Shape{N, C, H, W}, xv)};
+      if (weights_input) {
+        m.input("w", kF32, {C, M, K, K});
+        inputs.push_back(HostTensor::from<float>(carve::ir::Shape{C, M, K, K}, wv));
+      } else {
+        auto* t = m.g().add_initializer();
+        t->set_name("w");
+        t->set_data_type(::onnx::TensorProto::FLOAT);
+        for (int64_t d : {C, M, K, K}) t->add_dims(d);
+        for (float v : wv) t->add_float_data(v);
+      }
+      auto* bias = m.g().add_initializer();
+      bias->set_name("bias");
+      bias->set_data_type(::onnx::TensorProto::FLOAT);
+      bias->add_dims(M * f.groups);
+      for (float v : bv) bias->add_float_data(v);
+      m.node("ConvTranspose", {"x", "w", "bias"})
+          .i("group", f.groups)
+          .ints("strides", {f.stride, f.stride})
+          .ints("pads", {f.pad, f.pad, f.pad, f.pad})
+          .ints("output_padding", {f.out_pad, f.out_pad})
+          .ints("dilations", {f.dilation, f.dilation});
+      check_close(m, inputs, expected);
+    }
+  }
+  Model bad(13);
+  bad.input("x", kF32, {1, 4, 3, 3}).input("w", kF32, {3, 2, 3, 3}).node("ConvTranspose", {"x", "w"});
+  check_fails(bad, ErrorCode::kInvalidArgument, "weights [3, ...] for 4 input channels");
+}
