@@ -172,6 +172,7 @@ void register_elementwise_ops(std::map<std::string, OpEntry, std::less<>>& table
 void register_nn_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_reduce_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_norm_ops(std::map<std::string, OpEntry, std::less<>>& table);
+void register_resize_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_shape_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& table);
 

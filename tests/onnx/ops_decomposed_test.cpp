@@ -542,3 +542,34 @@ TEST_CASE("onnx/ops/conv_transpose") {
   bad.input("x", kF32, {1, 4, 3, 3}).input("w", kF32, {3, 2, 3, 3}).node("ConvTranspose", {"x", "w"});
   check_fails(bad, ErrorCode::kInvalidArgument, "weights [3, ...] for 4 input channels");
 }
+
+TEST_CASE("onnx/ops/resize") {
+  // [[1 2] [3 4]] upsampled 2x: nearest (a gather) and linear half_pixel (a matmul per
+  // axis), the values of ONNX's own examples; sizes instead of scales; what is rejected.
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{1, 1, 2, 2}, {1, 2, 3, 4});
+  auto resize = [](const std::string& mode, const std::vector<float>& scales, const std::vector<int64_t>& sizes = {}) {
+    Model m(13);
+    m.input("x", kF32, {1, 1, 2, 2});
+    auto* s = m.g().add_initializer();
+    s->set_name("scales");
+    s->set_data_type(::onnx::TensorProto::FLOAT);
+    s->add_dims(static_cast<int64_t>(scales.size()));
+    for (float v : scales) s->add_float_data(v);
+    if (sizes.empty()) {
+      m.node("Resize", {"x", "", "scales"}).s("mode", mode);
+    } else {
+      m.int64_init("sizes", sizes).node("Resize", {"x", "", "", "sizes"}).s("mode", mode);
+    }
+    return m;
+  };
+  check_close(resize("nearest", {1, 1, 2, 2}), {x}, {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
+  check_close(resize("linear", {1, 1, 2, 2}), {x},
+              {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
+  check_close(resize("linear", {}, {1, 1, 4, 4}), {x},
+              {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
+  check_close(resize("nearest", {1, 1, 1, 1.5}), {x}, {1, 1, 2, 3, 3, 4});
+  Model crop = resize("linear", {1, 1, 2, 2});
+  crop.s("coordinate_transformation_mode", "tf_crop_and_resize");
+  check_fails(crop, ErrorCode::kUnsupported, "coordinate_transformation_mode='tf_crop_and_resize'");
+  check_fails(resize("linear", {2, 2}), ErrorCode::kInvalidArgument, "one value per axis");
+}
