@@ -6,7 +6,7 @@ tests do not: the models and .npy files are committed). Weights are random (seed
 never downloaded.
 
   scripts/make_onnx_models.py                 # regenerate tests/onnx/models (small models)
-  scripts/make_onnx_models.py --full DIR      # full-size torchvision CNNs (CNNS) + GPT/BERT + TRANSFORMERS, batch 1
+  scripts/make_onnx_models.py --full DIR      # full-size torchvision CNNs (CNNS) + GPT/BERT + U-Net + TRANSFORMERS, batch 1
   scripts/make_onnx_models.py --full DIR --only resnet18,vgg16   # some of them
   scripts/make_onnx_models.py --full DIR --only tenc_bf1_op17_t128,gpt_t512   # names: FULL
 
@@ -246,6 +246,32 @@ def tiny_vgg():
         nn.Linear(64, 32), nn.ReLU(True), nn.Dropout(), nn.Linear(32, 10))
 
 
+class UNet(nn.Module):
+    """A U-Net-style segmentation net: two conv blocks down (max pool between), up once by
+    ConvTranspose (stride 2) and once by bilinear interpolation (Resize), the skip
+    connections concatenated, a 1x1 conv to the class maps."""
+
+    def __init__(self, base=8, classes=2):
+        super().__init__()
+
+        def block(cin, cout):
+            return nn.Sequential(conv_bn(cin, cout), conv_bn(cout, cout))
+
+        c0, c1, c2 = base, 2 * base, 4 * base
+        self.inc, self.down1, self.down2 = block(3, c0), block(c0, c1), block(c1, c2)
+        self.up_t = nn.ConvTranspose2d(c2, c1, 2, stride=2)
+        self.dec1, self.dec0 = block(2 * c1, c1), block(c1 + c0, c0)
+        self.head = nn.Conv2d(c0, classes, 1)
+
+    def forward(self, x):
+        x0 = self.inc(x)
+        x1 = self.down1(F.max_pool2d(x0, 2))
+        x2 = self.down2(F.max_pool2d(x1, 2))
+        d1 = self.dec1(torch.cat([self.up_t(x2), x1], 1))
+        u0 = F.interpolate(d1, scale_factor=2, mode="bilinear", align_corners=False)
+        return self.head(self.dec0(torch.cat([u0, x0], 1)))
+
+
 class Attention(nn.Module):
     def __init__(self, dim, heads, causal):
         super().__init__()
@@ -435,6 +461,7 @@ def small_models():
         ("gpt_tiny_14", Gpt(), [ids(50, 1, 12, seed=30)], 14, ["ids"], ["logits"]),
         ("bert_tiny", Bert(), [ids(60, 1, 8, seed=31), ids(2, 1, 8, seed=32), mask], 14, ["ids", "segments", "mask"],
          ["hidden", "pooled"]),
+        ("unet_tiny", randomize(UNet(base=4), 45), [rand(1, 3, 16, 16, seed=46)], 13, ["image"], ["mask"]),
     ]
 
 
@@ -472,7 +499,7 @@ def cnn_input(name):
 SEQ_LENS = [32, 128, 512]
 TRANSFORMERS = ([f"tenc_bf{bf}_op{opset}_t{t}" for bf in (0, 1) for opset in (13, 17) for t in SEQ_LENS]
                 + [f"{m}_t{t}" for m in ("gpt", "bert") for t in SEQ_LENS])
-FULL = CNNS + ["gpt", "bert"] + TRANSFORMERS
+FULL = CNNS + ["gpt", "bert", "unet"] + TRANSFORMERS
 
 
 def transformer_encoder(batch_first):
@@ -507,6 +534,9 @@ def full_model(name):
         return gpt_model(64, 128)
     if name == "bert":
         return bert_model(64, 128)
+    if name == "unet":  # 256x256, 32/64/128 channels
+        torch.manual_seed(6)
+        return randomize(UNet(base=32), 47), [rand(1, 3, 256, 256, seed=48)], 13, ["image"], ["mask"]
     m = re.fullmatch(r"(gpt|bert)_t(\d+)", name)
     if m:
         return (gpt_model if m.group(1) == "gpt" else bert_model)(int(m.group(2)), max(512, int(m.group(2))))
