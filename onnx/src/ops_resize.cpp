@@ -6,9 +6,8 @@
 // axis and renormalises).
 //  - nearest: every output takes one input element: a gather with constant indices
 //    (exact, whatever the values).
-//  - linear, cubic: a constant [out, in] matrix applied along the axis by a matmul (the
-//    reference's dot product, in another order; like it, an inf or NaN input spreads to
-//    the outputs whose weights touch it, and here also through zero weights).
+//  - linear, cubic: one gather per tap (2 or 4), each times its coefficients, summed in
+//    the reference's order (its dot product; like it, an inf or NaN neighbour spreads).
 // Scales and sizes must be known at import; tf_crop_and_resize (its extrapolation) and
 // opset 18's axes/antialias are not supported.
 #include <fmt/format.h>
@@ -56,75 +55,78 @@ std::vector<double> coefficients(const ResizeMode& m, double ratio) {
           ((a + 2) * s - (a + 3)) * s * s + 1, ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
 }
 
-// Row o of the interpolation matrix [out, in] (weights summed per input element).
-std::vector<double> weights_row(const ResizeMode& m, int64_t o, int64_t in, double scale) {
+// The taps of output index o: the n input positions the mode reads (clamped to the axis:
+// the edge repeats) and their coefficients.
+struct Taps {
+  std::vector<int64_t> index;
+  std::vector<double> coeff;
+};
+Taps taps_of(const ResizeMode& m, int64_t o, int64_t in, double scale) {
   const double x = source_coordinate(m, o, in, scale);
   const double ratio = x == std::floor(x) ? 1.0 : x - std::floor(x);
-  const std::vector<double> coeff = coefficients(m, ratio);
-  const auto n = static_cast<int64_t>(coeff.size());
+  Taps t;
+  t.coeff = coefficients(m, ratio);
+  const auto n = static_cast<int64_t>(t.coeff.size());
   // The n positions closest to x in the edge-padded axis (ties: the lower), ascending.
   const int64_t pad = (n + 1) / 2, limit = in + 2 * pad;
   const double xp = x + static_cast<double>(pad);
-  int64_t lo = std::clamp<int64_t>(static_cast<int64_t>(std::floor(xp)) - n, 0, limit);
+  const int64_t lo = std::clamp<int64_t>(static_cast<int64_t>(std::floor(xp)) - n, 0, limit);
   std::vector<int64_t> near;
   for (int64_t i = lo; i < std::min(limit, lo + 2 * n + 2); ++i) near.push_back(i);
   std::stable_sort(near.begin(), near.end(), [&](int64_t a, int64_t b) {
     return std::abs(xp - static_cast<double>(a)) < std::abs(xp - static_cast<double>(b));
   });
-  near.resize(static_cast<size_t>(std::min<int64_t>(n, static_cast<int64_t>(near.size()))));
+  near.resize(std::min(near.size(), static_cast<size_t>(n)));  // fewer only for an x far outside the axis
   std::sort(near.begin(), near.end());
-  std::vector<double> c(coeff.begin(), coeff.begin() + static_cast<int64_t>(near.size()));
-  if (m.exclude_outside) {
-    double sum = 0;
-    for (size_t k = 0; k < near.size(); ++k) {
-      const int64_t idx = near[k] - pad;
-      if (idx < 0 || idx >= in) c[k] = 0;
-      sum += c[k];
-    }
-    if (sum != 0)
-      for (double& v : c) v /= sum;
+  t.coeff.resize(near.size());
+  double sum = 0;
+  for (size_t k = 0; k < near.size(); ++k) {
+    const int64_t idx = near[k] - pad;
+    if (m.exclude_outside && (idx < 0 || idx >= in)) t.coeff[k] = 0;
+    sum += t.coeff[k];
+    t.index.push_back(std::clamp<int64_t>(idx, 0, in - 1));
   }
-  std::vector<double> row(static_cast<size_t>(in), 0.0);
-  for (size_t k = 0; k < near.size(); ++k) row[static_cast<size_t>(std::clamp<int64_t>(near[k] - pad, 0, in - 1))] += c[k];
-  return row;
+  if (m.exclude_outside && sum != 0)
+    for (double& c : t.coeff) c /= sum;
+  return t;
 }
 
-// x resized along `axis` from in to out elements.
+// x resized along `axis` to `out` elements: per tap k, gather(x, index_k) scaled by its
+// coefficients (broadcast along the other axes), the taps summed in order, as the
+// reference's dot product. nearest: the one tap with coefficient 1.
 Result<Tensor> resize_axis(NodeContext& n, const ResizeMode& m, Tensor x, int64_t axis, int64_t out, double scale) {
   const ir::Shape s = x.type.shape;
   const int64_t in = s[static_cast<int>(axis)];
+  std::vector<Taps> taps;
+  for (int64_t o = 0; o < out; ++o) taps.push_back(taps_of(m, o, in, scale));
+  auto gather = [&](const std::vector<int64_t>& index) {
+    return n.op(OpKind::kGather, {x, n.constant_ints(ir::DType::kI64, ir::Shape{out}, index)}, {{"axis", axis}});
+  };
   if (m.mode == "nearest") {
-    std::vector<int64_t> index(static_cast<size_t>(out));
-    for (int64_t o = 0; o < out; ++o) {
-      const std::vector<double> row = weights_row(m, o, in, scale);
-      index[static_cast<size_t>(o)] = std::max_element(row.begin(), row.end()) - row.begin();
-    }
-    Tensor idx = n.constant_ints(ir::DType::kI64, ir::Shape{out}, index);
-    return n.op(OpKind::kGather, {x, idx}, {{"axis", axis}});
+    std::vector<int64_t> index;
+    for (const Taps& t : taps)
+      index.push_back(t.index[static_cast<size_t>(std::max_element(t.coeff.begin(), t.coeff.end()) - t.coeff.begin())]);
+    return gather(index);
   }
-  std::vector<double> a(static_cast<size_t>(out * in));  // [out, in]
-  for (int64_t o = 0; o < out; ++o) {
-    const std::vector<double> row = weights_row(m, o, in, scale);
-    std::copy(row.begin(), row.end(), a.begin() + o * in);
-  }
-  const int64_t rank = s.rank();
-  int64_t before = 1, after = 1;
-  for (int64_t i = 0; i < axis; ++i) before *= s[static_cast<int>(i)];
-  for (int64_t i = axis + 1; i < rank; ++i) after *= s[static_cast<int>(i)];
-  std::vector<int64_t> out_dims(s.dims().begin(), s.dims().end());
-  out_dims[static_cast<size_t>(axis)] = out;
+  std::vector<int64_t> coeff_dims(static_cast<size_t>(s.rank()), 1);
+  coeff_dims[static_cast<size_t>(axis)] = out;
   Tensor y;
-  if (after == 1) {  // the last axis: x [before, in] x A^T [in, out]
-    std::vector<double> at(static_cast<size_t>(in * out));
-    for (int64_t o = 0; o < out; ++o)
-      for (int64_t i = 0; i < in; ++i) at[static_cast<size_t>(i * out + o)] = a[static_cast<size_t>(o * in + i)];
-    CARVE_ASSIGN_OR_RETURN(Tensor x2, n.op(OpKind::kReshape, {x}, {{"shape", std::vector<int64_t>{before, in}}}));
-    CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kMatmul, {x2, n.constant_doubles(x.type.dtype, ir::Shape{in, out}, at)}));
-  } else {  // A [out, in] x x [before, in, after]
-    CARVE_ASSIGN_OR_RETURN(Tensor x3, n.op(OpKind::kReshape, {x}, {{"shape", std::vector<int64_t>{before, in, after}}}));
-    CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kMatmul, {n.constant_doubles(x.type.dtype, ir::Shape{out, in}, a), x3}));
+  for (size_t k = 0; k < taps.front().index.size(); ++k) {
+    std::vector<int64_t> index;
+    std::vector<double> coeff;
+    for (const Taps& t : taps) {
+      index.push_back(t.index[k]);
+      coeff.push_back(t.coeff[k]);
+    }
+    CARVE_ASSIGN_OR_RETURN(Tensor g, gather(index));
+    CARVE_ASSIGN_OR_RETURN(Tensor term, n.op(OpKind::kMul, {g, n.constant_doubles(x.type.dtype, ir::Shape(coeff_dims), coeff)}));
+    if (k == 0) {
+      y = term;
+    } else {
+      CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kAdd, {y, term}));
+    }
   }
-  return n.op(OpKind::kReshape, {y}, {{"shape", out_dims}});
+  return y;
 }
 
 Status lower_resize(NodeContext& n) {
@@ -174,7 +176,6 @@ Status lower_resize(NodeContext& n) {
     if (!(scale > 0) || out <= 0 || in <= 0 || out > (int64_t{1} << 24))
       return n.invalid(fmt::format("axis {} of {} elements resized to {} (scale {})", axis, in, out, scale));
     if (out == in && scale == 1.0) continue;
-    CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{x.type.dtype, ir::Shape{out, in}}, sizeof(double)));
     CARVE_ASSIGN_OR_RETURN(x, resize_axis(n, m, x, axis, out, scale));
   }
   return n.set_output(0, x);
