@@ -185,6 +185,49 @@ Status lower_pad(NodeContext& n) {
   return n.set_output(0, y);
 }
 
+// CumSum as a log-step prefix sum: y += y shifted by 1, 2, 4, ... along the axis (zeros
+// shifted in), so each output sums exactly its prefix, in another order than one by one
+// (an inf or NaN reaches only the outputs after it). exclusive: x shifted by one first;
+// reverse: the axis flipped before and after.
+Status lower_cumsum(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  const ir::DType dt = x.type.dtype;
+  if (!ir::is_float(dt) && dt != ir::DType::kI32 && dt != ir::DType::kI64)
+    return n.unsupported(fmt::format("CumSum of {}", ir::dtype_name(dt)));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> axes, n.const_ints(1, "axis"));
+  if (axes.size() != 1) return n.invalid("axis must hold one element");
+  const int64_t rank = x.type.shape.rank();
+  CARVE_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(n, axes[0], rank));
+  CARVE_ASSIGN_OR_RETURN(int64_t exclusive, n.attr_int("exclusive", 0));
+  CARVE_ASSIGN_OR_RETURN(int64_t reverse, n.attr_int("reverse", 0));
+  const int64_t len = x.type.shape[static_cast<int>(axis)];
+  auto flip = [&](const Tensor& t) {
+    return n.op(OpKind::kSlice, {t}, {{"starts", std::vector<int64_t>{-1}}, {"ends", std::vector<int64_t>{-len - 1}},
+                                      {"axes", std::vector<int64_t>{axis}}, {"steps", std::vector<int64_t>{-1}}});
+  };
+  auto shift = [&](const Tensor& t, int64_t by) -> Result<Tensor> {
+    std::vector<int64_t> pads(static_cast<size_t>(2 * rank), 0);
+    pads[static_cast<size_t>(axis)] = by;
+    CARVE_ASSIGN_OR_RETURN(Tensor padded, n.op(OpKind::kPad, {t}, {{"pads", pads}, {"value", 0.0}}));
+    return n.op(OpKind::kSlice, {padded}, {{"starts", std::vector<int64_t>{0}}, {"ends", std::vector<int64_t>{len}},
+                                           {"axes", std::vector<int64_t>{axis}}});
+  };
+  if (reverse != 0) {
+    CARVE_ASSIGN_OR_RETURN(x, flip(x));
+  }
+  if (exclusive != 0) {
+    CARVE_ASSIGN_OR_RETURN(x, shift(x, 1));
+  }
+  for (int64_t by = 1; by < len; by *= 2) {
+    CARVE_ASSIGN_OR_RETURN(Tensor shifted, shift(x, by));
+    CARVE_ASSIGN_OR_RETURN(x, n.op(OpKind::kAdd, {x, shifted}));
+  }
+  if (reverse != 0) {
+    CARVE_ASSIGN_OR_RETURN(x, flip(x));
+  }
+  return n.set_output(0, x);
+}
+
 // Trilu keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two
 // dims: where(constant mask, x, 0).
 Status lower_trilu(NodeContext& n) {
@@ -279,6 +322,7 @@ void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["ConstantOfShape"] = {lower_constant_of_shape, {"value"}};
   t["Range"] = {lower_range, {}};
   t["Gather"] = {lower_gather, {"axis"}};
+  t["CumSum"] = {lower_cumsum, {"exclusive", "reverse"}};
   t["Pad"] = {lower_pad, {"mode", "pads", "value"}};
   t["Trilu"] = {lower_trilu, {"upper"}};
   t["EyeLike"] = {lower_eye_like, {"dtype", "k"}};

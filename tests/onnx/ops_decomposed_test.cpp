@@ -573,3 +573,25 @@ TEST_CASE("onnx/ops/resize") {
   check_fails(crop, ErrorCode::kUnsupported, "coordinate_transformation_mode='tf_crop_and_resize'");
   check_fails(resize("linear", {2, 2}), ErrorCode::kInvalidArgument, "one value per axis");
 }
+
+TEST_CASE("onnx/ops/cumsum") {
+  // [[1 2 3] [4 5 6]] along axis 1 and 0, exclusive and reverse (ONNX's examples); an inf
+  // reaches only the sums after it; ints stay exact.
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+  auto cumsum = [](int64_t axis, int64_t exclusive, int64_t reverse, int type = kF32) {
+    Model m(14);
+    m.input("x", type, {2, 3}).int64_init("axis", {axis}).node("CumSum", {"x", "axis"}).i("exclusive", exclusive).i("reverse", reverse);
+    return m;
+  };
+  check_close(cumsum(1, 0, 0), {x}, {1, 3, 6, 4, 9, 15});
+  check_close(cumsum(0, 0, 0), {x}, {1, 2, 3, 5, 7, 9});
+  check_close(cumsum(-1, 1, 0), {x}, {0, 1, 3, 0, 4, 9});
+  check_close(cumsum(1, 0, 1), {x}, {6, 5, 3, 15, 11, 6});
+  check_close(cumsum(1, 1, 1), {x}, {5, 3, 0, 11, 6, 0});
+  const HostTensor inf = HostTensor::from<float>(carve::ir::Shape{2, 3}, {1, INFINITY, 3, 4, 5, 6});
+  check_close(cumsum(1, 0, 0), {inf}, {1, kInf, kInf, 4, 9, 15});
+  const HostTensor big = HostTensor::from<int64_t>(carve::ir::Shape{2, 3}, {int64_t{1} << 60, 1, 2, 3, 4, 5});
+  check_close(cumsum(1, 0, 0, ::onnx::TensorProto::INT64), {big},
+              {std::ldexp(1.0, 60), std::ldexp(1.0, 60) + 1, std::ldexp(1.0, 60) + 3, 3, 7, 12}, 0, 0);
+  check_fails(cumsum(2, 0, 0), ErrorCode::kInvalidArgument, "axis");
+}
