@@ -158,7 +158,7 @@ Arity arity(std::string_view op) {
       {"Clip", {1, 3}}, {"Dropout", {1, 3}}, {"Conv", {2, 3}}, {"ConvTranspose", {2, 3}}, {"Gemm", {2, 3}},
       {"LayerNormalization", {2, 3}}, {"BatchNormalization", {5, 5}}, {"ReduceMean", {1, 2}},
       {"ReduceSum", {1, 2}}, {"ReduceMax", {1, 2}}, {"ReduceMin", {1, 2}}, {"Reshape", {1, 2}},
-      {"Squeeze", {1, 2}}, {"Unsqueeze", {1, 2}}, {"Split", {1, 2}}, {"Slice", {1, 5}}, {"Pad", {1, 4}}, {"Resize", {1, 4}}, {"CumSum", {2, 2}},
+      {"Squeeze", {1, 2}}, {"Unsqueeze", {1, 2}}, {"Split", {1, 2}}, {"Slice", {1, 5}}, {"Pad", {1, 4}}, {"Resize", {1, 4}}, {"CumSum", {2, 2}}, {"OneHot", {3, 3}},
       {"Trilu", {1, 2}}, {"Constant", {0, 0}}, {"Xor", {2, 2}}, {"CastLike", {2, 2}}, {"Mean", {1, kMany}},
       {"ReduceL1", {1, 2}}, {"ReduceL2", {1, 2}}, {"ReduceSumSquare", {1, 2}}, {"ReduceLogSum", {1, 2}},
       {"ReduceLogSumExp", {1, 2}}, {"InstanceNormalization", {3, 3}}, {"EyeLike", {1, 1}},

@@ -228,6 +228,42 @@ Status lower_cumsum(NodeContext& n) {
   return n.set_output(0, x);
 }
 
+// OneHot: where(unsqueeze(indices) == range(depth), on, off), the range along the new
+// axis; negative indices count from depth, others outside [0, depth) match nothing (all
+// off). Float indices are truncated, as ONNX's reference does.
+Status lower_one_hot(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor indices, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(double depth_value, n.const_scalar(1, "depth"));
+  CARVE_ASSIGN_OR_RETURN(Tensor values, n.input(2));
+  if (Result<int64_t> count = values.type.shape.num_elements(); !count.ok() || *count != 2)
+    return n.invalid("values must hold [off, on]");
+  const auto depth = static_cast<int64_t>(depth_value);
+  if (!(depth_value >= 1) || depth > (int64_t{1} << 24)) return n.invalid(fmt::format("depth {}", depth_value));
+  const int64_t rank = indices.type.shape.rank();
+  CARVE_ASSIGN_OR_RETURN(int64_t raw_axis, n.attr_int("axis", -1));
+  CARVE_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(n, raw_axis, rank + 1));
+  Tensor k = indices;
+  if (indices.type.dtype != ir::DType::kI64) {
+    CARVE_ASSIGN_OR_RETURN(k, n.op(OpKind::kCast, {indices}, {{"to", std::string(ir::dtype_name(ir::DType::kI64))}}));
+  }
+  Tensor zero = n.constant_ints(ir::DType::kI64, ir::Shape{}, {0}), d = n.constant_ints(ir::DType::kI64, ir::Shape{}, {depth});
+  CARVE_ASSIGN_OR_RETURN(Tensor negative, n.op(OpKind::kLess, {k, zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor wrapped, n.op(OpKind::kAdd, {k, d}));
+  CARVE_ASSIGN_OR_RETURN(k, n.op(OpKind::kWhere, {negative, wrapped, k}));
+  CARVE_ASSIGN_OR_RETURN(k, n.op(OpKind::kUnsqueeze, {k}, {{"axes", std::vector<int64_t>{axis}}}));
+  std::vector<int64_t> range_dims(static_cast<size_t>(rank + 1), 1), range(static_cast<size_t>(depth));
+  range_dims[static_cast<size_t>(axis)] = depth;
+  std::iota(range.begin(), range.end(), 0);
+  CARVE_ASSIGN_OR_RETURN(Tensor hot, n.op(OpKind::kEqual, {k, n.constant_ints(ir::DType::kI64, ir::Shape(range_dims), range)}));
+  auto pick = [&](int64_t i) {
+    return n.op(OpKind::kSlice, {values}, {{"starts", std::vector<int64_t>{i}}, {"ends", std::vector<int64_t>{i + 1}}});
+  };
+  CARVE_ASSIGN_OR_RETURN(Tensor off, pick(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor on, pick(1));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {hot, on, off}));
+  return n.set_output(0, y);
+}
+
 // Trilu keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two
 // dims: where(constant mask, x, 0).
 Status lower_trilu(NodeContext& n) {
@@ -323,6 +359,7 @@ void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["Range"] = {lower_range, {}};
   t["Gather"] = {lower_gather, {"axis"}};
   t["CumSum"] = {lower_cumsum, {"exclusive", "reverse"}};
+  t["OneHot"] = {lower_one_hot, {"axis"}};
   t["Pad"] = {lower_pad, {"mode", "pads", "value"}};
   t["Trilu"] = {lower_trilu, {"upper"}};
   t["EyeLike"] = {lower_eye_like, {"dtype", "k"}};

@@ -595,3 +595,19 @@ TEST_CASE("onnx/ops/cumsum") {
               {std::ldexp(1.0, 60), std::ldexp(1.0, 60) + 1, std::ldexp(1.0, 60) + 3, 3, 7, 12}, 0, 0);
   check_fails(cumsum(2, 0, 0), ErrorCode::kInvalidArgument, "axis");
 }
+
+TEST_CASE("onnx/ops/one_hot") {
+  // indices [1, -1, 5] with depth 3 and values [off, on] = [-2, 7]: -1 counts from the end,
+  // 5 is outside (all off); the new axis at the end and at the front.
+  const HostTensor indices = HostTensor::from<int64_t>(carve::ir::Shape{3}, {1, -1, 5});
+  const HostTensor values = HostTensor::from<float>(carve::ir::Shape{2}, {-2, 7});
+  auto one_hot = [](int64_t axis) {
+    Model m(11);
+    m.input("indices", ::onnx::TensorProto::INT64, {3}).int64_init("depth", {3}).input("values", kF32, {2});
+    m.node("OneHot", {"indices", "depth", "values"}).i("axis", axis);
+    return m;
+  };
+  check_close(one_hot(-1), {indices, values}, {-2, 7, -2, -2, -2, 7, -2, -2, -2});
+  check_close(one_hot(0), {indices, values}, {-2, -2, -2, 7, -2, -2, -2, 7, -2});
+  check_fails(one_hot(2), ErrorCode::kInvalidArgument, "axis");
+}
