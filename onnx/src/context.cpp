@@ -2,6 +2,7 @@
 // attributes, building with folding, outputs) for the ONNX lowerings.
 #include "context.h"
 
+#include <fmt/ranges.h>
 #include <onnx/onnx_pb.h>
 
 namespace carve::onnx::detail {
@@ -98,10 +99,15 @@ Result<ir::TensorType> NodeContext::input_type(int i) const {
 
 Result<Tensor> NodeContext::known_input(int i, std::string_view what) const {
   CARVE_ASSIGN_OR_RETURN(Tensor t, input(i));
-  if (!t.is_known())
+  if (t.is_known()) return t;
+  auto deps = ctx.input_deps.find(node.input(i));
+  if (deps == ctx.input_deps.end() || deps->second.empty())
     return unsupported(fmt::format("input {} ({}) must be a constant (computed from initializers and shapes only)",
                                    i, what));
-  return t;
+  ctx.needs_values.insert(deps->second.begin(), deps->second.end());
+  return unsupported(fmt::format("input {} ({}) must be a constant: it is computed from graph input(s) '{}', whose "
+                                 "values carve needs at import (ImportOptions::input_values; onnx::Model does this)",
+                                 i, what, fmt::join(deps->second, "', '")));
 }
 
 Result<std::vector<int64_t>> NodeContext::const_ints(int i, std::string_view what) const {
