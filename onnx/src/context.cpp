@@ -100,14 +100,20 @@ Result<ir::TensorType> NodeContext::input_type(int i) const {
 Result<Tensor> NodeContext::known_input(int i, std::string_view what) const {
   CARVE_ASSIGN_OR_RETURN(Tensor t, input(i));
   if (t.is_known()) return t;
-  auto deps = ctx.input_deps.find(node.input(i));
-  if (deps == ctx.input_deps.end() || deps->second.empty())
+  const std::string inputs = note_needs_value(i);
+  if (inputs.empty())
     return unsupported(fmt::format("input {} ({}) must be a constant (computed from initializers and shapes only)",
                                    i, what));
-  ctx.needs_values.insert(deps->second.begin(), deps->second.end());
-  return unsupported(fmt::format("input {} ({}) must be a constant: it is computed from graph input(s) '{}', whose "
+  return unsupported(fmt::format("input {} ({}) must be a constant: it is computed from graph input(s) {}, whose "
                                  "values carve needs at import (ImportOptions::input_values; onnx::Model does this)",
-                                 i, what, fmt::join(deps->second, "', '")));
+                                 i, what, inputs));
+}
+
+std::string NodeContext::note_needs_value(int i) const {
+  auto deps = has_input(i) ? ctx.input_deps.find(node.input(i)) : ctx.input_deps.end();
+  if (deps == ctx.input_deps.end() || deps->second.empty()) return "";
+  ctx.needs_values.insert(deps->second.begin(), deps->second.end());
+  return fmt::format("'{}'", fmt::join(deps->second, "', '"));
 }
 
 Result<std::vector<int64_t>> NodeContext::const_ints(int i, std::string_view what) const {

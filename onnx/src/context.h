@@ -137,6 +137,9 @@ class NodeContext {
   Result<std::vector<int64_t>> const_ints(int i, std::string_view what) const;
   Result<std::vector<double>> const_doubles(int i, std::string_view what) const;
   Result<double> const_scalar(int i, std::string_view what) const;
+  // For a lowering that needs input i known and finds it is not: records the graph inputs
+  // it is computed from (Context::needs_values) and returns them ("" when none).
+  std::string note_needs_value(int i) const;
 
   // --- attributes ---
   bool has_attr(std::string_view attr) const;
