@@ -4,9 +4,14 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <sstream>
 
 #include "carve/runtime/npy.h"
+#include "cli/cli.h"
 #include "onnx_test_util.h"
 #include "test_support.h"
 
@@ -193,4 +198,35 @@ TEST_CASE("onnx/model/cache_keeps_the_most_recent_programs") {
   REQUIRE(run({3, 2}).ok());
   CHECK(model->stats().compiles == 4);
   CHECK(model->stats().cached == 2);
+}
+
+TEST_CASE("onnx/cli/run_takes_a_shape_input_file") {
+  // `carve run` imports through onnx::Model::import_for: the --input files fix the shapes,
+  // and the shape file is imported as the Reshape's constant.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("carve_onnx_model_cli_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  REQUIRE(rt::write_npy((dir / "x.npy").string(), f32({2, 3})).ok());
+  REQUIRE(rt::write_npy((dir / "shape.npy").string(), i64s({3, 2})).ok());
+  REQUIRE(rt::write_npy((dir / "bad.npy").string(), i64s({4, 2})).ok());
+  const std::string model = ot::model_path("reshape_by_input");
+  std::ostringstream out, err;
+  const int rc = carve::cli::run({"run", model, "--input", "x=" + (dir / "x.npy").string(), "--input",
+                                  "shape=" + (dir / "shape.npy").string(), "--output-dir", dir.string()},
+                                 out, err);
+  if (rc != 0 && err.str().find("Unavailable") != std::string::npos) {
+    fs::remove_all(dir);
+    carve::test::skip("carve run needs the CPU JIT");
+    return;
+  }
+  CHECK_MESSAGE(rc == 0, err.str());
+  auto y = rt::read_npy((dir / "y.npy").string());
+  REQUIRE(y.ok());
+  CHECK(y->shape() == carve::ir::Shape({3, 2}));
+  std::ostringstream out2, err2;
+  CHECK(carve::cli::run({"run", model, "--input", "x=" + (dir / "x.npy").string(), "--input",
+                         "shape=" + (dir / "bad.npy").string()},
+                        out2, err2) != 0);
+  CHECK(err2.str().find("onnx node 'reshape' (Reshape)") != std::string::npos);
+  fs::remove_all(dir);
 }
