@@ -10,7 +10,8 @@
 //    existing ones: Trilu -> where with a constant mask, Expand -> where broadcast, ...).
 //  - Shapes are static: graph inputs take their declared dims; a symbolic or unknown dim
 //    takes ImportOptions::input_shapes when given, else ImportOptions::symbolic_dim (1:
-//    batch 1). Everything computed from shapes and constants alone (Shape, Range,
+//    batch 1); onnx::Model (model.h) imports once per input shape seen at run time.
+//    Everything computed from shapes and constants alone (Shape, Range,
 //    ConstantOfShape, the integer arithmetic on shapes, Reshape targets, ...) is folded
 //    to constants at import, so the graph holds only the data-dependent computation.
 //  - Weights: initializers stored in the .onnx file become graph constants that own
