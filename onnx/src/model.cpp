@@ -103,7 +103,8 @@ Result<ImportedModel> Model::import_locked(const NamedBuffers& inputs) {
 Result<std::string> Model::key_locked(const runtime::Session& session, const NamedBuffers& inputs) const {
   std::string key = fmt::format("{}", static_cast<const void*>(&session));
   for (const auto& [name, buffer] : inputs) {
-    key += ";" + describe(name, buffer);
+    key += ';';  // (not ";" + ...: GCC 12 warns falsely on that concatenation)
+    key += describe(name, buffer);
     if (!needed_.contains(name)) continue;
     CARVE_ASSIGN_OR_RETURN(std::span<const std::byte> bytes, buffer.bytes());
     key += "=";
