@@ -408,6 +408,32 @@ def ids(high, *shape, seed=0):
     return torch.randint(0, high, shape, generator=torch.Generator().manual_seed(seed), dtype=torch.long)
 
 
+def bert_lengths(out_dir):
+    """A bert_dynamic with 512 positions, for onnx::Model (one program per input shape):
+    torch's outputs at 32, 128 and 512 tokens, as bert_lengths.L<n>.{input,output}.*.npy."""
+    torch.manual_seed(6)
+    model = Bert(ctx=512).eval()
+    names, outs = ["ids", "segments", "mask"], ["hidden", "pooled"]
+    axes = {n: {0: "batch", 1: "length"} for n in names}
+    axes.update({"hidden": {0: "batch", 1: "length"}, "pooled": {0: "batch"}})
+    traced = (ids(60, 1, 8, seed=41), ids(2, 1, 8, seed=42), torch.ones(1, 8, dtype=torch.long))
+    path = os.path.join(out_dir, "bert_lengths.onnx")
+    with torch.no_grad():
+        torch.onnx.export(model, traced, path, opset_version=14, input_names=names, output_names=outs,
+                          do_constant_folding=True, dynamic_axes=axes)
+    for n in (32, 128, 512):
+        mask = torch.ones(1, n, dtype=torch.long)
+        mask[0, n - n // 4:] = 0  # padding at the end
+        inputs = (ids(60, 1, n, seed=43 + n), ids(2, 1, n, seed=44 + n), mask)
+        with torch.no_grad():
+            expected = model(*inputs)
+        for name, t in zip(names, inputs):
+            np.save(os.path.join(out_dir, f"bert_lengths.L{n}.input.{name}.npy"), t.numpy())
+        for name, t in zip(outs, expected):
+            np.save(os.path.join(out_dir, f"bert_lengths.L{n}.output.{name}.npy"), t.numpy())
+    print(f"bert_lengths: opset 14, {os.path.getsize(path)} bytes")
+
+
 def dynamic_bert(out_dir):
     """bert_tiny exported with symbolic batch and length (Shape/Range/Concat chains stay in
     the file), tested at batch 2, length 6."""
@@ -601,6 +627,18 @@ def single_node(name, op, inputs, outputs, out_dir, opset=13, initializers=(), *
                               list(initializers))
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]),
               os.path.join(out_dir, name + ".onnx"))
+
+
+def write_shape_input_model(out_dir):
+    """reshape_by_input: y = Reshape(x f32[2,3], shape int64[rank]), the target shape a
+    graph input (onnx::Model imports it as a value per run)."""
+    node = helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")
+    graph = helper.make_graph([node], "reshape_by_input",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                               helper.make_tensor_value_info("shape", TensorProto.INT64, ["rank"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]),
+              os.path.join(out_dir, "reshape_by_input.onnx"))
 
 
 def write_older_forms(out_dir):
@@ -899,6 +937,8 @@ def main():
     if args.full or args.only:
         return
     seen.update(dynamic_bert(out_dir))
+    bert_lengths(out_dir)
+    write_shape_input_model(out_dir)
     write_external(out_dir)
     write_older_forms(out_dir)
     write_edge_forms(out_dir)

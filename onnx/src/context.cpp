@@ -2,6 +2,7 @@
 // attributes, building with folding, outputs) for the ONNX lowerings.
 #include "context.h"
 
+#include <fmt/ranges.h>
 #include <onnx/onnx_pb.h>
 
 namespace carve::onnx::detail {
@@ -98,10 +99,21 @@ Result<ir::TensorType> NodeContext::input_type(int i) const {
 
 Result<Tensor> NodeContext::known_input(int i, std::string_view what) const {
   CARVE_ASSIGN_OR_RETURN(Tensor t, input(i));
-  if (!t.is_known())
+  if (t.is_known()) return t;
+  const std::string inputs = note_needs_value(i);
+  if (inputs.empty())
     return unsupported(fmt::format("input {} ({}) must be a constant (computed from initializers and shapes only)",
                                    i, what));
-  return t;
+  return unsupported(fmt::format("input {} ({}) must be a constant: it is computed from graph input(s) {}, whose "
+                                 "values carve needs at import (ImportOptions::input_values; onnx::Model does this)",
+                                 i, what, inputs));
+}
+
+std::string NodeContext::note_needs_value(int i) const {
+  auto deps = has_input(i) ? ctx.input_deps.find(node.input(i)) : ctx.input_deps.end();
+  if (deps == ctx.input_deps.end() || deps->second.empty()) return "";
+  ctx.needs_values.insert(deps->second.begin(), deps->second.end());
+  return fmt::format("'{}'", fmt::join(deps->second, "', '"));
 }
 
 Result<std::vector<int64_t>> NodeContext::const_ints(int i, std::string_view what) const {

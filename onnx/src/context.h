@@ -68,6 +68,12 @@ class Context {
   std::map<std::string, runtime::Buffer> mapped_weights;
   int64_t opset = 0;
   int64_t folded_nodes = 0;
+  // ONNX tensor name -> the graph inputs (imported as graph values) its value is computed
+  // from; Shape and Size cut the chain (shapes are fixed at import). known_input names
+  // them when such a tensor must be a constant, and records them in needs_values.
+  std::map<std::string, std::set<std::string>, std::less<>> input_deps;
+  std::set<std::string> needs_values;
+  int64_t fused_patterns = 0;  // subgraphs imported as one op
 
   // The graph value of `t`, declaring a known tensor as a constant on first use.
   Result<ir::ValueId> materialize(Tensor& t);
@@ -131,6 +137,9 @@ class NodeContext {
   Result<std::vector<int64_t>> const_ints(int i, std::string_view what) const;
   Result<std::vector<double>> const_doubles(int i, std::string_view what) const;
   Result<double> const_scalar(int i, std::string_view what) const;
+  // For a lowering that needs input i known and finds it is not: records the graph inputs
+  // it is computed from (Context::needs_values) and returns them ("" when none).
+  std::string note_needs_value(int i) const;
 
   // --- attributes ---
   bool has_attr(std::string_view attr) const;
@@ -175,5 +184,11 @@ void register_norm_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_resize_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_shape_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& table);
+
+// import_model_bytes that, when the import fails because an operand computed from graph
+// inputs must be known, adds those inputs to *needs_values (onnx::Model then retries
+// with their values).
+Result<ImportedModel> import_bytes_reporting(std::span<const std::byte> bytes, std::string_view name,
+                                             const ImportOptions& options, std::set<std::string>* needs_values);
 
 }  // namespace carve::onnx::detail

@@ -88,13 +88,57 @@ Result<ir::Shape> input_shape(const ::onnx::ValueInfoProto& info, const ImportOp
   return shape;
 }
 
+// A graph input given a value (ImportOptions::input_values): a known tensor, as if an
+// initializer, of the declared dtype and a shape that fits the declared one.
+Status declare_value_input(const ::onnx::ValueInfoProto& info, ir::DType dtype, const runtime::Buffer& value,
+                           Context& ctx) {
+  if (value.dtype() != dtype)
+    return Status(ErrorCode::kTypeMismatch, fmt::format("onnx input '{}': given a {} value, the model declares {}",
+                                                        info.name(), ir::dtype_name(value.dtype()), ir::dtype_name(dtype)));
+  ImportOptions shape_only;
+  shape_only.input_shapes[info.name()] = value.shape();
+  CARVE_ASSIGN_OR_RETURN(ir::Shape shape, input_shape(info, shape_only));
+  CARVE_ASSIGN_OR_RETURN(std::span<const std::byte> bytes, value.bytes());
+  const auto* first = reinterpret_cast<const uint8_t*>(bytes.data());
+  ctx.env[info.name()] = detail::known_tensor(info.name(), ir::TensorType{dtype, std::move(shape)},
+                                              std::vector<uint8_t>(first, first + bytes.size()));
+  return Status();
+}
+
+// Fills ctx.input_deps: which graph values each ONNX tensor is computed from (file order
+// is topological). Shape and Size read only shapes, which are fixed at import.
+void trace_input_deps(const ::onnx::GraphProto& graph, Context& ctx) {
+  for (const auto& info : graph.input())
+    if (auto it = ctx.env.find(info.name()); it != ctx.env.end() && !it->second.data)
+      ctx.input_deps[info.name()] = {info.name()};
+  for (const auto& node : graph.node()) {
+    if (node.op_type() == "Shape" || node.op_type() == "Size") continue;
+    std::set<std::string> deps;
+    for (const auto& in : node.input())
+      if (auto it = ctx.input_deps.find(in); it != ctx.input_deps.end()) deps.insert(it->second.begin(), it->second.end());
+    if (deps.empty()) continue;
+    for (const auto& out : node.output()) ctx.input_deps[out] = deps;
+  }
+}
+
 Status declare_inputs(const ::onnx::GraphProto& graph, Context& ctx) {
+  for (const auto& [name, value] : ctx.options.input_values) {
+    const bool is_input = std::any_of(graph.input().begin(), graph.input().end(),
+                                      [&](const auto& info) { return info.name() == name; });
+    if (!is_input || ctx.env.contains(name))
+      return Status(ErrorCode::kInvalidArgument,
+                    fmt::format("ImportOptions::input_values names '{}', which is not a graph input", name));
+  }
   for (const auto& info : graph.input()) {
     if (ctx.env.contains(info.name())) continue;  // an initializer (IR version < 4 lists them as inputs)
     if (!info.type().has_tensor_type())
       return Status(ErrorCode::kUnsupported, fmt::format("onnx input '{}' is not a tensor", info.name()));
     Result<ir::DType> dtype = detail::dtype_from_onnx(info.type().tensor_type().elem_type());
     if (!dtype.ok()) return dtype.status().with_context(fmt::format("onnx input '{}'", info.name()));
+    if (auto given = ctx.options.input_values.find(info.name()); given != ctx.options.input_values.end()) {
+      CARVE_RETURN_IF_ERROR(declare_value_input(info, *dtype, given->second, ctx));
+      continue;
+    }
     CARVE_ASSIGN_OR_RETURN(ir::Shape shape, input_shape(info, ctx.options));
     ir::ValueId v = ctx.builder.input(info.name(), *dtype, shape);
     if (!ctx.builder.status().ok()) return ctx.builder.status();
@@ -215,7 +259,8 @@ Status mark_outputs(const ::onnx::GraphProto& graph, Context& ctx) {
     auto it = ctx.env.find(info.name());
     if (it == ctx.env.end())
       return Status(ErrorCode::kInvalidArgument, fmt::format("onnx output '{}' is never produced", info.name()));
-    CARVE_RETURN_IF_ERROR(check_output_type(info, it->second.type, ctx.options.input_shapes.empty()));
+    const bool declared_inputs = ctx.options.input_shapes.empty() && ctx.options.input_values.empty();
+    CARVE_RETURN_IF_ERROR(check_output_type(info, it->second.type, declared_inputs));
     CARVE_ASSIGN_OR_RETURN(ir::ValueId v, ctx.materialize(it->second));
     const ir::Value& value = ctx.builder.graph().value(v);
     const bool is_output = ctx.builder.graph().is_output(v);
@@ -233,13 +278,33 @@ Status mark_outputs(const ::onnx::GraphProto& graph, Context& ctx) {
   return Status();
 }
 
-Result<ImportedModel> import_model(::onnx::ModelProto& model, const ImportOptions& options) {
+Status lower_graph(const ::onnx::GraphProto& graph, Context& ctx);
+
+Result<ImportedModel> import_model(::onnx::ModelProto& model, const ImportOptions& options,
+                                   std::set<std::string>* needs_values) {
   CARVE_ASSIGN_OR_RETURN(int64_t opset, default_opset(model));
   ::onnx::GraphProto& graph = *model.mutable_graph();
   Context ctx(options, graph.name().empty() ? "main" : graph.name());
   ctx.opset = opset;
   CARVE_RETURN_IF_ERROR(declare_initializers(graph, ctx));
   CARVE_RETURN_IF_ERROR(declare_inputs(graph, ctx));
+  trace_input_deps(graph, ctx);
+  Status lowered = lower_graph(graph, ctx);
+  if (needs_values) needs_values->insert(ctx.needs_values.begin(), ctx.needs_values.end());
+  CARVE_RETURN_IF_ERROR(lowered);
+  ImportedModel result;
+  result.opset = opset;
+  result.producer = fmt::format("{} {}", model.producer_name(), model.producer_version());
+  result.folded_nodes = ctx.folded_nodes;
+  result.fused_patterns = ctx.fused_patterns;
+  result.mapped_weights = std::move(ctx.mapped_weights);
+  CARVE_ASSIGN_OR_RETURN(result.graph, ctx.builder.build());
+  return result;
+}
+
+// Lowers the live nodes (whole patterns where found) and marks the outputs.
+Status lower_graph(const ::onnx::GraphProto& graph, Context& ctx) {
+  const int64_t opset = ctx.opset;
   // A node without outputs computes nothing anyone can read: a malformed graph, not a
   // dead node to skip (checked for every node, live or not).
   for (int i = 0; i < graph.node_size(); ++i) {
@@ -255,28 +320,19 @@ Result<ImportedModel> import_model(::onnx::ModelProto& model, const ImportOption
   }
   const std::vector<bool> live = live_nodes(graph);
   const std::map<int, FusedPattern> patterns =
-      options.fuse_patterns ? detail::find_patterns(graph, ctx) : std::map<int, FusedPattern>{};
+      ctx.options.fuse_patterns ? detail::find_patterns(graph, ctx) : std::map<int, FusedPattern>{};
   std::vector<bool> fused(static_cast<size_t>(graph.node_size()), false);
-  int64_t fused_patterns = 0;
   for (int i = 0; i < graph.node_size(); ++i) {
     if (!live[static_cast<size_t>(i)] || fused[static_cast<size_t>(i)]) continue;
     if (auto it = patterns.find(i); it != patterns.end() && detail::take_pattern(it->second, ctx)) {
       CARVE_RETURN_IF_ERROR(lower_node(it->second.fused, i, ctx));
       for (int j : it->second.nodes) fused[static_cast<size_t>(j)] = true;
-      ++fused_patterns;
+      ++ctx.fused_patterns;
       continue;
     }
     CARVE_RETURN_IF_ERROR(lower_node(graph.node(i), i, ctx));
   }
-  CARVE_RETURN_IF_ERROR(mark_outputs(graph, ctx));
-  ImportedModel result;
-  result.opset = opset;
-  result.producer = fmt::format("{} {}", model.producer_name(), model.producer_version());
-  result.folded_nodes = ctx.folded_nodes;
-  result.fused_patterns = fused_patterns;
-  result.mapped_weights = std::move(ctx.mapped_weights);
-  CARVE_ASSIGN_OR_RETURN(result.graph, ctx.builder.build());
-  return result;
+  return mark_outputs(graph, ctx);
 }
 
 }  // namespace
@@ -287,12 +343,12 @@ namespace {
 
 // Imports a ModelProto that `parsed` says was read successfully; `name` for messages.
 Result<ImportedModel> import_parsed(::onnx::ModelProto& model, bool parsed, std::string_view name,
-                                    const ImportOptions& options) {
+                                    const ImportOptions& options, std::set<std::string>* needs_values = nullptr) {
   if (!parsed)
     return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model (protobuf parse failed)", name));
   if (!model.has_graph())
     return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model (no graph)", name));
-  Result<ImportedModel> result = import_model(model, options);
+  Result<ImportedModel> result = import_model(model, options, needs_values);
   if (!result.ok()) return result.status().with_context(name);
   return result;
 }
@@ -304,12 +360,17 @@ Status copy_mapped_weights(ImportedModel& model);
 
 Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::string_view name,
                                          const ImportOptions& options) {
+  return detail::import_bytes_reporting(bytes, name, options, nullptr);
+}
+
+Result<ImportedModel> detail::import_bytes_reporting(std::span<const std::byte> bytes, std::string_view name,
+                                                     const ImportOptions& options, std::set<std::string>* needs_values) {
   return no_exceptions(fmt::format("importing '{}'", name), [&]() -> Result<ImportedModel> {
     if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
       return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
     ::onnx::ModelProto model;
     const bool parsed = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-    return import_parsed(model, parsed, name, options);
+    return import_parsed(model, parsed, name, options, needs_values);
   });
 }
 

@@ -401,8 +401,10 @@ double ceil_of(double v) { return std::ceil(v); }
 template <double (*f)(double)>
 Status lower_known_rounding(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
-  if (!x.is_known())
+  if (!x.is_known()) {
+    n.note_needs_value(0);  // onnx::Model retries with those graph inputs' values
     return n.unsupported("carve has no rounding op: supported only on values computable at import (shapes, constants)");
+  }
   std::vector<double> v = to_doubles(x);
   for (double& d : v) d = f(d);
   return n.set_output(0, n.constant_doubles(x.type.dtype, x.type.shape, v));

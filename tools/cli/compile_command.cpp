@@ -47,7 +47,7 @@ Result<Model> load_model(const std::string& path, const CompileCommandOptions& o
   const auto start = Clock::now();
   Model model;
   LoadGraphOptions load;
-  CARVE_ASSIGN_OR_RETURN(load.input_shapes, input_file_shapes(path, options.inputs));
+  CARVE_ASSIGN_OR_RETURN(load.inputs, input_files(path, options.inputs));
   CARVE_ASSIGN_OR_RETURN(model.loaded, load_graph_file(path, load));
   CARVE_ASSIGN_OR_RETURN(model.compile, loaded_compile_options(model.loaded));
   CARVE_ASSIGN_OR_RETURN(model.compile.placement, parse_placement(options.place));

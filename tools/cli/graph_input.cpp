@@ -1,6 +1,7 @@
 #include "cli/graph_input.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fstream>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "carve/runtime/npy.h"
 #ifdef CARVE_HAVE_ONNX
 #include "carve/onnx/import.h"
+#include "carve/onnx/model.h"
 #endif
 
 namespace carve::cli {
@@ -33,9 +35,18 @@ Result<LoadedGraph> load_onnx_file(const std::string& path, const LoadGraphOptio
 #ifdef CARVE_HAVE_ONNX
   onnx::ImportOptions import;
   import.load_weights = options.weights;
-  import.input_shapes = options.input_shapes;
-  CARVE_ASSIGN_OR_RETURN(onnx::ImportedModel model, onnx::import_model_file(path, import));
   LoadedGraph loaded;
+  onnx::ImportedModel model;
+  if (options.inputs.empty()) {
+    CARVE_ASSIGN_OR_RETURN(model, onnx::import_model_file(path, import));
+  } else {  // the inputs' shapes, and values where the import needs them
+    CARVE_ASSIGN_OR_RETURN(auto specialising, onnx::Model::load_file(path, {.import = import}));
+    CARVE_ASSIGN_OR_RETURN(model, specialising->import_for(options.inputs));
+    loaded.value_inputs = specialising->inputs_needed_at_import();
+    if (!loaded.value_inputs.empty())
+      loaded.notes.push_back(fmt::format("onnx '{}': input(s) {} imported as constants (the import needs their values)",
+                                         path, fmt::join(loaded.value_inputs, ", ")));
+  }
   loaded.notes.push_back(fmt::format("onnx '{}': opset {}, producer '{}', {} ops folded at import, {} mapped weights{}",
                                      path, model.opset, model.producer, model.folded_nodes,
                                      model.mapped_weights.size(), options.weights ? "" : " (--no-weights)"));
@@ -71,16 +82,16 @@ Result<std::map<std::string, std::string>> parse_input_args(const std::vector<st
   return files;
 }
 
-Result<std::map<std::string, ir::Shape, std::less<>>> input_file_shapes(const std::string& path,
+Result<std::map<std::string, runtime::Buffer, std::less<>>> input_files(const std::string& path,
                                                                         const std::vector<std::string>& input_args) {
-  std::map<std::string, ir::Shape, std::less<>> shapes;
+  std::map<std::string, runtime::Buffer, std::less<>> buffers;
   CARVE_ASSIGN_OR_RETURN(auto files, parse_input_args(input_args));
-  if (!has_onnx_extension(path)) return shapes;
+  if (!has_onnx_extension(path)) return buffers;
   for (const auto& [name, file] : files) {
     CARVE_ASSIGN_OR_RETURN(runtime::Buffer b, runtime::map_npy(file));
-    shapes[name] = b.shape();
+    buffers.insert_or_assign(name, std::move(b));
   }
-  return shapes;
+  return buffers;
 }
 
 Result<runtime::CompileOptions> loaded_compile_options(const LoadedGraph& loaded) {

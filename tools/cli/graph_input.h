@@ -20,21 +20,25 @@ struct LoadedGraph {
   // Constants without data bound by name at compile (ONNX external-data weights, mmapped).
   std::map<std::string, runtime::Buffer> constants;
   std::vector<std::string> notes;  // e.g. what the ONNX import did
+  // ONNX inputs imported as constants because the import needed their values (a shape
+  // fed as an input): their --input files are not graph inputs any more.
+  std::vector<std::string> value_inputs;
 };
 
 struct LoadGraphOptions {
   bool weights = true;  // false: ONNX float initializers are not read (plan only)
-  // ONNX inputs' symbolic dims (e.g. a dynamic batch), from the --input .npy files.
-  std::map<std::string, ir::Shape, std::less<>> input_shapes{};
+  // The --input .npy files (mapped) of an ONNX model: they fix its inputs' symbolic dims
+  // (e.g. a dynamic batch), and give the values of inputs the import needs as values
+  // (onnx::Model::import_for: a shape, axes or a Clip bound fed as a graph input).
+  std::map<std::string, runtime::Buffer, std::less<>> inputs{};
 };
 
 Result<LoadedGraph> load_graph_file(const std::string& path, const LoadGraphOptions& options = {});
 // --input NAME=FILE.npy arguments as name -> file; kInvalidArgument names a malformed one.
 Result<std::map<std::string, std::string>> parse_input_args(const std::vector<std::string>& args);
-// Shapes of the --input files (their .npy headers), which fix an ONNX model's symbolic
-// dims (LoadGraphOptions::input_shapes); empty for a text graph. Errors name a malformed
-// argument or a file that cannot be read as .npy.
-Result<std::map<std::string, ir::Shape, std::less<>>> input_file_shapes(const std::string& path,
+// The --input files mapped (LoadGraphOptions::inputs); empty for a text graph. Errors name
+// a malformed argument or a file that cannot be read as .npy.
+Result<std::map<std::string, runtime::Buffer, std::less<>>> input_files(const std::string& path,
                                                                         const std::vector<std::string>& input_args);
 // Compile options binding what the graph needs: its mapped constants, and a zeroed host
 // BufferHandle per graph handle.

@@ -62,12 +62,13 @@ Result<std::pair<int32_t, int32_t>> parse_edge(const std::string& text) {
 }
 
 Result<std::vector<runtime::Buffer>> load_inputs(const runtime::CompiledProgram& program,
-                                                 const RunCommandOptions& options) {
+                                                 const RunCommandOptions& options, const LoadedGraph& loaded) {
   CARVE_ASSIGN_OR_RETURN(auto files, parse_input_args(options.inputs));
   const auto names = program.input_names();
   const auto types = program.input_types();
   for (const auto& [name, file] : files)
-    if (std::find(names.begin(), names.end(), name) == names.end())
+    if (std::find(names.begin(), names.end(), name) == names.end() &&
+        std::find(loaded.value_inputs.begin(), loaded.value_inputs.end(), name) == loaded.value_inputs.end())
       return Status(ErrorCode::kNotFound, fmt::format("--input {}: the graph has no input '{}'", name, name));
   std::mt19937_64 rng(options.random_seed.value_or(0));
   std::vector<runtime::Buffer> inputs;
@@ -167,7 +168,7 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out, std::ostre
     return Status(ErrorCode::kInvalidArgument, "--check-hazards needs a parallel run: drop --sequential");
   LoadGraphOptions load;
   // Unreadable --input files are reported by load_inputs, which names the input.
-  if (auto shapes = input_file_shapes(options.graph, options.inputs); shapes.ok()) load.input_shapes = *shapes;
+  if (auto files = input_files(options.graph, options.inputs); files.ok()) load.inputs = std::move(*files);
   auto step = Clock::now();
   CARVE_ASSIGN_OR_RETURN(LoadedGraph loaded, load_graph_file(options.graph, load));
   times.import = seconds(step);
@@ -192,7 +193,7 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out, std::ostre
   times.compile = seconds(step);
   rss.after_compile = read_rss();
   step = Clock::now();
-  CARVE_ASSIGN_OR_RETURN(auto inputs, load_inputs(*program, options));
+  CARVE_ASSIGN_OR_RETURN(auto inputs, load_inputs(*program, options, loaded));
   times.inputs = seconds(step);
   runtime::RunOptions run_options;
   run_options.check_hazards = options.check_hazards;

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "carve/onnx/import.h"
+#include "carve/onnx/model.h"
 #include "carve/reference/reference.h"
 #include "carve/runtime/npy.h"
 
@@ -89,32 +89,25 @@ Result<runtime::Buffer> read_data(const std::string& base) {
 Status run_checked(const Case& c, const std::string& dir, runtime::Session& session, double seconds,
                    std::string& mismatch) {
   const std::string case_dir = dir + "/" + c.name;
-  // The data fixes the inputs' shapes; an unreadable input (a dtype carve lacks) is
-  // reported after the import, whose message names the model's own type.
-  onnx::ImportOptions options;
-  std::vector<Result<runtime::Buffer>> inputs;
+  // The data fixes the inputs' shapes, and the values of those the import needs (a shape
+  // or axes fed as a graph input): onnx::Model learns which.
+  onnx::NamedBuffers inputs;
+  Status unreadable;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
-    inputs.push_back(read_data(fmt::format("{}/in{}", case_dir, i)));
-    if (inputs.back().ok()) options.input_shapes[c.inputs[i]] = inputs.back()->shape();
+    Result<runtime::Buffer> input = read_data(fmt::format("{}/in{}", case_dir, i));
+    if (input.ok()) inputs.insert_or_assign(c.inputs[i], *input);
+    else if (unreadable.ok()) unreadable = input.status();
   }
-  CARVE_ASSIGN_OR_RETURN(onnx::ImportedModel model, onnx::import_model_file(case_dir + "/model.onnx", options));
-  runtime::CompileOptions compile;
-  compile.constants = model.mapped_weights;
-  CARVE_ASSIGN_OR_RETURN(auto program, session.compile(model.graph, compile));
-  std::vector<runtime::Buffer> bound;
-  for (const std::string& name : program->input_names()) {
-    const auto it = std::find(c.inputs.begin(), c.inputs.end(), name);
-    if (it == c.inputs.end())
-      return Status(ErrorCode::kNotFound, fmt::format("carve's input '{}' is not an input of the case", name));
-    const auto& input = inputs[static_cast<size_t>(it - c.inputs.begin())];
-    if (!input.ok()) return input.status();
-    bound.push_back(*input);
+  CARVE_ASSIGN_OR_RETURN(auto model, onnx::Model::load_file(case_dir + "/model.onnx", {.max_programs = 1}));
+  if (!unreadable.ok()) {  // a dtype carve lacks: the import's message names the model's own type
+    CARVE_RETURN_IF_ERROR(model->import_for(inputs).status());
+    return unreadable;
   }
   runtime::RunOptions run;
   run.deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                         std::chrono::duration<double>(seconds));
-  CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> outputs, program->run(bound, run));
-  const std::vector<std::string> names = program->output_names();
+  CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> outputs, model->run(session, inputs, run));
+  const std::vector<std::string>& names = model->output_names();
   for (size_t i = 0; i < c.outputs.size() && mismatch.empty(); ++i) {
     const auto it = std::find(names.begin(), names.end(), c.outputs[i]);
     if (it == names.end()) {

@@ -10,7 +10,8 @@
 //    existing ones: Trilu -> where with a constant mask, Expand -> where broadcast, ...).
 //  - Shapes are static: graph inputs take their declared dims; a symbolic or unknown dim
 //    takes ImportOptions::input_shapes when given, else ImportOptions::symbolic_dim (1:
-//    batch 1). Everything computed from shapes and constants alone (Shape, Range,
+//    batch 1); onnx::Model (model.h) imports once per input shape seen at run time.
+//    Everything computed from shapes and constants alone (Shape, Range,
 //    ConstantOfShape, the integer arithmetic on shapes, Reshape targets, ...) is folded
 //    to constants at import, so the graph holds only the data-dependent computation.
 //  - Weights: initializers stored in the .onnx file become graph constants that own
@@ -21,7 +22,9 @@
 //    is not aligned to its element size is copied into the graph instead.
 //  - Operators (default domain; each also under the opset forms 7-18 that move
 //    attributes to inputs: Clip min/max, Pad pads, Split split, Squeeze/Unsqueeze/Reduce*
-//    axes, Slice starts/ends/axes/steps; such size inputs must be known at import):
+//    axes, Slice starts/ends/axes/steps; such size inputs must be known at import: from
+//    initializers and shapes, or from graph inputs given in ImportOptions::input_values,
+//    which onnx::Model (model.h) does per run):
 //      elementwise  Relu Sigmoid Tanh Sqrt Erf Exp Log Neg Abs Reciprocal Add Sub Mul Div
 //                   Pow Max Min Sum Equal Less LessOrEqual Greater GreaterOrEqual Not And
 //                   Or Where Cast Clip HardSigmoid HardSwish LeakyRelu PRelu Gelu(exact)
@@ -79,6 +82,15 @@ struct ImportOptions {
   // Shapes for graph inputs by name: they fix the symbolic/unknown dims and must agree
   // with the declared rank and fixed dims (kShapeError otherwise).
   std::map<std::string, ir::Shape, std::less<>> input_shapes{};
+  // Values for graph inputs by name: each is imported as a constant holding these bytes
+  // (and leaves the graph's inputs), so operands computed from it fold like any constant
+  // (a shape fed to Reshape/Expand/Tile/ConstantOfShape, Slice starts, Reduce axes, ...).
+  // Its dtype must be the input's, its shape must fit the declared one as input_shapes
+  // do (kTypeMismatch / kShapeError naming the input); a name that is not a graph input
+  // is kInvalidArgument. The buffer is copied; meant for small (shape-like) inputs.
+  // An operand that must be known but is computed from a graph input not given here is
+  // kUnsupported "input I (WHAT) must be a constant ...", naming that graph input.
+  std::map<std::string, runtime::Buffer, std::less<>> input_values{};
   // Size of a symbolic or unknown input dim not fixed by input_shapes.
   int64_t symbolic_dim = 1;
   // Directory external data paths are relative to ("" = the model file's directory).

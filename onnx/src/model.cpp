@@ -1,0 +1,190 @@
+// onnx::Model: the specialisation cache over import + Session::compile (model.h).
+#include "carve/onnx/model.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "context.h"
+
+namespace carve::onnx {
+namespace {
+
+// "ids i64[1,32]" for messages and keys.
+std::string describe(std::string_view name, const runtime::Buffer& b) {
+  return fmt::format("{} {}{}", name, ir::dtype_name(b.dtype()), b.shape().to_string());
+}
+
+}  // namespace
+
+Model::Model(std::vector<std::byte> bytes, std::string name, ModelOptions options)
+    : bytes_(std::move(bytes)), name_(std::move(name)), options_(std::move(options)) {}
+
+Result<std::unique_ptr<Model>> Model::load_file(const std::string& path, ModelOptions options) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}'", path));
+  std::vector<char> chars((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (file.bad()) return Status(ErrorCode::kIoError, fmt::format("cannot read '{}'", path));
+  if (options.import.external_data_dir.empty())
+    options.import.external_data_dir = std::filesystem::path(path).parent_path().string();
+  return load_bytes(std::as_bytes(std::span(chars)), path, std::move(options));
+}
+
+Result<std::unique_ptr<Model>> Model::load_bytes(std::span<const std::byte> bytes, std::string_view name,
+                                                 ModelOptions options) {
+  return no_exceptions(fmt::format("loading '{}'", name), [&]() -> Result<std::unique_ptr<Model>> {
+    if (options.max_programs < 1) return Status(ErrorCode::kInvalidArgument, "ModelOptions::max_programs must be >= 1");
+    if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+      return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
+    ::onnx::ModelProto proto;
+    if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || !proto.has_graph())
+      return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model", name));
+    std::unique_ptr<Model> model(
+        new Model(std::vector<std::byte>(bytes.begin(), bytes.end()), std::string(name), std::move(options)));
+    const auto& graph = proto.graph();
+    std::set<std::string, std::less<>> initializers;
+    for (const auto& init : graph.initializer()) initializers.insert(init.name());
+    for (const auto& info : graph.input())  // IR version < 4 lists initializers as inputs too
+      if (!initializers.contains(info.name())) model->input_names_.push_back(info.name());
+    for (const auto& info : graph.output()) model->output_names_.push_back(info.name());
+    return model;
+  });
+}
+
+Status Model::check_inputs(const NamedBuffers& inputs) const {
+  for (const auto& [name, buffer] : inputs)
+    if (std::find(input_names_.begin(), input_names_.end(), name) == input_names_.end())
+      return Status(ErrorCode::kInvalidArgument, fmt::format("onnx model '{}' has no input '{}' (its inputs: {})",
+                                                             name_, name, fmt::join(input_names_, ", ")));
+  return Status();
+}
+
+// Imports at the inputs' shapes with the learned inputs as values; an import that names
+// new inputs it needs as values is retried with them (the set only grows: at most one
+// retry per graph input).
+Result<ImportedModel> Model::import_locked(const NamedBuffers& inputs) {
+  for (;;) {
+    ImportOptions options = options_.import;
+    for (const auto& [name, buffer] : inputs) options.input_shapes[name] = buffer.shape();
+    for (const std::string& name : needed_) {
+      auto it = inputs.find(name);
+      if (it == inputs.end())
+        return Status(ErrorCode::kInvalidArgument,
+                      fmt::format("onnx model '{}': input '{}' is needed at import (a shape or other operand carve "
+                                  "must know is computed from it): give its value",
+                                  name_, name));
+      CARVE_ASSIGN_OR_RETURN(int64_t elements, it->second.shape().num_elements());
+      if (elements > options_.max_value_elements)
+        return Status(ErrorCode::kUnsupported,
+                      fmt::format("onnx model '{}': input '{}' ({} elements) is needed at import as a value, but "
+                                  "carve specialises on at most {} elements (ModelOptions::max_value_elements)",
+                                  name_, describe(name, it->second), elements,
+                                  options_.max_value_elements));
+      options.input_values.insert_or_assign(name, it->second);
+    }
+    std::set<std::string> wanted;
+    ++stats_.imports;
+    Result<ImportedModel> imported = detail::import_bytes_reporting(bytes_, name_, options, &wanted);
+    if (imported.ok()) return imported;
+    bool learned = false;
+    for (const std::string& name : wanted) learned = needed_.insert(name).second || learned;
+    if (!learned) return imported.status();
+    // Cached keys lack the new input's value: those programs can never be hit again.
+    stats_.evictions += static_cast<int64_t>(cache_.size());
+    cache_.clear();
+  }
+}
+
+Result<std::string> Model::key_locked(const runtime::Session& session, const NamedBuffers& inputs) const {
+  std::string key = fmt::format("{}", static_cast<const void*>(&session));
+  for (const auto& [name, buffer] : inputs) {
+    key += ';';  // (not ";" + ...: GCC 12 warns falsely on that concatenation)
+    key += describe(name, buffer);
+    if (!needed_.contains(name)) continue;
+    CARVE_ASSIGN_OR_RETURN(std::span<const std::byte> bytes, buffer.bytes());
+    key += "=";
+    for (std::byte b : bytes) key += fmt::format("{:02x}", static_cast<unsigned>(b));
+  }
+  return key;
+}
+
+Result<ImportedModel> Model::import_for(const NamedBuffers& inputs) {
+  return no_exceptions(fmt::format("importing '{}'", name_), [&]() -> Result<ImportedModel> {
+    CARVE_RETURN_IF_ERROR(check_inputs(inputs));
+    std::lock_guard<std::mutex> lock(mutex_);
+    return import_locked(inputs);
+  });
+}
+
+Result<std::vector<runtime::Buffer>> Model::run(runtime::Session& session, const NamedBuffers& inputs,
+                                                const runtime::RunOptions& options) {
+  std::shared_ptr<runtime::CompiledProgram> program;
+  Status found = no_exceptions(fmt::format("running '{}'", name_), [&]() -> Status {
+    CARVE_RETURN_IF_ERROR(check_inputs(inputs));
+    for (const std::string& name : input_names_)
+      if (!inputs.contains(name))
+        return Status(ErrorCode::kInvalidArgument, fmt::format("onnx model '{}': input '{}' is missing", name_, name));
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.runs;
+    CARVE_ASSIGN_OR_RETURN(std::string key, key_locked(session, inputs));
+    auto hit = std::find_if(cache_.begin(), cache_.end(), [&](const Entry& e) { return e.key == key; });
+    if (hit != cache_.end()) {
+      ++stats_.hits;
+      cache_.splice(cache_.begin(), cache_, hit);
+      program = cache_.front().program;
+      return Status();
+    }
+    // Errors as the import and compile word them (naming the model, node or input).
+    CARVE_ASSIGN_OR_RETURN(ImportedModel imported, import_locked(inputs));
+    CARVE_ASSIGN_OR_RETURN(key, key_locked(session, inputs));  // import_locked may have learned inputs
+    runtime::CompileOptions compile = options_.compile;
+    for (auto& [name, buffer] : imported.mapped_weights) compile.constants.insert_or_assign(name, buffer);
+    CARVE_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CompiledProgram> compiled, session.compile(imported.graph, compile));
+    ++stats_.compiles;
+    program = std::move(compiled);
+    cache_.push_front(Entry{std::move(key), program});
+    while (cache_.size() > options_.max_programs) {
+      cache_.pop_back();
+      ++stats_.evictions;
+    }
+    return Status();
+  });
+  CARVE_RETURN_IF_ERROR(found);
+  // Inputs imported as values are constants in this program: bind the others by name.
+  std::vector<runtime::Buffer> bound;
+  for (const std::string& name : program->input_names()) {
+    auto it = inputs.find(name);
+    if (it == inputs.end())
+      return Status(ErrorCode::kInternal, fmt::format("onnx model '{}': program input '{}' is not a model input", name_, name));
+    bound.push_back(it->second);
+  }
+  CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> outputs, program->run(bound, options));
+  const std::vector<std::string> names = program->output_names();
+  std::vector<runtime::Buffer> ordered;
+  for (const std::string& name : output_names_) {
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end())
+      return Status(ErrorCode::kInternal, fmt::format("onnx model '{}': output '{}' is not in the program", name_, name));
+    ordered.push_back(outputs[static_cast<size_t>(it - names.begin())]);
+  }
+  return ordered;
+}
+
+std::vector<std::string> Model::inputs_needed_at_import() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {needed_.begin(), needed_.end()};
+}
+
+ModelStats Model::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ModelStats s = stats_;
+  s.cached = cache_.size();
+  return s;
+}
+
+}  // namespace carve::onnx
