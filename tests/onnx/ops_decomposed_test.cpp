@@ -466,17 +466,17 @@ TEST_CASE("onnx/ops/mod") {
 
 TEST_CASE("onnx/ops/clip_with_runtime_bounds") {
   const HostTensor x = HostTensor::from<float>(carve::ir::Shape{5}, {-3.f, -0.5f, 0.5f, 3.f, NAN});
-  const auto scalar = [](float v) { return HostTensor::from<float>(carve::ir::Shape{}, {v}); };
+  const auto scalar = [](float v) { return HostTensor::from<float>(carve::ir::Shape{1}, {v}); };
   SUBCASE("both bounds are graph inputs; NaN stays NaN") {
     Model m(13);
-    m.input("x", kF32, {5}).input("lo", kF32, {}).input("hi", kF32, {}).node("Clip", {"x", "lo", "hi"});
+    m.input("x", kF32, {5}).input("lo", kF32, {1}).input("hi", kF32, {1}).node("Clip", {"x", "lo", "hi"});
     check_close(m, {x, scalar(-1.f), scalar(1.f)}, {-1, -0.5, 0.5, 1, kNaN});
     // min > max gives max everywhere (ONNX), NaN aside
     check_close(m, {x, scalar(2.f), scalar(1.f)}, {1, 1, 1, 1, kNaN});
   }
   SUBCASE("only max, min omitted") {
     Model m(13);
-    m.input("x", kF32, {5}).input("hi", kF32, {}).node("Clip", {"x", "", "hi"});
+    m.input("x", kF32, {5}).input("hi", kF32, {1}).node("Clip", {"x", "", "hi"});
     check_close(m, {x, scalar(0.f)}, {-3, -0.5, 0, 0, kNaN});
   }
   SUBCASE("a bound that is not a scalar is rejected naming the node") {
