@@ -502,6 +502,8 @@ std::string float_fast(OpKind op, bool dbl, const std::string& a, const std::str
 
 // A float op computed in double: `x`, `y` are doubles; returns a double expression.
 std::string float_wide(const ir::Node& n, const std::string& x, const std::string& y) {
+  // CUDA's double functions are named like the trigonometric/hyperbolic ops
+  if (n.op >= OpKind::kSin && n.op <= OpKind::kAtanh) return fmt::format("{}({})", ir::op_name(n.op), x);
   switch (n.op) {
     case OpKind::kExp: return fmt::format("exp({})", x);
     case OpKind::kLog: return fmt::format("log({})", x);
@@ -523,17 +525,6 @@ std::string float_wide(const ir::Node& n, const std::string& x, const std::strin
                          dlit(attr_float(n, "max", inf)));
     }
     case OpKind::kPow: return fmt::format("pow({}, {})", x, y);
-    case OpKind::kSin: return fmt::format("sin({})", x);
-    case OpKind::kCos: return fmt::format("cos({})", x);
-    case OpKind::kTan: return fmt::format("tan({})", x);
-    case OpKind::kAsin: return fmt::format("asin({})", x);
-    case OpKind::kAcos: return fmt::format("acos({})", x);
-    case OpKind::kAtan: return fmt::format("atan({})", x);
-    case OpKind::kSinh: return fmt::format("sinh({})", x);
-    case OpKind::kCosh: return fmt::format("cosh({})", x);
-    case OpKind::kAsinh: return fmt::format("asinh({})", x);
-    case OpKind::kAcosh: return fmt::format("acosh({})", x);
-    case OpKind::kAtanh: return fmt::format("atanh({})", x);
     default: return "carve_nan()";
   }
 }

@@ -296,23 +296,16 @@ Result<Value*> apply_elementwise(EmitContext& ec, const ir::Node& node, const st
     if (Value* v = float_math(ec, op, x)) return round_to(ec, out, v);
   }
 
+  if (op >= OpKind::kSin && op <= OpKind::kAtanh) {
+    // coverage, not speed: libm in double (the reference's functions, named like the
+    // ops), rounded once
+    return from_d(libm_call(ec, std::string(ir::op_name(op)).c_str(), to_d(x)));
+  }
   switch (op) {
     case OpKind::kExp: return from_d(exp_d(b, to_d(x)));
     case OpKind::kLog: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::log, to_d(x)));
     case OpKind::kTanh: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::tanh, to_d(x)));
     case OpKind::kErf: return from_d(libm_call(ec, "erf", to_d(x)));
-    // coverage, not speed: libm in double (the reference's functions), rounded once
-    case OpKind::kSin: return from_d(libm_call(ec, "sin", to_d(x)));
-    case OpKind::kCos: return from_d(libm_call(ec, "cos", to_d(x)));
-    case OpKind::kTan: return from_d(libm_call(ec, "tan", to_d(x)));
-    case OpKind::kAsin: return from_d(libm_call(ec, "asin", to_d(x)));
-    case OpKind::kAcos: return from_d(libm_call(ec, "acos", to_d(x)));
-    case OpKind::kAtan: return from_d(libm_call(ec, "atan", to_d(x)));
-    case OpKind::kSinh: return from_d(libm_call(ec, "sinh", to_d(x)));
-    case OpKind::kCosh: return from_d(libm_call(ec, "cosh", to_d(x)));
-    case OpKind::kAsinh: return from_d(libm_call(ec, "asinh", to_d(x)));
-    case OpKind::kAcosh: return from_d(libm_call(ec, "acosh", to_d(x)));
-    case OpKind::kAtanh: return from_d(libm_call(ec, "atanh", to_d(x)));
     case OpKind::kRsqrt: {
       Value* d = to_d(x);
       return from_d(b.CreateFDiv(fpc(d->getType(), 1.0), b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, d)));
