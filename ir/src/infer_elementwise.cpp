@@ -4,13 +4,18 @@
 namespace carve::ir::detail {
 namespace {
 
-// Transcendental ops only make sense on floats; neg/abs/relu/clip also take integers.
+// Transcendental ops only make sense on floats; neg/abs/relu/clip also take integers, and
+// the rounding ops too (as identities, so integer graphs need no casts around them).
 bool float_only(OpKind op) {
   switch (op) {
     case OpKind::kNeg:
     case OpKind::kAbs:
     case OpKind::kRelu:
     case OpKind::kClip:
+    case OpKind::kFloor:
+    case OpKind::kCeil:
+    case OpKind::kRound:
+    case OpKind::kTrunc:
       return false;
     default:
       return true;

@@ -64,6 +64,21 @@ constexpr std::array<OpTraits, kNumOps> kTable = {{
     Unary(K::kSilu, "silu"),
     Unary(K::kHardSigmoid, "hard_sigmoid", kHardSigmoid),
     Unary(K::kClip, "clip", kClip),
+    Unary(K::kFloor, "floor"),
+    Unary(K::kCeil, "ceil"),
+    Unary(K::kRound, "round"),
+    Unary(K::kTrunc, "trunc"),
+    Unary(K::kSin, "sin"),
+    Unary(K::kCos, "cos"),
+    Unary(K::kTan, "tan"),
+    Unary(K::kAsin, "asin"),
+    Unary(K::kAcos, "acos"),
+    Unary(K::kAtan, "atan"),
+    Unary(K::kSinh, "sinh"),
+    Unary(K::kCosh, "cosh"),
+    Unary(K::kAsinh, "asinh"),
+    Unary(K::kAcosh, "acosh"),
+    Unary(K::kAtanh, "atanh"),
     Binary(K::kAdd, "add"),
     Binary(K::kSub, "sub"),
     Binary(K::kMul, "mul"),
@@ -71,6 +86,7 @@ constexpr std::array<OpTraits, kNumOps> kTable = {{
     Binary(K::kPow, "pow"),
     Binary(K::kMax, "max"),
     Binary(K::kMin, "min"),
+    Binary(K::kFmod, "fmod"),
     Binary(K::kEqual, "equal"),
     Binary(K::kNotEqual, "not_equal"),
     Binary(K::kLess, "less"),
@@ -146,7 +162,7 @@ bool is_sink(OpKind op) { return is_valid_op(op) && op_traits(op).sink; }
 
 bool is_unary_elementwise(OpKind op) {
   auto i = static_cast<int>(op);
-  return i >= static_cast<int>(OpKind::kNeg) && i <= static_cast<int>(OpKind::kClip);
+  return i >= static_cast<int>(OpKind::kNeg) && i <= static_cast<int>(OpKind::kAtanh);
 }
 bool is_binary_elementwise(OpKind op) {
   auto i = static_cast<int>(op);

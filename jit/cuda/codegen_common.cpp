@@ -94,6 +94,7 @@ __device__ __forceinline__ long long carve_idiv(long long a, long long b) {
   if (b == -1) return carve_wneg(a);
   return a / b;
 }
+__device__ __forceinline__ long long carve_irem(long long a, long long b) { return b == 0 || b == -1 ? 0 : a % b; }
 __device__ __forceinline__ long long carve_ipow(long long base, long long e) {
   if (e < 0) {
     if (base == 1) return 1;
@@ -467,7 +468,8 @@ bool fast_float_op(OpKind op) {
   switch (op) {
     case OpKind::kNeg: case OpKind::kAbs: case OpKind::kRelu: case OpKind::kSqrt:
     case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv:
-    case OpKind::kMax: case OpKind::kMin:
+    case OpKind::kMax: case OpKind::kMin: case OpKind::kFmod:
+    case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kTrunc:
       return true;
     default:
       return false;
@@ -488,12 +490,20 @@ std::string float_fast(OpKind op, bool dbl, const std::string& a, const std::str
     case OpKind::kDiv: return fmt::format("__{}div_rn({}, {})", p, a, b);
     case OpKind::kMax: return fmt::format("carve_{}max({}, {})", p, a, b);
     case OpKind::kMin: return fmt::format("carve_{}min({}, {})", p, a, b);
+    // exact: C fmod, and rint rounds half to even in the default rounding mode
+    case OpKind::kFmod: return fmt::format("{}({}, {})", dbl ? "fmod" : "fmodf", a, b);
+    case OpKind::kFloor: return fmt::format("{}({})", dbl ? "floor" : "floorf", a);
+    case OpKind::kCeil: return fmt::format("{}({})", dbl ? "ceil" : "ceilf", a);
+    case OpKind::kRound: return fmt::format("{}({})", dbl ? "rint" : "rintf", a);
+    case OpKind::kTrunc: return fmt::format("{}({})", dbl ? "trunc" : "truncf", a);
     default: return "0";
   }
 }
 
 // A float op computed in double: `x`, `y` are doubles; returns a double expression.
 std::string float_wide(const ir::Node& n, const std::string& x, const std::string& y) {
+  // CUDA's double functions are named like the trigonometric/hyperbolic ops
+  if (n.op >= OpKind::kSin && n.op <= OpKind::kAtanh) return fmt::format("{}({})", ir::op_name(n.op), x);
   switch (n.op) {
     case OpKind::kExp: return fmt::format("exp({})", x);
     case OpKind::kLog: return fmt::format("log({})", x);
@@ -545,6 +555,9 @@ std::string int_op(const ir::Graph& g, const ir::Node& n, DType d, const std::st
     case OpKind::kPow: return fmt::format("carve_ipow({}, {})", a, b);
     case OpKind::kMax: return fmt::format("carve_imax({}, {})", a, b);
     case OpKind::kMin: return fmt::format("carve_imin({}, {})", a, b);
+    case OpKind::kFmod: return fmt::format("carve_irem({}, {})", a, b);
+    case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kTrunc:
+      return a;  // integers are already integral
     default: return "";
   }
 }

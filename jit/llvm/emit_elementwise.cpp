@@ -12,8 +12,12 @@
 //    reference); on f64, and rsqrt, pow and hard_sigmoid on every float dtype, they are
 //    computed in double (libm through LLVM intrinsics / calls resolved by the JIT) and
 //    rounded once, to f16/bf16 via round-to-odd float, so there is no double rounding.
-//  - integers wrap (no nsw/nuw), x / 0 = 0, INT_MIN / -1 = INT_MIN, pow with a negative
-//    exponent is the truncated real result; u8 is unsigned.
+//  - sin cos tan asin acos atan sinh cosh asinh acosh atanh call libm in double (scalar
+//    calls, lane by lane) and round once: the reference's own functions, so identical.
+//  - floor, ceil, round (half to even), trunc and fmod (frem) are exact in the compute
+//    type; the rounding ops are identities on integers.
+//  - integers wrap (no nsw/nuw), x / 0 = 0, INT_MIN / -1 = INT_MIN, x fmod 0 = 0, pow
+//    with a negative exponent is the truncated real result; u8 is unsigned.
 //  - max/min propagate NaN; relu(x) = x < 0 ? 0 : x; clip keeps NaN and on integers
 //    clamps to [ceil(min), floor(max)] saturated to the dtype.
 //  - cast: float -> int truncates and saturates (NaN -> 0); int -> int keeps the low bits;
@@ -81,17 +85,20 @@ Value* fmax_nan(llvm::IRBuilder<>& b, Value* x, Value* y, bool is_max) {
   return b.CreateSelect(pick_y, y, x);
 }
 
-// Integer division with defined results: x / 0 = 0, MIN / -1 = MIN (wraps).
-Value* int_div(llvm::IRBuilder<>& b, Value* x, Value* y, bool is_signed) {
+// Integer division or remainder with defined results: x / 0 = 0, MIN / -1 = MIN (wraps);
+// x rem 0 = 0, MIN rem -1 = 0 (no trap).
+Value* int_div(llvm::IRBuilder<>& b, Value* x, Value* y, bool is_signed, bool rem) {
   Type* t = x->getType();
   Value* zero = intc(t, 0);
   Value* is_zero = b.CreateICmpEQ(y, zero);
   if (!is_signed) {
     Value* safe = b.CreateSelect(is_zero, intc(t, 1), y);
-    return b.CreateSelect(is_zero, zero, b.CreateUDiv(x, safe));
+    return b.CreateSelect(is_zero, zero, rem ? b.CreateURem(x, safe) : b.CreateUDiv(x, safe));
   }
   Value* is_m1 = b.CreateICmpEQ(y, llvm::Constant::getAllOnesValue(t));
-  Value* safe = b.CreateSelect(b.CreateOr(is_zero, is_m1), intc(t, 1), y);
+  Value* trivial = b.CreateOr(is_zero, is_m1);
+  Value* safe = b.CreateSelect(trivial, intc(t, 1), y);
+  if (rem) return b.CreateSelect(trivial, zero, b.CreateSRem(x, safe));
   Value* q = b.CreateSDiv(x, safe);
   return b.CreateSelect(is_zero, zero, b.CreateSelect(is_m1, b.CreateSub(zero, x), q));
 }
@@ -230,12 +237,25 @@ Result<Value*> apply_elementwise(EmitContext& ec, const ir::Node& node, const st
   };
   auto from_d = [&](Value* d) { return round_from_double(ec, out, d); };
 
+  const bool rounding = op == OpKind::kFloor || op == OpKind::kCeil || op == OpKind::kRound || op == OpKind::kTrunc;
   if (ir::is_unary_elementwise(op) && !fp && op != OpKind::kNeg && op != OpKind::kAbs &&
-      op != OpKind::kRelu && op != OpKind::kClip) {
+      op != OpKind::kRelu && op != OpKind::kClip && !rounding) {
     return unsupported(g, node, fmt::format("{} needs a float input, got {}", ir::op_name(op), ir::dtype_name(in)));
   }
 
   switch (op) {
+    case OpKind::kFloor:
+    case OpKind::kCeil:
+    case OpKind::kRound:
+    case OpKind::kTrunc: {
+      if (!fp) return x;  // integers are already integral
+      // exact in the compute type, and an integral value of a dtype is representable in it
+      const llvm::Intrinsic::ID id = op == OpKind::kFloor  ? llvm::Intrinsic::floor
+                                     : op == OpKind::kCeil ? llvm::Intrinsic::ceil
+                                     : op == OpKind::kRound ? llvm::Intrinsic::roundeven
+                                                            : llvm::Intrinsic::trunc;
+      return round_to(ec, out, b.CreateUnaryIntrinsic(id, x));
+    }
     case OpKind::kNeg:
       return fp ? round_to(ec, out, b.CreateFNeg(x)) : b.CreateSub(intc(t, 0), x);
     case OpKind::kAbs:
@@ -276,6 +296,11 @@ Result<Value*> apply_elementwise(EmitContext& ec, const ir::Node& node, const st
     if (Value* v = float_math(ec, op, x)) return round_to(ec, out, v);
   }
 
+  if (op >= OpKind::kSin && op <= OpKind::kAtanh) {
+    // coverage, not speed: libm in double (the reference's functions, named like the
+    // ops), rounded once
+    return from_d(libm_call(ec, std::string(ir::op_name(op)).c_str(), to_d(x)));
+  }
   switch (op) {
     case OpKind::kExp: return from_d(exp_d(b, to_d(x)));
     case OpKind::kLog: return from_d(b.CreateUnaryIntrinsic(llvm::Intrinsic::log, to_d(x)));
@@ -345,6 +370,8 @@ Result<Value*> apply_elementwise(EmitContext& ec, const ir::Node& node, const st
       case OpKind::kMax: return fmax_nan(b, x, y, true);
       case OpKind::kMin: return fmax_nan(b, x, y, false);
       case OpKind::kPow: return from_d(b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, to_d(x), to_d(y)));
+      // frem is C fmod: exact, so f16/bf16 (computed in float) need no rounding either
+      case OpKind::kFmod: return b.CreateFRem(x, y);
       default: break;
     }
   } else {
@@ -352,7 +379,8 @@ Result<Value*> apply_elementwise(EmitContext& ec, const ir::Node& node, const st
       case OpKind::kAdd: return b.CreateAdd(x, y);
       case OpKind::kSub: return b.CreateSub(x, y);
       case OpKind::kMul: return b.CreateMul(x, y);
-      case OpKind::kDiv: return int_div(b, x, y, sgn);
+      case OpKind::kDiv: return int_div(b, x, y, sgn, false);
+      case OpKind::kFmod: return int_div(b, x, y, sgn, true);
       case OpKind::kPow: return int_pow(b, x, y, sgn);
       case OpKind::kMax: return b.CreateSelect(sgn ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y), x, y);
       case OpKind::kMin: return b.CreateSelect(sgn ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y), x, y);

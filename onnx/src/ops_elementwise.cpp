@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "context.h"
 
@@ -110,7 +111,10 @@ Status lower_cast(NodeContext& n) {
   return n.set_output(0, y);
 }
 
-// Clip: min/max are attributes before opset 11 and optional constant inputs after.
+// Clip: min/max are attributes before opset 11 and optional inputs after. Constant
+// bounds become one clip node; bounds computed at run time (or min > max, where ONNX
+// gives max) become max(x, min) then min(., max): NaN in x or a bound propagates, as
+// in ONNX's np.clip reference.
 Status lower_clip(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   double lo = -std::numeric_limits<double>::infinity();
@@ -121,14 +125,57 @@ Status lower_clip(NodeContext& n) {
   } else if (n.has_attr("min") || n.has_attr("max")) {
     return n.unsupported("attributes min/max are opset < 11; from opset 11 they are inputs");
   }
-  if (n.has_input(1)) {
-    CARVE_ASSIGN_OR_RETURN(lo, n.const_scalar(1, "min"));
+  std::optional<Tensor> bounds[2];  // the min and max inputs, where present
+  bool known = true;
+  for (int i = 0; i < 2; ++i) {
+    if (!n.has_input(i + 1)) continue;
+    CARVE_ASSIGN_OR_RETURN(Tensor b, n.input(i + 1));
+    const ir::Shape& s = b.type.shape;
+    Result<int64_t> count = s.num_elements();
+    if (!count.ok() || *count != 1 || s.rank() > x.type.shape.rank())  // would broadcast x up
+      return n.invalid(fmt::format("{} must be a scalar, got {}", i == 0 ? "min" : "max", b.type.to_string()));
+    if (b.is_known()) {
+      (i == 0 ? lo : hi) = to_doubles(b)[0];
+    } else {
+      known = false;
+    }
+    bounds[i] = std::move(b);
   }
-  if (n.has_input(2)) {
-    CARVE_ASSIGN_OR_RETURN(hi, n.const_scalar(2, "max"));
+  if (known && lo <= hi) {
+    CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kClip, {x}, {{"min", lo}, {"max", hi}}));
+    return n.set_output(0, y);
   }
-  if (lo > hi) return n.unsupported(fmt::format("min {} > max {}", lo, hi));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kClip, {x}, {{"min", lo}, {"max", hi}}));
+  if (n.opset() < 11) {  // attributes, min > max
+    bounds[0] = n.constant_doubles(x.type.dtype, {}, {lo});
+    bounds[1] = n.constant_doubles(x.type.dtype, {}, {hi});
+  }
+  Tensor y = x;
+  for (int i = 0; i < 2; ++i) {
+    if (!bounds[i]) continue;
+    CARVE_ASSIGN_OR_RETURN(y, n.op(i == 0 ? OpKind::kMax : OpKind::kMin, {y, *bounds[i]}));
+  }
+  return n.set_output(0, y);
+}
+
+// Mod: fmod=1 is C fmod (carve's fmod op: exact, where x - trunc(x / y) * y is not);
+// fmod=0, integers only as ONNX requires, takes the divisor's sign (Python's %): the
+// truncated remainder plus y where it is nonzero and its sign differs from y's.
+Status lower_mod(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs(n, 2));
+  CARVE_ASSIGN_OR_RETURN(int64_t fmod, n.attr_int("fmod", 0));
+  if (fmod != 0 && fmod != 1) return n.invalid(fmt::format("fmod = {} (must be 0 or 1)", fmod));
+  const ir::DType dt = in[0].type.dtype;
+  if (fmod == 0 && ir::is_float(dt))
+    return n.invalid(fmt::format("fmod = 0 on {} (ONNX requires fmod = 1 for floats)", ir::dtype_name(dt)));
+  CARVE_ASSIGN_OR_RETURN(Tensor r, n.op(OpKind::kFmod, in));
+  if (fmod == 1 || dt == ir::DType::kU8) return n.set_output(0, r);  // unsigned: no sign to fix
+  Tensor zero = n.constant_ints(dt, {}, {0});
+  CARVE_ASSIGN_OR_RETURN(Tensor y_negative, n.op(OpKind::kLess, {in[1], zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor r_positive, n.op(OpKind::kGreater, {r, zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor r_negative, n.op(OpKind::kLess, {r, zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor differ, n.op(OpKind::kWhere, {y_negative, r_positive, r_negative}));
+  CARVE_ASSIGN_OR_RETURN(Tensor shifted, n.op(OpKind::kAdd, {r, in[1]}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {differ, shifted, r}));
   return n.set_output(0, y);
 }
 
@@ -392,24 +439,6 @@ Status lower_cast_like(NodeContext& n) {
   return n.set_output(0, y);
 }
 
-double round_half_even(double v) { return std::nearbyint(v); }
-double floor_of(double v) { return std::floor(v); }
-double ceil_of(double v) { return std::ceil(v); }
-
-// Floor, Ceil, Round appear in shape arithmetic (e.g. a size divided and rounded).
-// carve has no rounding op, so they are supported on inputs known at import only.
-template <double (*f)(double)>
-Status lower_known_rounding(NodeContext& n) {
-  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
-  if (!x.is_known()) {
-    n.note_needs_value(0);  // onnx::Model retries with those graph inputs' values
-    return n.unsupported("carve has no rounding op: supported only on values computable at import (shapes, constants)");
-  }
-  std::vector<double> v = to_doubles(x);
-  for (double& d : v) d = f(d);
-  return n.set_output(0, n.constant_doubles(x.type.dtype, x.type.shape, v));
-}
-
 Status lower_identity(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   return n.set_output(0, x);
@@ -478,9 +507,21 @@ void register_elementwise_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["LeakyRelu"] = {lower_leaky_relu, {"alpha"}};
   t["Gelu"] = {lower_gelu, {"approximate"}};
   t["PRelu"] = {lower_prelu, {}};
-  t["Floor"] = {lower_known_rounding<floor_of>, {}};
-  t["Ceil"] = {lower_known_rounding<ceil_of>, {}};
-  t["Round"] = {lower_known_rounding<round_half_even>, {}};
+  t["Floor"] = {lower_unary<OpKind::kFloor>, {}};
+  t["Ceil"] = {lower_unary<OpKind::kCeil>, {}};
+  t["Round"] = {lower_unary<OpKind::kRound>, {}};
+  t["Sin"] = {lower_unary<OpKind::kSin>, {}};
+  t["Cos"] = {lower_unary<OpKind::kCos>, {}};
+  t["Tan"] = {lower_unary<OpKind::kTan>, {}};
+  t["Asin"] = {lower_unary<OpKind::kAsin>, {}};
+  t["Acos"] = {lower_unary<OpKind::kAcos>, {}};
+  t["Atan"] = {lower_unary<OpKind::kAtan>, {}};
+  t["Sinh"] = {lower_unary<OpKind::kSinh>, {}};
+  t["Cosh"] = {lower_unary<OpKind::kCosh>, {}};
+  t["Asinh"] = {lower_unary<OpKind::kAsinh>, {}};
+  t["Acosh"] = {lower_unary<OpKind::kAcosh>, {}};
+  t["Atanh"] = {lower_unary<OpKind::kAtanh>, {}};
+  t["Mod"] = {lower_mod, {"fmod"}};
   t["Elu"] = {lower_elu, {"alpha"}};
   t["Selu"] = {lower_selu, {"alpha", "gamma"}};
   t["Celu"] = {lower_celu, {"alpha"}};

@@ -2,7 +2,8 @@
 // ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp are composed of
 // an elementwise step, one of them, and another elementwise step. ReduceProd is not
 // supported: carve has no product reduction, and exp(sum(log|x|)) is neither exact nor
-// defined for zeros and signs.
+// defined for zeros and signs. DynamicQuantizeLinear is here too: min/max reductions and
+// elementwise steps.
 #include <onnx/onnx_pb.h>
 
 #include <limits>
@@ -119,6 +120,41 @@ Status lower_reduce(NodeContext& n) {
   return n.set_output(0, *y);
 }
 
+// DynamicQuantizeLinear(x f32) -> (y u8, scale f32, zero point u8), as ONNX's reference:
+// scale = (max(0, max x) - min(0, min x)) / 255, zero point = round(clip(-min / scale,
+// 0, 255)), y = clip(round(x / scale) + zero point, 0, 255); round is half to even, and
+// the clipped values are integral, so the casts to u8 are exact.
+Status lower_dynamic_quantize_linear(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  const ir::DType dt = x.type.dtype;
+  if (dt != ir::DType::kF32) return n.unsupported(fmt::format("{} input (ONNX defines float only)", ir::dtype_name(dt)));
+  const Reduction all{{}, 0, false};
+  Tensor zero = n.constant_doubles(dt, {}, {0.0});
+  CARVE_ASSIGN_OR_RETURN(Tensor hi, reduce(n, OpKind::kReduceMax, x, all, 0));
+  CARVE_ASSIGN_OR_RETURN(Tensor neg_x, flip(n, x));
+  CARVE_ASSIGN_OR_RETURN(Tensor neg_lo, reduce(n, OpKind::kReduceMax, neg_x, all, 0));
+  CARVE_ASSIGN_OR_RETURN(Tensor lo, flip(n, neg_lo));
+  CARVE_ASSIGN_OR_RETURN(hi, n.op(OpKind::kMax, {hi, zero}));
+  CARVE_ASSIGN_OR_RETURN(lo, n.op(OpKind::kMin, {lo, zero}));
+  CARVE_ASSIGN_OR_RETURN(Tensor range, n.op(OpKind::kSub, {hi, lo}));
+  CARVE_ASSIGN_OR_RETURN(Tensor scale, n.op(OpKind::kDiv, {range, n.constant_doubles(dt, {}, {255.0})}));
+  const ir::Attrs to_u8{{"min", 0.0}, {"max", 255.0}};
+  CARVE_ASSIGN_OR_RETURN(Tensor lo_steps, n.op(OpKind::kDiv, {lo, scale}));
+  CARVE_ASSIGN_OR_RETURN(Tensor zp, n.op(OpKind::kNeg, {lo_steps}));
+  CARVE_ASSIGN_OR_RETURN(zp, n.op(OpKind::kClip, {zp}, to_u8));
+  CARVE_ASSIGN_OR_RETURN(zp, n.op(OpKind::kRound, {zp}));
+  CARVE_ASSIGN_OR_RETURN(Tensor steps, n.op(OpKind::kDiv, {x, scale}));
+  CARVE_ASSIGN_OR_RETURN(steps, n.op(OpKind::kRound, {steps}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kAdd, {steps, zp}));
+  CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kClip, {y}, to_u8));
+  const ir::Attrs cast{{"to", std::string("u8")}};
+  CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kCast, {y}, cast));
+  CARVE_ASSIGN_OR_RETURN(zp, n.op(OpKind::kCast, {zp}, cast));
+  CARVE_RETURN_IF_ERROR(n.set_output(0, y));
+  CARVE_RETURN_IF_ERROR(n.set_output(1, scale));
+  return n.set_output(2, zp);
+}
+
 }  // namespace
 
 void register_reduce_ops(std::map<std::string, OpEntry, std::less<>>& t) {
@@ -132,6 +168,7 @@ void register_reduce_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["ReduceSumSquare"] = {lower_reduce<Family::kSumSquare>, attrs};
   t["ReduceLogSum"] = {lower_reduce<Family::kLogSum>, attrs};
   t["ReduceLogSumExp"] = {lower_reduce<Family::kLogSumExp>, attrs};
+  t["DynamicQuantizeLinear"] = {lower_dynamic_quantize_linear, {}};
 }
 
 }  // namespace carve::onnx::detail

@@ -38,6 +38,21 @@ double float_unary(OpKind op, double x, const Ctx& ctx) {
       const double lo = ctx.attr_float("min", -kInf), hi = ctx.attr_float("max", kInf);
       return x < lo ? lo : (x > hi ? hi : x);  // NaN falls through
     }
+    case OpKind::kFloor: return std::floor(x);
+    case OpKind::kCeil: return std::ceil(x);
+    case OpKind::kRound: return std::nearbyint(x);  // half to even in the default rounding mode
+    case OpKind::kTrunc: return std::trunc(x);
+    case OpKind::kSin: return std::sin(x);
+    case OpKind::kCos: return std::cos(x);
+    case OpKind::kTan: return std::tan(x);
+    case OpKind::kAsin: return std::asin(x);
+    case OpKind::kAcos: return std::acos(x);
+    case OpKind::kAtan: return std::atan(x);
+    case OpKind::kSinh: return std::sinh(x);
+    case OpKind::kCosh: return std::cosh(x);
+    case OpKind::kAsinh: return std::asinh(x);
+    case OpKind::kAcosh: return std::acosh(x);
+    case OpKind::kAtanh: return std::atanh(x);
     default: return kNaN;
   }
 }
@@ -80,6 +95,11 @@ Status run_unary(const Ctx& ctx) {
       for (int64_t& v : x) v = v < lo ? lo : (v > hi ? hi : v);
       break;
     }
+    case OpKind::kFloor:
+    case OpKind::kCeil:
+    case OpKind::kRound:
+    case OpKind::kTrunc:
+      break;  // integers are already integral
     default:
       return ctx.error(ErrorCode::kInternal, "no integer form of this op");
   }
@@ -96,6 +116,7 @@ double float_binary(OpKind op, double a, double b) {
     case OpKind::kPow: return std::pow(a, b);
     case OpKind::kMax: return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
     case OpKind::kMin: return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b);
+    case OpKind::kFmod: return std::fmod(a, b);  // exact, so rounding to the dtype is too
     default: return kNaN;
   }
 }
@@ -126,6 +147,9 @@ int64_t int_binary(OpKind op, int64_t a, int64_t b) {
     case OpKind::kPow: return int_pow(a, b);
     case OpKind::kMax: return std::max(a, b);
     case OpKind::kMin: return std::min(a, b);
+    case OpKind::kFmod:
+      if (b == 0 || b == -1) return 0;  // INT64_MIN % -1 would overflow
+      return a % b;                     // the sign of a
     default: return 0;
   }
 }

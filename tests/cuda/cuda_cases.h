@@ -98,6 +98,22 @@ std::vector<Case> elementwise_cases() {
                        auto y = b.input("y", d, {5});
                        b.output(b.where(b.less(x, y), x, y));
                      }});
+    // rounding and fmod are exact; every trigonometric/hyperbolic op gets an in-domain argument
+    cases.push_back({"rounding trigonometric fmod " + dn(d), [d](GraphBuilder& b) {
+                       using ir::OpKind;
+                       auto f = [&](OpKind op, ValueId v) { return b.op1(op, {v}); };
+                       auto x = b.input("x", d, {3, 37});
+                       auto r = b.add(b.add(f(OpKind::kFloor, x), f(OpKind::kCeil, x)),
+                                      b.add(f(OpKind::kRound, x), f(OpKind::kTrunc, x)));
+                       b.output(b.fmod(r, b.input("y", d, {37})));
+                       auto s = f(OpKind::kSin, x), c = f(OpKind::kCos, x);
+                       auto t = b.add(f(OpKind::kAsin, s), f(OpKind::kAcos, c));
+                       t = b.add(t, f(OpKind::kAtan, f(OpKind::kTan, x)));
+                       t = b.add(t, f(OpKind::kAtanh, b.tanh(x)));
+                       t = b.add(t, b.add(f(OpKind::kSinh, s), f(OpKind::kCosh, c)));
+                       t = b.add(t, b.add(f(OpKind::kAsinh, x), f(OpKind::kAcosh, f(OpKind::kCosh, x))));
+                       b.output(t);
+                     }, tol(d, 2e-6), tol(d, 2e-6)});
   }
   for (DType d : kInts) {
     cases.push_back({"integer chain " + dn(d), [d](GraphBuilder& b) {
@@ -110,6 +126,8 @@ std::vector<Case> elementwise_cases() {
                        t = b.div(t, b.input("z", d, {4, 1}));
                        t = b.max(t, b.min(x, y));
                        t = b.pow(t, b.input("e", d, {1}));
+                       t = b.fmod(t, b.input("m", d, {9}));  // zero divisors included
+                       t = b.op1(ir::OpKind::kRound, {t});
                        b.output(b.clip(t, -7.5, 100.25));
                      }, 0, 0, -9, 9});
   }

@@ -43,6 +43,47 @@ TEST_CASE("cuda/codegen/kernel signature and launch") {
   CHECK(a->source.find("unsigned short* p2") != std::string::npos);
 }
 
+namespace {
+
+// The one kernel of a single-group graph (fails the test otherwise).
+std::string only_kernel_source(const ir::Graph& g) {
+  auto order = ir::execution_order(g);
+  auto groups = form_kernel_groups(g, *order);
+  REQUIRE(groups.ok());
+  REQUIRE(groups->size() == 1);
+  auto src = generate_kernel(g, (*groups)[0]);
+  REQUIRE_MESSAGE(src.ok(), src.status().to_string());
+  return src->source;
+}
+
+}  // namespace
+
+TEST_CASE("cuda/codegen/rounding, fmod and trigonometric ops: exact in float, libm-like in double") {
+  GraphBuilder b;
+  auto x = b.input("x", DType::kF32, {16});
+  auto t = b.op1(ir::OpKind::kRound, {b.op1(ir::OpKind::kTrunc, {x})});
+  t = b.op1(ir::OpKind::kAcosh, {b.op1(ir::OpKind::kSin, {b.fmod(t, x)})});
+  b.output(t);
+  auto g = b.build();
+  REQUIRE(g.ok());
+  const std::string src = only_kernel_source(*g);
+  CHECK(src.find("rintf(") != std::string::npos);  // half to even, not roundf (half away)
+  CHECK(src.find("roundf(") == std::string::npos);
+  CHECK(src.find("truncf(") != std::string::npos);
+  CHECK(src.find("fmodf(") != std::string::npos);
+  CHECK(src.find("sin((double)") != std::string::npos);
+  CHECK(src.find("acosh((double)") != std::string::npos);
+
+  GraphBuilder bi;
+  auto i = bi.input("i", DType::kI32, {16});
+  bi.output(bi.op1(ir::OpKind::kFloor, {bi.fmod(i, bi.input("j", DType::kI32, {16}))}));
+  auto gi = bi.build();
+  REQUIRE(gi.ok());
+  const std::string isrc = only_kernel_source(*gi);
+  CHECK(isrc.find("carve_irem(") != std::string::npos);
+  CHECK(isrc.find("floor") == std::string::npos);  // an identity on integers
+}
+
 TEST_CASE("cuda/codegen/write_handle_at checks its position and reports through the error word") {
   GraphBuilder b;
   b.handle("cache", DType::kF32, {4, 2});

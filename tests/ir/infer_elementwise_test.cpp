@@ -29,7 +29,7 @@ std::vector<OpKind> binary_ops() {
 }  // namespace
 
 TEST_CASE("ir/shape/unary ops keep the input type") {
-  CHECK(unary_ops().size() == 14);
+  CHECK(unary_ops().size() == 29);
   for (OpKind op : unary_ops()) {
     CAPTURE(op_name(op));
     CHECK(infer1(op, {f32({2, 3})}) == f32({2, 3}));
@@ -41,11 +41,15 @@ TEST_CASE("ir/shape/unary ops keep the input type") {
 TEST_CASE("ir/shape/unary dtype rules") {
   for (OpKind op :
        {OpKind::kExp, OpKind::kLog, OpKind::kSqrt, OpKind::kRsqrt, OpKind::kTanh, OpKind::kSigmoid,
-        OpKind::kGelu, OpKind::kErf, OpKind::kSilu, OpKind::kHardSigmoid}) {
+        OpKind::kGelu, OpKind::kErf, OpKind::kSilu, OpKind::kHardSigmoid, OpKind::kSin, OpKind::kCos,
+        OpKind::kTan, OpKind::kAsin, OpKind::kAcos, OpKind::kAtan, OpKind::kSinh, OpKind::kCosh, OpKind::kAsinh,
+        OpKind::kAcosh, OpKind::kAtanh}) {
     CAPTURE(op_name(op));
     CHECK(infer_error(op, {tt(DType::kI32, {4})}) == ErrorCode::kTypeMismatch);
   }
-  for (OpKind op : {OpKind::kNeg, OpKind::kAbs, OpKind::kRelu, OpKind::kClip}) {
+  // the rounding ops take integers too (identities there)
+  for (OpKind op : {OpKind::kNeg, OpKind::kAbs, OpKind::kRelu, OpKind::kClip, OpKind::kFloor, OpKind::kCeil,
+                    OpKind::kRound, OpKind::kTrunc}) {
     CAPTURE(op_name(op));
     CHECK(infer1(op, {tt(DType::kI8, {4})}) == tt(DType::kI8, {4}));
     CHECK(infer_error(op, {tt(DType::kBool, {4})}) == ErrorCode::kTypeMismatch);

@@ -48,6 +48,20 @@ TEST_CASE("ir/op/traits arity and flags") {
   CHECK(is_comparison(OpKind::kGreaterEqual));
   CHECK_FALSE(is_comparison(OpKind::kMax));
   CHECK(is_unary_elementwise(OpKind::kHardSigmoid));
+  // the rounding and trigonometric ops sit in the unary range; fmod is binary
+  for (OpKind u : {OpKind::kFloor, OpKind::kRound, OpKind::kTrunc, OpKind::kSin, OpKind::kAtanh}) {
+    CAPTURE(op_name(u));
+    CHECK(is_unary_elementwise(u));
+    CHECK(is_elementwise(u));
+    CHECK_FALSE(is_binary_elementwise(u));
+  }
+  CHECK(is_binary_elementwise(OpKind::kFmod));
+  CHECK_FALSE(is_comparison(OpKind::kFmod));
+  CHECK_FALSE(is_unary_elementwise(OpKind::kFmod));
+  CHECK(op_traits(OpKind::kFmod).min_inputs == 2);
+  CHECK(*op_from_name("round") == OpKind::kRound);
+  CHECK(*op_from_name("acosh") == OpKind::kAcosh);
+  CHECK(op_name(OpKind::kFmod) == "fmod");
   CHECK(is_binary_elementwise(OpKind::kNotEqual));
   CHECK(is_reduction(OpKind::kReduceMean));
   CHECK(accepts_attr(OpKind::kConv2d, "dilations"));

@@ -134,6 +134,23 @@ TEST_CASE("ir/text/round trip of odd names and float attributes") {
   CHECK(g.node(4).attrs.at("value").is_float());
 }
 
+TEST_CASE("ir/text/round trip of the rounding, trigonometric and fmod ops") {
+  GraphBuilder b;
+  ValueId x = b.input("x", DType::kF32, {4});
+  const OpKind unary[] = {OpKind::kFloor, OpKind::kCeil, OpKind::kRound, OpKind::kTrunc, OpKind::kSin,
+                          OpKind::kCos,   OpKind::kTan,  OpKind::kAsin,  OpKind::kAcos,  OpKind::kAtan,
+                          OpKind::kSinh,  OpKind::kCosh, OpKind::kAsinh, OpKind::kAcosh, OpKind::kAtanh};
+  ValueId t = x;
+  for (OpKind op : unary) t = b.op1(op, {t});
+  b.output(b.fmod(t, x));
+  const Graph g0 = must_build(b);
+  CHECK(print(g0).find(" = atanh(") != std::string::npos);
+  Graph g = round_trip(g0);
+  REQUIRE(g.nodes.size() == std::size(unary) + 1);
+  for (size_t i = 0; i < std::size(unary); ++i) CHECK(g.node(static_cast<NodeId>(i)).op == unary[i]);
+  CHECK(g.nodes.back().op == OpKind::kFmod);
+}
+
 TEST_CASE("ir/text/round trip of every attribute kind") {
   Graph g;
   g.name = "attrs";

@@ -4,7 +4,7 @@
 //
 // Tolerances (JIT vs reference, which computes in double and rounds once):
 //  - exact (bit-for-bit, NaN == NaN): neg abs relu clip add sub mul div max min sqrt,
-//    comparisons, where, cast, and every integer/bool op. f32 arithmetic is exact
+//    floor ceil round trunc fmod, comparisons, where, cast, and every integer/bool op. f32 arithmetic is exact
 //    because nothing is reassociated; f16/bf16 compute in float and round per op, which
 //    equals rounding the exact result once for + - * / sqrt.
 //  - float math (exp log tanh erf sigmoid silu gelu) on f32/f16/bf16: the JIT's float
@@ -13,7 +13,8 @@
 //    them) and one 16-bit ulp on f16/bf16 (the float result rounded once more). gelu
 //    also passes within 1e-15 absolute: the reference's 1 + erf(x / sqrt 2) cancels for
 //    negative x and is itself off by about that much.
-//  - other transcendental (rsqrt pow hard_sigmoid, and every op on f64): the JIT also
+//  - other transcendental (rsqrt pow hard_sigmoid, the trigonometric/hyperbolic ops, and
+//    every op on f64): the JIT also
 //    evaluates in double through libm, so results are normally identical; allowed:
 //    f64 1e-13 relative, f32 1e-6 relative, f16 2^-10 and bf16 2^-7 relative (one ulp).
 #include <doctest/doctest.h>
@@ -33,7 +34,9 @@ bool transcendental(OpKind op) {
   switch (op) {
     case OpKind::kExp: case OpKind::kLog: case OpKind::kTanh: case OpKind::kErf:
     case OpKind::kSigmoid: case OpKind::kSilu: case OpKind::kGelu: case OpKind::kRsqrt:
-    case OpKind::kPow: case OpKind::kHardSigmoid:
+    case OpKind::kPow: case OpKind::kHardSigmoid: case OpKind::kSin: case OpKind::kCos: case OpKind::kTan:
+    case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtan: case OpKind::kSinh: case OpKind::kCosh:
+    case OpKind::kAsinh: case OpKind::kAcosh: case OpKind::kAtanh:
       return true;
     default:
       return false;
@@ -70,6 +73,10 @@ std::pair<double, double> range_for(OpKind op, size_t k) {
   switch (op) {
     case OpKind::kLog: case OpKind::kSqrt: case OpKind::kRsqrt: return {-1, 50};
     case OpKind::kExp: return {-20, 20};
+    // a little outside the domains, so NaNs are compared too
+    case OpKind::kAsin: case OpKind::kAcos: case OpKind::kAtanh: return {-1.1, 1.1};
+    case OpKind::kAcosh: return {0.9, 30};
+    case OpKind::kRound: return {-4, 4};  // 16-bit dtypes hit many exact halves here
     case OpKind::kPow: return k == 0 ? std::pair{0.05, 4.0} : std::pair{-3.0, 3.0};
     default: return {-8, 8};
   }
@@ -108,7 +115,7 @@ void check_op(OpKind op, const std::vector<ir::TensorType>& types, ir::Attrs att
         continue;
       }
       HostTensor t = random_tensor(rng, types[k].dtype, types[k].shape, lo, hi);
-      if (op == OpKind::kDiv && k == 1 && ir::is_integer(types[k].dtype)) {
+      if ((op == OpKind::kDiv || op == OpKind::kFmod) && k == 1 && ir::is_integer(types[k].dtype)) {
         std::vector<double> d = t.to_doubles();  // zeros and -1 divisors on purpose
         for (double& x : d) {
           if (rng() % 5 == 0) x = 0;
@@ -172,6 +179,35 @@ TEST_CASE("jit/elementwise/silu float dtypes") { check_unary(OpKind::kSilu, kFlo
 TEST_CASE("jit/elementwise/hard_sigmoid float dtypes") {
   check_unary(OpKind::kHardSigmoid, kFloats, {{"alpha", 0.3}, {"beta", 0.4}});
 }
+TEST_CASE("jit/elementwise/rounding ops all numeric dtypes") {
+  for (OpKind op : {OpKind::kFloor, OpKind::kCeil, OpKind::kRound, OpKind::kTrunc}) check_unary(op, kNumeric);
+}
+TEST_CASE("jit/elementwise/trigonometric and hyperbolic ops float dtypes") {
+  for (OpKind op : {OpKind::kSin, OpKind::kCos, OpKind::kTan, OpKind::kAsin, OpKind::kAcos, OpKind::kAtan,
+                    OpKind::kSinh, OpKind::kCosh, OpKind::kAsinh, OpKind::kAcosh, OpKind::kAtanh}) {
+    check_unary(op, kFloats);
+  }
+}
+
+TEST_CASE("jit/elementwise/rounding ties, signed zeros, inf and NaN equal the reference") {
+  if (skip_without_jit()) return;
+  JitCompiler& jit = *shared_jit();
+  const std::vector<double> v = {-2.5, -1.5, -0.5, -0.0, 0.5, 1.5, 2.5, 0.49999997, 8388607.5, 1e30,
+                                 -1e30, INFINITY, -INFINITY, NAN, -0.75, 0.25};
+  for (DType d : kFloats) {
+    HostTensor in = HostTensor::from_doubles(d, Shape{static_cast<int64_t>(v.size())}, v);
+    for (OpKind op : {OpKind::kFloor, OpKind::kCeil, OpKind::kRound, OpKind::kTrunc}) {
+      CAPTURE(ir::op_name(op));
+      CAPTURE(ir::dtype_name(d));
+      ir::Graph g = op_graph(op, {in.type});
+      auto expected = run_reference(g, {in});
+      REQUIRE(expected.ok());
+      auto actual = run_jit(jit, g, {in});
+      REQUIRE_MESSAGE(actual.ok(), actual.status().to_string());
+      CHECK((*actual)[0].bytes == (*expected)[0].bytes);  // signed zeros too
+    }
+  }
+}
 
 TEST_CASE("jit/elementwise/add all numeric dtypes and broadcasts") { check_binary(OpKind::kAdd, kNumeric); }
 TEST_CASE("jit/elementwise/sub all numeric dtypes and broadcasts") { check_binary(OpKind::kSub, kNumeric); }
@@ -180,6 +216,7 @@ TEST_CASE("jit/elementwise/div all numeric dtypes and broadcasts") { check_binar
 TEST_CASE("jit/elementwise/pow all numeric dtypes and broadcasts") { check_binary(OpKind::kPow, kNumeric); }
 TEST_CASE("jit/elementwise/max all numeric dtypes and broadcasts") { check_binary(OpKind::kMax, kNumeric); }
 TEST_CASE("jit/elementwise/min all numeric dtypes and broadcasts") { check_binary(OpKind::kMin, kNumeric); }
+TEST_CASE("jit/elementwise/fmod all numeric dtypes and broadcasts") { check_binary(OpKind::kFmod, kNumeric); }
 
 TEST_CASE("jit/elementwise/comparisons all dtypes and broadcasts") {
   for (OpKind op : {OpKind::kEqual, OpKind::kNotEqual, OpKind::kLess, OpKind::kLessEqual, OpKind::kGreater,
@@ -276,6 +313,10 @@ TEST_CASE("jit/elementwise/integer division by zero and overflow are defined") {
   auto out = run_jit(jit, g, {a, b});
   REQUIRE(out.ok());
   CHECK((*out)[0].as<int32_t>() == std::vector<int32_t>{0, INT32_MIN, -3, -5});
+  ir::Graph m = op_graph(OpKind::kFmod, {a.type, b.type});
+  auto rem = run_jit(jit, m, {a, b});
+  REQUIRE(rem.ok());
+  CHECK((*rem)[0].as<int32_t>() == std::vector<int32_t>{0, 0, -1, 0});
 }
 
 TEST_CASE("jit/elementwise/fused chain equals unfused nodes") {
@@ -288,10 +329,13 @@ TEST_CASE("jit/elementwise/fused chain equals unfused nodes") {
     auto c = b.input("c", d, {37, 1});
     ir::ValueId y = b.add(b.mul(x, w), c);
     if (ir::is_float(d)) {
+      // exact steps first (round, libm sin, fmod equal the reference), then float math
+      y = b.fmod(b.op1(OpKind::kSin, {b.op1(OpKind::kRound, {y})}), c);
       y = b.gelu(y);
       y = b.sigmoid(b.sub(y, b.tanh(y)));
     } else {
       y = b.relu(b.sub(y, b.max(y, w)));
+      y = b.op1(OpKind::kFloor, {b.fmod(y, w)});
     }
     y = b.where(b.greater(y, c), y, b.neg(c));
     b.output(y);

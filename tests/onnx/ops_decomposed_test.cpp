@@ -1,5 +1,6 @@
 // ONNX operators the importer composes from other carve ops (activations, logic, Mean,
-// CastLike, the composed reductions, layout and normalization ops, EyeLike, Hardmax):
+// CastLike, the composed reductions, layout and normalization ops, EyeLike, Hardmax, Mod,
+// Clip with bounds computed at run time, DynamicQuantizeLinear):
 // one-node models built here with the ONNX protobuf classes, run through the reference
 // interpreter and (with the CPU JIT) a Session, against values computed here in double.
 #include <doctest/doctest.h>
@@ -610,4 +611,80 @@ TEST_CASE("onnx/ops/one_hot") {
   check_close(one_hot(-1), {indices, values}, {-2, 7, -2, -2, -2, 7, -2, -2, -2});
   check_close(one_hot(0), {indices, values}, {-2, -2, -2, 7, -2, -2, -2, 7, -2});
   check_fails(one_hot(2), ErrorCode::kInvalidArgument, "axis");
+}
+
+TEST_CASE("onnx/ops/mod") {
+  const auto i32 = [](std::vector<int32_t> v) {
+    return HostTensor::from<int32_t>(carve::ir::Shape{static_cast<int64_t>(v.size())}, v);
+  };
+  SUBCASE("fmod=0 on integers takes the divisor's sign (Python %), x % 0 = 0") {
+    Model m(13);
+    m.input("a", kI32, {7}).input("b", kI32, {7}).node("Mod", {"a", "b"});
+    check_close(m, {i32({7, -7, 7, -7, 6, -6, 5}), i32({3, 3, -3, -3, 3, -3, 0})}, {1, 2, -2, -1, 0, 0, 0});
+    Model u(13);
+    u.input("a", kU8, {3}).input("b", kU8, {3}).node("Mod", {"a", "b"});
+    check_close(u, {HostTensor::from<uint8_t>(carve::ir::Shape{3}, {255, 7, 9}),
+                    HostTensor::from<uint8_t>(carve::ir::Shape{3}, {16, 7, 10})},
+                {15, 0, 9});
+  }
+  SUBCASE("fmod=1 is C fmod: the dividend's sign, exact on floats, broadcasting") {
+    Model m(13);
+    m.input("a", kF32, {2, 3}).input("b", kF32, {3}).node("Mod", {"a", "b"}).i("fmod", 1);
+    // 1e30 fmod 3 is exact (x - trunc(x / y) * y would be off by far more than 3)
+    check_close(m, {HostTensor::from<float>(carve::ir::Shape{2, 3}, {5.5f, -5.5f, 1e30f, 7.f, -0.25f, 3.f}),
+                    HostTensor::from<float>(carve::ir::Shape{3}, {2.f, -2.f, 3.f})},
+                {1.5, -1.5, std::fmod(double{1e30f}, 3.0), 1, -0.25, 0}, 0, 0);
+    Model i(13);
+    i.input("a", kI32, {4}).input("b", kI32, {4}).node("Mod", {"a", "b"}).i("fmod", 1);
+    check_close(i, {i32({7, -7, 7, -7}), i32({3, 3, -3, -3})}, {1, -1, 1, -1});
+  }
+  SUBCASE("fmod=0 on floats and other fmod values are rejected naming the node") {
+    Model m(13);
+    m.input("a", kF32, {2}).input("b", kF32, {2}).node("Mod", {"a", "b"});
+    check_fails(m, ErrorCode::kInvalidArgument, "fmod = 0 on f32");
+    Model bad(13);
+    bad.input("a", kI32, {2}).input("b", kI32, {2}).node("Mod", {"a", "b"}).i("fmod", 2);
+    check_fails(bad, ErrorCode::kInvalidArgument, "fmod = 2");
+  }
+}
+
+TEST_CASE("onnx/ops/clip_with_runtime_bounds") {
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{5}, {-3.f, -0.5f, 0.5f, 3.f, NAN});
+  const auto scalar = [](float v) { return HostTensor::from<float>(carve::ir::Shape{1}, {v}); };
+  SUBCASE("both bounds are graph inputs; NaN stays NaN") {
+    Model m(13);
+    m.input("x", kF32, {5}).input("lo", kF32, {1}).input("hi", kF32, {1}).node("Clip", {"x", "lo", "hi"});
+    check_close(m, {x, scalar(-1.f), scalar(1.f)}, {-1, -0.5, 0.5, 1, kNaN});
+    // min > max gives max everywhere (ONNX), NaN aside
+    check_close(m, {x, scalar(2.f), scalar(1.f)}, {1, 1, 1, 1, kNaN});
+  }
+  SUBCASE("only max, min omitted") {
+    Model m(13);
+    m.input("x", kF32, {5}).input("hi", kF32, {1}).node("Clip", {"x", "", "hi"});
+    check_close(m, {x, scalar(0.f)}, {-3, -0.5, 0, 0, kNaN});
+  }
+  SUBCASE("a bound that is not a scalar is rejected naming the node") {
+    Model m(13);
+    m.input("x", kF32, {5}).input("lo", kF32, {5}).node("Clip", {"x", "lo"});
+    check_fails(m, ErrorCode::kInvalidArgument, "min must be a scalar");
+  }
+}
+
+TEST_CASE("onnx/ops/dynamic_quantize_linear") {
+  // ONNX's own example: scale = (2 - (-3)) / 255, zero point = round(3 / scale) = 153.
+  Model m(13);
+  m.input("x", kF32, {6}).node("DynamicQuantizeLinear", {"x"}, 3);
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{6}, {0.f, 2.f, -3.f, -2.5f, 1.34f, 0.5f});
+  check_close(m, {x}, {153, 255, 0, 26, 221, 179}, 0, 0);
+  auto model = import(m);
+  REQUIRE(model.ok());
+  auto all = carve::reference::run_reference(model->graph, {x});
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 3);
+  CHECK((*all)[0].type.dtype == carve::ir::DType::kU8);
+  CHECK((*all)[1].to_doubles()[0] == static_cast<double>(5.f / 255.f));
+  CHECK((*all)[2].as<uint8_t>() == std::vector<uint8_t>{153});
+  Model bad(13);
+  bad.input("x", kI32, {6}).node("DynamicQuantizeLinear", {"x"}, 3);
+  check_fails(bad, ErrorCode::kUnsupported, "i32");
 }

@@ -69,6 +69,51 @@ TEST_CASE("reference/unary integer ops wrap and clip to integer bounds") {
         std::vector<uint8_t>{0, 100, 255});
 }
 
+TEST_CASE("reference/rounding ops: half to even, signed zeros, integers unchanged") {
+  const HostTensor x = f32({8}, {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, -1.2f, 1.7f});
+  check_close(run1(OpKind::kFloor, {x}), {-3, -2, -1, 0, 1, 2, -2, 1});
+  check_close(run1(OpKind::kCeil, {x}), {-2, -1, -0.0, 1, 2, 3, -1, 2});
+  check_close(run1(OpKind::kRound, {x}), {-2, -2, -0.0, 0, 2, 2, -1, 2});
+  check_close(run1(OpKind::kTrunc, {x}), {-2, -1, -0.0, 0, 1, 2, -1, 1});
+  CHECK(std::signbit(run1(OpKind::kRound, {f32({1}, {-0.5f})}).to_doubles()[0]));
+  check_close(run1(OpKind::kFloor, {f64({3}, {kInf, -kInf, kNaN})}), {kInf, -kInf, kNaN});
+  // f16: 1000.5 is exact and rounds to the even neighbour.
+  check_close(run1(OpKind::kRound, {HostTensor::from_doubles(DType::kF16, {2}, {1000.5, 1001.5})}), {1000, 1002});
+  for (OpKind op : {OpKind::kFloor, OpKind::kCeil, OpKind::kRound, OpKind::kTrunc}) {
+    CHECK(run1(op, {i8({3}, {-128, 5, 127})}).as<int8_t>() == std::vector<int8_t>{-128, 5, 127});
+    CHECK(run1(op, {u8({2}, {0, 255})}).as<uint8_t>() == std::vector<uint8_t>{0, 255});
+  }
+}
+
+TEST_CASE("reference/trigonometric and hyperbolic ops match hand values") {
+  const HostTensor x = f64({3}, {-0.5, 0.0, 0.75});
+  check_close(run1(OpKind::kSin, {x}), {-0.479425538604203, 0.0, 0.6816387600233341});
+  check_close(run1(OpKind::kCos, {x}), {0.8775825618903728, 1.0, 0.7316888688738209});
+  check_close(run1(OpKind::kTan, {x}), {-0.5463024898437905, 0.0, 0.9315964599440725});
+  check_close(run1(OpKind::kAsin, {x}), {-0.5235987755982989, 0.0, 0.848062078981481});
+  check_close(run1(OpKind::kAcos, {x}), {2.0943951023931957, 1.5707963267948966, 0.7227342478134157});
+  check_close(run1(OpKind::kAtan, {x}), {-0.4636476090008061, 0.0, 0.6435011087932844});
+  check_close(run1(OpKind::kSinh, {x}), {-0.5210953054937474, 0.0, 0.82231673193583});
+  check_close(run1(OpKind::kCosh, {x}), {1.1276259652063807, 1.0, 1.2946832846768448});
+  check_close(run1(OpKind::kAsinh, {x}), {-0.48121182505960347, 0.0, 0.6931471805599453});
+  check_close(run1(OpKind::kAtanh, {x}), {-0.5493061443340548, 0.0, 0.9729550745276566});
+  check_close(run1(OpKind::kAcosh, {f32({3}, {1, 2, 0.5f})}), {0.0, 1.3169578969248166, kNaN});
+  // Outside the domain: NaN; at the poles: +-inf.
+  check_close(run1(OpKind::kAsin, {f32({1}, {1.5f})}), {kNaN});
+  check_close(run1(OpKind::kAtanh, {f32({2}, {1, -1})}), {kInf, -kInf});
+}
+
+TEST_CASE("reference/fmod: exact float remainder, integer remainder with the dividend's sign") {
+  check_close(run1(OpKind::kFmod, {f32({5}, {5.5f, -5.5f, 5.5f, 1e30f, 3}), f32({5}, {2, 2, -2, 3, 0})}),
+              {1.5, -1.5, 1.5, std::fmod(1e30f, 3.0f), kNaN});
+  // Exact where x - trunc(x / y) * y is not: 1e30 / 3 is not an integer in float.
+  CHECK(run1(OpKind::kFmod, {f32({1}, {1e30f}), f32({1}, {3})}).to_doubles()[0] == std::fmod(double{1e30f}, 3.0));
+  CHECK(run1(OpKind::kFmod, {i32({6}, {7, -7, 7, -7, 5, INT32_MIN}), i32({6}, {3, 3, -3, -3, 0, -1})})
+            .as<int32_t>() == std::vector<int32_t>{1, -1, 1, -1, 0, 0});
+  CHECK(run1(OpKind::kFmod, {u8({3}, {255, 9, 9}), u8({3}, {7, 0, 10})}).as<uint8_t>() ==
+        std::vector<uint8_t>{3, 0, 9});
+}
+
 TEST_CASE("reference/binary broadcasting in every position") {
   // [2,3] + [3]: the right operand broadcasts over rows.
   check_close(run1(OpKind::kAdd, {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({3}, {10, 20, 30})}),

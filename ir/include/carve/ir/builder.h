@@ -94,6 +94,7 @@ class GraphBuilder {
   ValueId pow(ValueId a, ValueId b) { return op1(OpKind::kPow, {a, b}); }
   ValueId max(ValueId a, ValueId b) { return op1(OpKind::kMax, {a, b}); }
   ValueId min(ValueId a, ValueId b) { return op1(OpKind::kMin, {a, b}); }
+  ValueId fmod(ValueId a, ValueId b) { return op1(OpKind::kFmod, {a, b}); }
   ValueId equal(ValueId a, ValueId b) { return op1(OpKind::kEqual, {a, b}); }
   ValueId not_equal(ValueId a, ValueId b) { return op1(OpKind::kNotEqual, {a, b}); }
   ValueId less(ValueId a, ValueId b) { return op1(OpKind::kLess, {a, b}); }

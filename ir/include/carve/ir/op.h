@@ -26,8 +26,13 @@ enum class OpKind : uint16_t {
   kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kRelu, kGelu, kErf, kSilu,
   kHardSigmoid,  // attrs alpha (float, 0.2), beta (float, 0.5)
   kClip,          // attrs min (float, -inf), max (float, +inf); min <= max
+  // rounding (identities on integers): round is half to even
+  kFloor, kCeil, kRound, kTrunc,
+  // trigonometric and hyperbolic (floats only)
+  kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh,
   // binary elementwise, numpy broadcasting, both operands the same dtype
   kAdd, kSub, kMul, kDiv, kPow, kMax, kMin,
+  kFmod,  // remainder of truncated division, the sign of x (C fmod); integers: x fmod 0 = 0
   // comparisons: like binary, output bool
   kEqual, kNotEqual, kLess, kLessEqual, kGreater, kGreaterEqual,
   kWhere,  // (cond: bool, x, y), all three broadcast
@@ -96,8 +101,8 @@ bool is_view(OpKind op);
 bool is_elementwise(OpKind op);
 bool is_state(OpKind op);
 bool is_sink(OpKind op);
-bool is_unary_elementwise(OpKind op);   // neg..clip
-bool is_binary_elementwise(OpKind op);  // add..min and the comparisons
+bool is_unary_elementwise(OpKind op);   // neg..atanh
+bool is_binary_elementwise(OpKind op);  // add..fmod and the comparisons
 bool is_comparison(OpKind op);          // equal..greater_equal (bool output)
 bool is_reduction(OpKind op);           // reduce_sum, reduce_mean, reduce_max
 bool accepts_attr(OpKind op, std::string_view attr_name);

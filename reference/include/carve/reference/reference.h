@@ -28,6 +28,7 @@
 //  - Integer dtypes (i8, i32, i64, u8) use two's-complement wrap-around for neg, abs, add,
 //    sub, mul, pow and every accumulation (computed in uint64 and truncated, so there is
 //    no UB). Integer div truncates toward zero; x / 0 = 0; INT_MIN / -1 wraps to INT_MIN.
+//    Integer fmod is the remainder of that division (sign of x); x fmod 0 = 0.
 //    Integer pow with a negative exponent is the truncated real result: 1 for base 1,
 //    +-1 for base -1, else 0 (0 for base 0 too). Integer gemm with alpha == beta == 1
 //    wraps exactly; any other alpha/beta evaluates alpha*acc + beta*c in double and
@@ -37,7 +38,9 @@
 //  - gelu = 0.5*x*(1+erf(x/sqrt2)) (exact erf form); silu = x*sigmoid(x);
 //    sigmoid = 1/(1+exp(-x)); hard_sigmoid = max(0, min(1, alpha*x + beta));
 //    rsqrt = 1/sqrt(x); relu(x) = x < 0 ? 0 : x (NaN stays NaN); clip keeps NaN and, on
-//    integers, clamps to [ceil(min), floor(max)] saturated to the dtype.
+//    integers, clamps to [ceil(min), floor(max)] saturated to the dtype. round is half to
+//    even (nearbyint); floor/ceil/round/trunc are identities on integers. fmod on floats
+//    is C fmod (exact). Trigonometric/hyperbolic ops are libm's, in double.
 //  - Comparisons give bool; NaN compares unequal to everything (IEEE).
 //  - cast: float -> int truncates toward zero and saturates to the int range, NaN -> 0;
 //    int -> int wraps (keeps the low bits); anything -> bool is x != 0 (NaN -> true);

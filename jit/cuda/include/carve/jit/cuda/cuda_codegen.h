@@ -18,12 +18,15 @@
 //  - f32/f64 + - * / sqrt abs neg relu max min are computed in the dtype with non-contracting
 //    intrinsics (__fadd_rn ...), so fused chains are bit-identical to the reference; f16/bf16
 //    compute them in float and round after every node (exact, float has >= 2p+2 bits).
-//  - exp log tanh erf sigmoid silu gelu rsqrt pow clip hard_sigmoid are computed in double
+//  - floor ceil round (rint: half to even) trunc fmod are exact in the compute type.
+//  - exp log tanh erf sigmoid silu gelu rsqrt pow clip hard_sigmoid and the trigonometric/
+//    hyperbolic ops are computed in double (CUDA's double math, within 2 ulp of double)
 //    and rounded once (to f16/bf16 through round-to-odd float, so no double rounding).
 //  - conversions are written out in the generated source (no cuda_fp16.h needed): f16/bf16
 //    round to nearest even; casts follow the reference cast rules (saturating truncation,
 //    NaN -> 0, int wrap, x != 0 for bool).
-//  - integers wrap (computed in unsigned 64-bit), x / 0 = 0, INT_MIN / -1 = INT_MIN.
+//  - integers wrap (computed in unsigned 64-bit), x / 0 = 0, INT_MIN / -1 = INT_MIN,
+//    x fmod 0 = 0.
 //  - reductions/softmax/layer_norm/batch_norm/avg pools accumulate f32/f16/bf16 in double
 //    when CodegenOptions::double_accumulation (default), matmul/gemm/conv in float (f64 in
 //    double, integers wrap exactly). Summation order differs from the reference (parallel
