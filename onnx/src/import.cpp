@@ -25,10 +25,11 @@ constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 18;
 // Opsets 1..6 are imported only for models made of these ops: their versions before 7
 // differ from the later ones only by legacy attributes (consumed_inputs), which
-// check_attributes rejects. Other ops changed (broadcast attributes, Cast's string 'to').
+// check_attributes rejects, or not at all (ArgMax/ArgMin). Other ops changed (broadcast
+// attributes, Cast's string 'to').
 constexpr int64_t kMinLegacyOpset = 1;
-constexpr std::string_view kLegacyOps[] = {"Abs", "Ceil", "Elu", "Exp", "Floor", "HardSigmoid", "Identity",
-                                           "InstanceNormalization", "LeakyRelu", "Log", "Neg", "Not",
+constexpr std::string_view kLegacyOps[] = {"Abs", "ArgMax", "ArgMin", "Ceil", "Elu", "Exp", "Floor", "HardSigmoid",
+                                           "Identity", "InstanceNormalization", "LeakyRelu", "Log", "Neg", "Not",
                                            "Reciprocal", "Relu", "Selu", "Sigmoid", "Softplus", "Softsign",
                                            "Sqrt", "Tanh"};
 
@@ -152,7 +153,7 @@ Arity arity(std::string_view op) {
       {"Add", {2, 2}}, {"Sub", {2, 2}}, {"Mul", {2, 2}}, {"Div", {2, 2}}, {"Pow", {2, 2}},
       {"Equal", {2, 2}}, {"Less", {2, 2}}, {"LessOrEqual", {2, 2}}, {"Greater", {2, 2}},
       {"GreaterOrEqual", {2, 2}}, {"And", {2, 2}}, {"Or", {2, 2}}, {"PRelu", {2, 2}}, {"MatMul", {2, 2}},
-      {"Expand", {2, 2}}, {"Tile", {2, 2}}, {"Gather", {2, 2}}, {"Where", {3, 3}}, {"Range", {3, 3}},
+      {"Expand", {2, 2}}, {"Tile", {2, 2}}, {"Gather", {2, 2}}, {"GatherElements", {2, 2}}, {"Where", {3, 3}}, {"Range", {3, 3}},
       {"Max", {1, kMany}}, {"Min", {1, kMany}}, {"Sum", {1, kMany}}, {"Concat", {1, kMany}},
       {"Clip", {1, 3}}, {"Dropout", {1, 3}}, {"Conv", {2, 3}}, {"Gemm", {2, 3}},
       {"LayerNormalization", {2, 3}}, {"BatchNormalization", {5, 5}}, {"ReduceMean", {1, 2}},
