@@ -174,5 +174,6 @@ void register_reduce_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_norm_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_shape_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& table);
+void register_loss_ops(std::map<std::string, OpEntry, std::less<>>& table);
 
 }  // namespace carve::onnx::detail

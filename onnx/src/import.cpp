@@ -42,6 +42,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_norm_ops(*t);
     detail::register_shape_ops(*t);
     detail::register_tensor_ops(*t);
+    detail::register_loss_ops(*t);
     return t;
   }();
   return *table;
@@ -162,6 +163,7 @@ Arity arity(std::string_view op) {
       {"Trilu", {1, 2}}, {"Constant", {0, 0}}, {"Xor", {2, 2}}, {"CastLike", {2, 2}}, {"Mean", {1, kMany}},
       {"ReduceL1", {1, 2}}, {"ReduceL2", {1, 2}}, {"ReduceSumSquare", {1, 2}}, {"ReduceLogSum", {1, 2}},
       {"ReduceLogSumExp", {1, 2}}, {"InstanceNormalization", {3, 3}}, {"EyeLike", {1, 1}},
+      {"NegativeLogLikelihoodLoss", {2, 3}}, {"SoftmaxCrossEntropyLoss", {2, 3}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary

@@ -1,6 +1,7 @@
 // ONNX operators the importer composes from other carve ops (activations, logic, Mean,
 // CastLike, the composed reductions, layout and normalization ops, EyeLike, Hardmax,
-// LayerNormalization's Mean/InvStdDev) and ArgMax/ArgMin/GatherElements:
+// LayerNormalization's Mean/InvStdDev, the NLL and softmax cross-entropy losses) and
+// ArgMax/ArgMin/GatherElements:
 // one-node models built here with the ONNX protobuf classes, run through the reference
 // interpreter and (with the CPU JIT) a Session, against values computed here in double.
 #include <doctest/doctest.h>
@@ -502,4 +503,34 @@ TEST_CASE("onnx/ops/layer_normalization_mean_and_inv_std_dev") {
   Model stash(17);
   stash.input("x", kF32, {2, 2, 2}).input("s", kF32, {2, 2}).node("LayerNormalization", {"x", "s"}, 3).i("axis", -2).i("stash_type", 11);
   check_fails(stash, ErrorCode::kUnsupported, "stash_type 11");
+}
+
+TEST_CASE("onnx/ops/losses") {
+  // x [2, 3] log-probabilities, targets {2, ignored}, weights per class.
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{2, 3}, {-1, -2, -3, -0.5, -1.5, -2.5});
+  const HostTensor t = HostTensor::from<int64_t>(carve::ir::Shape{2}, {2, 1});
+  const HostTensor w = HostTensor::from<float>(carve::ir::Shape{3}, {1, 2, 4});
+  auto nll = [&](const std::string& reduction, bool weighted) {
+    Model m(13);
+    m.input("x", kF32, {2, 3}).input("t", ::onnx::TensorProto::INT64, {2});
+    if (weighted) m.input("w", kF32, {3});
+    m.node("NegativeLogLikelihoodLoss", weighted ? std::vector<std::string>{"x", "t", "w"} : std::vector<std::string>{"x", "t"});
+    m.s("reduction", reduction).i("ignore_index", 1);
+    return m;
+  };
+  check_close(nll("none", true), {x, t, w}, {12, 0});
+  check_close(nll("sum", true), {x, t, w}, {12});
+  check_close(nll("mean", true), {x, t, w}, {3});  // 12 / 4: the ignored target weighs 0
+  check_close(nll("mean", false), {x, t}, {3});    // 3 / 1
+  Model sce(13);
+  sce.input("s", kF32, {2, 3}).input("t", ::onnx::TensorProto::INT64, {2}).node("SoftmaxCrossEntropyLoss", {"s", "t"}, 2);
+  sce.result = 1;  // log_prob
+  const HostTensor scores = HostTensor::from<float>(carve::ir::Shape{2, 3}, {1, 2, 3, 0, 0, 0});
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  check_close(sce, {scores, t}, {1 - lse, 2 - lse, 3 - lse, -std::log(3.0), -std::log(3.0), -std::log(3.0)});
+  sce.result = 0;
+  check_close(sce, {scores, t}, {((lse - 3) + std::log(3.0)) / 2});
+  Model bad(13);
+  bad.input("x", kF32, {2, 3}).input("t", ::onnx::TensorProto::INT64, {2}).node("NegativeLogLikelihoodLoss", {"x", "t"}).s("reduction", "max");
+  check_fails(bad, ErrorCode::kInvalidArgument, "reduction 'max'");
 }
