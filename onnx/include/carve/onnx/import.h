@@ -28,9 +28,11 @@
 //                   Identity Dropout(inference)
 //      nn           Conv MaxPool AveragePool (1-D and 2-D; no pool dilations)
 //                   GlobalAveragePool GlobalMaxPool BatchNormalization Gemm MatMul Softmax
-//                   LogSoftmax LayerNormalization ReduceMean ReduceSum ReduceMax ReduceMin
+//                   LogSoftmax LayerNormalization (Mean/InvStdDev in float32) ReduceMean
+//                   ReduceSum ReduceMax ReduceMin ArgMax ArgMin NegativeLogLikelihoodLoss
+//                   SoftmaxCrossEntropyLoss
 //      layout       Reshape Flatten Squeeze Unsqueeze Transpose Concat Split Slice Expand
-//                   Tile Pad(constant mode) Gather Trilu
+//                   Tile Pad(constant mode) Gather GatherElements Trilu
 //      at import    Constant ConstantOfShape Shape Size Range, and Floor Ceil Round on
 //                   known values only
 //    Anything else, or an attribute a lowering does not read, is kUnsupported naming the
