@@ -202,6 +202,14 @@ ValueId GraphBuilder::reduce_mean(ValueId x, std::vector<int64_t> axes, bool kee
 ValueId GraphBuilder::reduce_max(ValueId x, std::vector<int64_t> axes, bool keepdims) {
   return op1(OpKind::kReduceMax, {x}, reduce_attrs(std::move(axes), keepdims));
 }
+ValueId GraphBuilder::arg_max(ValueId x, int64_t axis, bool keepdims, bool select_last_index) {
+  return op1(OpKind::kArgMax, {x},
+             {{"axis", axis}, {"keepdims", int64_t{keepdims}}, {"select_last_index", int64_t{select_last_index}}});
+}
+ValueId GraphBuilder::arg_min(ValueId x, int64_t axis, bool keepdims, bool select_last_index) {
+  return op1(OpKind::kArgMin, {x},
+             {{"axis", axis}, {"keepdims", int64_t{keepdims}}, {"select_last_index", int64_t{select_last_index}}});
+}
 
 ValueId GraphBuilder::softmax(ValueId x, int64_t axis) {
   return op1(OpKind::kSoftmax, {x}, {{"axis", axis}});
@@ -281,6 +289,9 @@ ValueId GraphBuilder::pad(ValueId x, std::vector<int64_t> pads, double value) {
 
 ValueId GraphBuilder::gather(ValueId data, ValueId indices, int64_t axis) {
   return op1(OpKind::kGather, {data, indices}, {{"axis", axis}});
+}
+ValueId GraphBuilder::gather_elements(ValueId data, ValueId indices, int64_t axis) {
+  return op1(OpKind::kGatherElements, {data, indices}, {{"axis", axis}});
 }
 
 ValueId GraphBuilder::reshape(ValueId x, std::vector<int64_t> shape) {

@@ -156,6 +156,30 @@ Result<Types> infer_gather(const TensorType& data, const TensorType& indices,
   return Types{TensorType{data.dtype, Shape(std::move(dims))}};
 }
 
+// gather_elements: indices have data's rank; the output has indices' shape. Index values
+// are data, checked when the op runs.
+Result<Types> infer_gather_elements(const TensorType& data, const TensorType& indices,
+                                    const AttrReader& attrs) {
+  CARVE_RETURN_IF_ERROR(expect_min_rank(data, 1, "data"));
+  if (indices.dtype != DType::kI32 && indices.dtype != DType::kI64) {
+    return type_error(fmt::format("indices must be i32 or i64, got {}", dtype_name(indices.dtype)));
+  }
+  CARVE_ASSIGN_OR_RETURN(int64_t raw_axis, attrs.get_int("axis", 0));
+  CARVE_ASSIGN_OR_RETURN(int axis, normalize_axis(raw_axis, data.shape.rank(), "axis"));
+  if (indices.shape.rank() != data.shape.rank()) {
+    return shape_error(fmt::format("indices {} must have the rank of data {}", indices.shape.to_string(),
+                                   data.shape.to_string()));
+  }
+  // Off the axis, indices may be smaller than data (ONNX; ORT checks the same) but not larger.
+  for (int d = 0; d < data.shape.rank(); ++d) {
+    if (d != axis && indices.shape[d] > data.shape[d]) {
+      return shape_error(fmt::format("indices {} exceed data {} in dim {} (only axis {} is indexed)",
+                                     indices.shape.to_string(), data.shape.to_string(), d, axis));
+    }
+  }
+  return Types{TensorType{data.dtype, indices.shape}};
+}
+
 Result<Types> infer_reshape(const TensorType& x, const AttrReader& attrs) {
   CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> target, attrs.get_ints("shape"));
   CARVE_ASSIGN_OR_RETURN(int64_t count, x.shape.num_elements());
@@ -264,6 +288,8 @@ Result<Types> infer_layout(OpKind op, Inputs in, const AttrReader& attrs) {
       return infer_pad(in[0], attrs);
     case OpKind::kGather:
       return infer_gather(in[0], in[1], attrs);
+    case OpKind::kGatherElements:
+      return infer_gather_elements(in[0], in[1], attrs);
     case OpKind::kReshape:
       return infer_reshape(in[0], attrs);
     case OpKind::kFlatten:

@@ -28,6 +28,26 @@ Result<Types> infer_reduce(OpKind op, const TensorType& x, const AttrReader& att
   return Types{TensorType{x.dtype, Shape(std::move(dims))}};
 }
 
+// arg_max / arg_min: one axis, removed or kept as 1; an empty axis has no index to return.
+Result<Types> infer_arg(const TensorType& x, const AttrReader& attrs) {
+  CARVE_RETURN_IF_ERROR(expect_numeric(x, "input"));
+  CARVE_RETURN_IF_ERROR(expect_min_rank(x, 1, "input"));
+  CARVE_ASSIGN_OR_RETURN(int64_t raw_axis, attrs.get_int("axis", 0));
+  CARVE_ASSIGN_OR_RETURN(int axis, normalize_axis(raw_axis, x.shape.rank(), "axis"));
+  CARVE_ASSIGN_OR_RETURN(bool keepdims, attrs.get_flag("keepdims", true));
+  CARVE_RETURN_IF_ERROR(attrs.get_flag("select_last_index", false).status());
+  if (x.shape[axis] == 0) {
+    return shape_error(fmt::format("axis {} of {} is empty: no index to select", axis, x.shape.to_string()));
+  }
+  std::vector<int64_t> dims = x.shape.dims();
+  if (keepdims) {
+    dims[static_cast<size_t>(axis)] = 1;
+  } else {
+    dims.erase(dims.begin() + axis);
+  }
+  return Types{TensorType{DType::kI64, Shape(std::move(dims))}};
+}
+
 Result<Types> infer_softmax(const TensorType& x, const AttrReader& attrs) {
   CARVE_RETURN_IF_ERROR(expect_float(x, "input"));
   CARVE_RETURN_IF_ERROR(expect_min_rank(x, 1, "input"));
@@ -258,6 +278,9 @@ Result<Types> infer_nn(OpKind op, Inputs in, const AttrReader& attrs) {
     case OpKind::kReduceMean:
     case OpKind::kReduceMax:
       return infer_reduce(op, in[0], attrs);
+    case OpKind::kArgMax:
+    case OpKind::kArgMin:
+      return infer_arg(in[0], attrs);
     case OpKind::kSoftmax:
       return infer_softmax(in[0], attrs);
     case OpKind::kLayerNorm:

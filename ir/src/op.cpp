@@ -16,6 +16,7 @@ constexpr SV kClip[] = {"min", "max"};
 constexpr SV kCast[] = {"to"};
 constexpr SV kReduce[] = {"axes", "keepdims"};
 constexpr SV kAxis[] = {"axis"};
+constexpr SV kArg[] = {"axis", "keepdims", "select_last_index"};
 constexpr SV kLayerNorm[] = {"axis", "epsilon"};
 constexpr SV kGemm[] = {"alpha", "beta", "trans_a", "trans_b"};
 constexpr SV kConv[] = {"groups", "strides", "pads", "dilations"};
@@ -98,6 +99,8 @@ constexpr std::array<OpTraits, kNumOps> kTable = {{
     One(K::kReduceSum, "reduce_sum", kReduce),
     One(K::kReduceMean, "reduce_mean", kReduce),
     One(K::kReduceMax, "reduce_max", kReduce),
+    One(K::kArgMax, "arg_max", kArg),
+    One(K::kArgMin, "arg_min", kArg),
     One(K::kSoftmax, "softmax", kAxis),
     One(K::kLayerNorm, "layer_norm", kLayerNorm, 2, 3),
     One(K::kMatmul, "matmul", kNone, 2, 2),
@@ -113,6 +116,7 @@ constexpr std::array<OpTraits, kNumOps> kTable = {{
     One(K::kTranspose, "transpose", kPerm),
     One(K::kPad, "pad", kPad),
     One(K::kGather, "gather", kAxis, 2, 2),
+    One(K::kGatherElements, "gather_elements", kAxis, 2, 2),
     T(K::kReshape, "reshape", 1, 1, 1, 1, kView, kShape),
     T(K::kFlatten, "flatten", 1, 1, 1, 1, kView, kAxis),
     T(K::kSqueeze, "squeeze", 1, 1, 1, 1, kView, kAxes),

@@ -152,6 +152,8 @@ Result<KernelSource> generate_kernel(const ir::Graph& graph, const KernelGroup& 
       case ir::OpKind::kReduceSum:
       case ir::OpKind::kReduceMean:
       case ir::OpKind::kReduceMax: s = detail::emit_reduce(w); break;
+      case ir::OpKind::kArgMax:
+      case ir::OpKind::kArgMin: s = detail::emit_arg(w); break;
       case ir::OpKind::kSoftmax:
       case ir::OpKind::kLayerNorm:
       case ir::OpKind::kGlobalAvgPool: s = detail::emit_rows(w); break;

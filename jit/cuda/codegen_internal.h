@@ -124,6 +124,7 @@ std::string conv_value(KernelWriter& w, std::string_view acc);
 Status emit_elementwise(KernelWriter& w);
 Status emit_layout(KernelWriter& w);
 Status emit_reduce(KernelWriter& w);       // reduce_sum/mean/max
+Status emit_arg(KernelWriter& w);          // arg_max, arg_min
 Status emit_rows(KernelWriter& w);         // softmax, layer_norm, global_avg_pool
 Status emit_batch_norm(KernelWriter& w);
 Status emit_pool(KernelWriter& w);         // max_pool, avg_pool

@@ -1,8 +1,9 @@
 // Layout ops as element copies (raw storage values, so every dtype works): views as copies,
-// transpose/slice (strided gathers), pad, concat, split, gather, and the state ops.
-// Out of range: a gather index outside [-n, n) writes zeros (as the CPU JIT); a
-// write_handle_at position outside [0, handle_dim - value_dim] writes nothing and sets the
-// module's error word (cuda_codegen.h), which fails the run.
+// transpose/slice (strided gathers), pad, concat, split, gather, gather_elements, and the
+// state ops.
+// Out of range: a gather or gather_elements index outside [-n, n) writes zeros (as the
+// CPU JIT); a write_handle_at position outside [0, handle_dim - value_dim] writes nothing
+// and sets the module's error word (cuda_codegen.h), which fails the run.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -226,6 +227,23 @@ Status emit_layout(KernelWriter& w) {
                           KernelWriter::param(out_op(0)), s.len, KernelWriter::param(in_op(0)), s.len, s.inner,
                           storage_literal(dt, 0.0));
       w.body = loop(w, numel(dims_out(0)), code);
+      return Status();
+    }
+    case OpKind::kGatherElements: {
+      const std::vector<int64_t> data = dims_in(0), idx = dims_in(1);
+      const int axis = normalize_axis(attr_int(n, "axis", 0), static_cast<int>(data.size()));
+      std::vector<int64_t> strides = row_major(data);
+      const int64_t axis_stride = strides[static_cast<size_t>(axis)];
+      strides[static_cast<size_t>(axis)] = 0;  // the axis coordinate comes from the index
+      const int64_t len = data[static_cast<size_t>(axis)];
+      const DType dt = g.value(n.inputs[0]).type.dtype;
+      std::string code = decompose(idx, "i", "q", "    ");
+      code += fmt::format("    long long k = (long long){}[i];\n", KernelWriter::param(in_op(1)));
+      code += fmt::format("    if (k < 0) k += {}LL;\n", len);
+      code += fmt::format("    {}[i] = (k >= 0 && k < {}LL) ? {}[{} + k * {}LL] : {};\n", KernelWriter::param(out_op(0)), len,
+                          KernelWriter::param(in_op(0)), offset_of(idx, strides, "q"), axis_stride,
+                          storage_literal(dt, 0.0));
+      w.body = loop(w, numel(idx), code);
       return Status();
     }
     default: break;

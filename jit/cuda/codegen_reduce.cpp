@@ -1,4 +1,4 @@
-// Reductions (reduce_sum/mean/max), row ops (softmax, layer_norm, global_avg_pool) and
+// Reductions (reduce_sum/mean/max, arg_max/min), row ops (softmax, layer_norm, global_avg_pool) and
 // pools (max_pool, avg_pool). Long reductions use one warp per output (lane-strided loads,
 // shuffle tree); short ones one thread per output. Float sums accumulate in double when
 // CodegenOptions::double_accumulation; integer sums wrap exactly.
@@ -98,6 +98,44 @@ Status emit_reduce(KernelWriter& w) {
   w.family = "reduce";
   launch_rows(w, lanes, outs);
   w.body = fmt::format("{} {{\n{}  }}\n", row_loop(lanes, outs), code);
+  return Status();
+}
+
+// arg_max/min: one thread per output, a sequential scan along the axis (the CPU JIT's and
+// the reference's rules: a NaN beats every number; the first of equals wins, or the last
+// with select_last_index).
+Status emit_arg(KernelWriter& w) {
+  const ir::Graph& g = w.graph();
+  const ir::Node& n = w.anchor();
+  const ir::TensorType& tx = g.value(n.inputs[0]).type;
+  const DType dt = tx.dtype;
+  if (dt == DType::kBool) return unsupported(g, n, "arg_max/arg_min of bool");
+  const std::vector<int64_t> dims = tx.shape.dims();
+  const int rank = static_cast<int>(dims.size());
+  const auto axis = static_cast<size_t>(normalize_axis(attr_int(n, "axis", 0), rank));
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= dims[d];
+  for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
+  const int64_t len = dims[axis];
+  const bool last = attr_int(n, "select_last_index", 0) != 0;
+  const char* cmp = n.op == OpKind::kArgMax ? (last ? ">=" : ">") : (last ? "<=" : "<");
+  const int in_op = w.operand(n.inputs[0], OperandRole::kInput);
+  const int out_op = w.operand(n.outputs[0], OperandRole::kOutput);
+  if (in_op < 0 || out_op < 0) return unsupported(g, n, "input/output are not operands");
+  const std::string_view ct = ctype(dt);
+  const std::string X = KernelWriter::param(in_op);
+  std::string take = fmt::format("x {} best", cmp);
+  if (ir::is_float(dt)) take = last ? fmt::format("x != x || {}", take) : fmt::format("(x != x && best == best) || {}", take);
+  std::string code;
+  code += fmt::format("    const long long base = (row / {0}LL) * {1}LL + row % {0}LL;\n", inner, len * inner);
+  code += fmt::format("    {} best = {};\n    long long at = 0;\n", ct, load(dt, X, "base"));
+  code += fmt::format("    for (long long k = 1; k < {}LL; ++k) {{\n", len);
+  code += fmt::format("      const {} x = {};\n", ct, load(dt, X, fmt::format("base + k * {}LL", inner)));
+  code += fmt::format("      if ({}) {{ best = x; at = k; }}\n    }}\n", take);
+  code += fmt::format("    {}\n", store(DType::kI64, KernelWriter::param(out_op), "row", "at"));
+  w.family = "arg";
+  launch_rows(w, 1, outer * inner);
+  w.body = fmt::format("{} {{\n{}  }}\n", row_loop(1, outer * inner), code);
   return Status();
 }
 

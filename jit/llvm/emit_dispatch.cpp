@@ -66,6 +66,8 @@ Status emit_group(EmitContext& ec) {
     case ir::OpKind::kReduceSum:
     case ir::OpKind::kReduceMean:
     case ir::OpKind::kReduceMax:
+    case ir::OpKind::kArgMax:
+    case ir::OpKind::kArgMin:
     case ir::OpKind::kSoftmax:
     case ir::OpKind::kLayerNorm:
     case ir::OpKind::kGlobalAvgPool:

@@ -1,6 +1,6 @@
 // Layout ops: transpose, concat, split, slice (any steps, negative included), pad, gather,
-// views materialised as copies (reshape, flatten, squeeze, unsqueeze, identity), and the
-// state ops read_handle / write_handle / write_handle_at.
+// gather_elements, views materialised as copies (reshape, flatten, squeeze, unsqueeze,
+// identity), and the state ops read_handle / write_handle / write_handle_at.
 //
 // Everything is a copy of raw element bits (no value conversion), so every dtype works.
 // Most ops are "strided regions": out[i] = in[base + sum(idx_j * stride_j)], walked row by
@@ -10,7 +10,7 @@
 //
 // Out-of-range behaviour (no UB, unlike the reference interpreter, which reports errors):
 //  - gather: an index outside [-n, n) writes zeros for that slice; negative indices in
-//    range count from the end.
+//    range count from the end. gather_elements the same, per element.
 //  - write_handle_at: pos is clamped to [0, handle_dim - value_dim] along the axis.
 #include <llvm/IR/Intrinsics.h>
 
@@ -268,6 +268,57 @@ Status emit_gather(EmitContext& ec, const ir::Node& node) {
   return Status();
 }
 
+// gather_elements: walked over indices' rows (its innermost dim); a row's data offset
+// over the other dims is computed once, the axis coordinate per element from its index.
+Status emit_gather_elements(EmitContext& ec, const ir::Node& node) {
+  llvm::IRBuilder<>& b = ec.b;
+  const ir::Graph& g = ec.graph;
+  const ir::TensorType& data = g.value(node.inputs[0]).type;
+  const ir::TensorType& indices = g.value(node.inputs[1]).type;
+  const int rank = data.shape.rank();
+  if (rank < 1 || indices.shape.rank() != rank) return bad(ec, node, "indices must have data's rank >= 1");
+  const auto axis = static_cast<size_t>(norm_axis(attr_int(node, "axis", 0), rank));
+  const std::vector<int64_t>& id = indices.shape.dims();
+  const std::vector<int64_t> dst = contiguous_strides(data.shape.dims());
+  const int64_t dim = data.shape[static_cast<int>(axis)];
+  const int64_t width = id.back();
+  const int64_t total = product(id);
+  std::vector<int64_t> outer = id, outer_st = dst;  // the dims before the innermost
+  outer.pop_back();
+  outer_st.pop_back();
+  if (axis + 1 < static_cast<size_t>(rank)) outer_st[axis] = 0;  // from the index instead
+  const int64_t col_st = axis + 1 == static_cast<size_t>(rank) ? 0 : 1;
+  Type* et = bits_type(ec.ctx, data.dtype);
+  const int64_t esize = ir::dtype_size(data.dtype);
+  Value* src = operand_ptr(ec, node.inputs[0]);
+  Value* idx_ptr = operand_ptr(ec, node.inputs[1]);
+  Value* out = operand_ptr(ec, node.outputs[0]);
+  Type* it = indices.dtype == ir::DType::kI32 ? b.getInt32Ty() : b.getInt64Ty();
+  Range range = tile_items(ec, total);
+  if (total == 0) return Status();
+  Value* zero = llvm::ConstantInt::get(et, 0);
+  Value* base = nullptr;  // data offset of the row's coordinates off the axis
+  for_rows(ec, range.lo, range.hi, width, [&](Value* row) {
+    base = strided_offset(ec, i64c(ec, 0), unravel(ec, row, outer), outer_st);
+  }, [&](Value* row_start, Value* c) {
+    Value* i = b.CreateAdd(row_start, c);
+    Value* v = zero;
+    if (dim > 0) {
+      Value* raw = b.CreateAlignedLoad(it, b.CreateInBoundsGEP(it, idx_ptr, i), llvm::Align(it->getScalarSizeInBits() / 8));
+      Value* k = b.CreateSExt(raw, b.getInt64Ty());
+      k = b.CreateSelect(b.CreateICmpSLT(k, i64c(ec, 0)), b.CreateAdd(k, i64c(ec, dim)), k);
+      Value* ok = b.CreateAnd(b.CreateICmpSGE(k, i64c(ec, 0)), b.CreateICmpSLT(k, i64c(ec, dim)));
+      Value* kc = b.CreateSelect(ok, k, i64c(ec, 0));
+      Value* at = b.CreateAdd(b.CreateAdd(base, b.CreateMul(c, i64c(ec, col_st))),
+                              b.CreateMul(kc, i64c(ec, dst[axis])));
+      Value* ld = b.CreateAlignedLoad(et, b.CreateInBoundsGEP(et, src, at), llvm::Align(esize));
+      v = b.CreateSelect(ok, ld, zero);
+    }
+    b.CreateAlignedStore(v, b.CreateInBoundsGEP(et, out, i), llvm::Align(esize));
+  });
+  return Status();
+}
+
 // The regions of split (whole = the input, the source) or concat (whole = the output, the
 // destination): part k sits at the sum of the earlier parts' extents along "axis".
 std::vector<Region> axis_regions(EmitContext& ec, const ir::Node& node, ir::ValueId whole,
@@ -402,6 +453,8 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
       return emit_pad(ec, node);
     case ir::OpKind::kGather:
       return emit_gather(ec, node);
+    case ir::OpKind::kGatherElements:
+      return emit_gather_elements(ec, node);
     default:
       break;
   }

@@ -1,4 +1,4 @@
-// Reductions and normalisations: reduce_sum/mean/max, softmax, layer_norm,
+// Reductions and normalisations: reduce_sum/mean/max, arg_max/min, softmax, layer_norm,
 // global_avg_pool, batch_norm. Arithmetic runs in the compute type (f16/bf16 in float,
 // f32, f64; reduce_sum/max also on integers, wrapping).
 //
@@ -7,6 +7,8 @@
 //    a contiguous run with W-lane vector accumulators (+ scalar tail), outer reduced runs
 //    as strided loops; otherwise each output row (innermost kept run) is computed W
 //    outputs at a time, looping over every reduced run with vector loads.
+//  - arg_max/min: one output element per work unit, a scalar loop along the axis keeping
+//    the best value and its index (the reference's NaN and tie rules).
 //  - softmax: rows (inner == 1) in three vectorised passes (max, sum of exp, exp/sum);
 //    with inner > 1, W neighbouring columns at once. exp is a polynomial for x <= 0
 //    (util::exp_nonpos_f32; doubles util::exp).
@@ -200,6 +202,44 @@ Status emit_reduce(EmitContext& ec, const ir::Node& node) {
   return Status();
 }
 
+// Whether x replaces `best` (seen at a lower index): a NaN beats every number; among NaNs
+// and equal values the first wins, or the last with select_last_index.
+Value* arg_takes(EmitContext& ec, ir::DType dtype, bool is_max, bool last, Value* x, Value* best) {
+  auto& b = ec.b;
+  if (is_fp(dtype)) {
+    Value* beats = is_max ? (last ? b.CreateFCmpOGE(x, best) : b.CreateFCmpOGT(x, best))
+                          : (last ? b.CreateFCmpOLE(x, best) : b.CreateFCmpOLT(x, best));
+    Value* x_nan = b.CreateFCmpUNO(x, x);
+    return b.CreateOr(beats, last ? x_nan : b.CreateAnd(x_nan, b.CreateFCmpORD(best, best)));
+  }
+  const bool s = is_signed_int(dtype);
+  if (is_max) return last ? (s ? b.CreateICmpSGE(x, best) : b.CreateICmpUGE(x, best))
+                          : (s ? b.CreateICmpSGT(x, best) : b.CreateICmpUGT(x, best));
+  return last ? (s ? b.CreateICmpSLE(x, best) : b.CreateICmpULE(x, best))
+              : (s ? b.CreateICmpSLT(x, best) : b.CreateICmpULT(x, best));
+}
+
+Status emit_arg(EmitContext& ec, const ir::Node& node) {
+  auto& b = ec.b;
+  const auto [dtype, X, Y, ct, lanes] = family_io(ec, node);
+  const tiling::AxisShape s = tiling::axis_shape(ec.graph, node);
+  const bool is_max = node.op == ir::OpKind::kArgMax;
+  const bool last = attr_int(node, "select_last_index", 0) != 0;
+  for_node_units(ec, node, [&](Value* u) {
+    Value* o = b.CreateUDiv(u, i64c(ec, s.inner));
+    Value* j = b.CreateURem(u, i64c(ec, s.inner));
+    Value* base = b.CreateAdd(b.CreateMul(o, i64c(ec, s.len * s.inner)), j);
+    auto r = for_range_carry(ec, i64c(ec, 1), i64c(ec, s.len), 1, {load_elem(ec, dtype, X, base), i64c(ec, 0)},
+                             [&](Value* k, const std::vector<Value*>& a) {
+      Value* x = load_elem(ec, dtype, X, b.CreateAdd(base, b.CreateMul(k, i64c(ec, s.inner))));
+      Value* take = arg_takes(ec, dtype, is_max, last, x, a[0]);
+      return std::vector<Value*>{b.CreateSelect(take, x, a[0]), b.CreateSelect(take, k, a[1])};
+    }, "ak");
+    store_elem(ec, ir::DType::kI64, Y, u, r[1]);
+  });
+  return Status();
+}
+
 Status emit_softmax(EmitContext& ec, const ir::Node& node) {
   auto& b = ec.b;
   const ir::Graph& g = ec.graph;
@@ -374,6 +414,8 @@ Status emit_reduction(EmitContext& ec, const ir::Node& node) {
     case ir::OpKind::kReduceMean:
     case ir::OpKind::kReduceMax:
       return emit_reduce(ec, node);
+    case ir::OpKind::kArgMax:
+    case ir::OpKind::kArgMin: return emit_arg(ec, node);
     case ir::OpKind::kSoftmax: return emit_softmax(ec, node);
     case ir::OpKind::kLayerNorm: return emit_layer_norm(ec, node);
     case ir::OpKind::kBatchNorm: return emit_batch_norm(ec, node);

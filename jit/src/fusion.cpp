@@ -24,6 +24,7 @@ bool is_layout_like(ir::OpKind op) {
     case ir::OpKind::kTranspose:
     case ir::OpKind::kPad:
     case ir::OpKind::kGather:
+    case ir::OpKind::kGatherElements:
     case ir::OpKind::kReadHandle:
     case ir::OpKind::kWriteHandle:
     case ir::OpKind::kWriteHandleAt:

@@ -278,7 +278,8 @@ AxisShape axis_shape(const ir::Graph& graph, const ir::Node& node) {
   AxisShape s;
   const auto& dims = in_type(graph, node, 0).shape.dims();
   int rank = static_cast<int>(dims.size());
-  auto axis = static_cast<size_t>(normalize(attr_int(node, "axis", -1), rank));
+  const bool arg = node.op == OpKind::kArgMax || node.op == OpKind::kArgMin;
+  auto axis = static_cast<size_t>(normalize(attr_int(node, "axis", arg ? 0 : -1), rank));
   s.outer = product(dims, 0, axis);
   if (node.op == OpKind::kLayerNorm) {
     s.len = product(dims, axis, dims.size());
@@ -317,6 +318,11 @@ UnitTiles unit_tiles_for(const ir::Graph& graph, const ir::Node& node) {
       AxisShape s = axis_shape(graph, node);
       return unit_tiles(s.outer, s.len * s.inner);
     }
+    case OpKind::kArgMax:
+    case OpKind::kArgMin: {  // one unit per output element
+      AxisShape s = axis_shape(graph, node);
+      return unit_tiles(s.outer * s.inner, s.len);
+    }
     default: break;
   }
   return UnitTiles{};
@@ -335,6 +341,8 @@ bool is_compute_op(ir::OpKind op) {
     case OpKind::kReduceSum:
     case OpKind::kReduceMean:
     case OpKind::kReduceMax:
+    case OpKind::kArgMax:
+    case OpKind::kArgMin:
     case OpKind::kSoftmax:
     case OpKind::kLayerNorm:
     case OpKind::kBatchNorm:

@@ -25,12 +25,13 @@ constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 18;
 // Opsets 1..6 are imported only for models made of these ops: their versions before 7
 // differ from the later ones only by legacy attributes (consumed_inputs), which
-// check_attributes rejects. Other ops changed (broadcast attributes, Cast's string 'to').
+// check_attributes rejects, or not at all (ArgMax/ArgMin). Other ops changed (broadcast
+// attributes, Cast's string 'to').
 constexpr int64_t kMinLegacyOpset = 1;
-constexpr std::string_view kLegacyOps[] = {"Abs", "Ceil", "Elu", "Exp", "Floor", "GlobalAveragePool",
-                                           "GlobalMaxPool", "HardSigmoid", "Identity", "InstanceNormalization",
-                                           "LeakyRelu", "Log", "Neg", "Not", "Reciprocal", "Relu", "Selu",
-                                           "Sigmoid", "Softplus", "Softsign", "Sqrt", "Tanh"};
+constexpr std::string_view kLegacyOps[] = {"Abs", "ArgMax", "ArgMin", "Ceil", "Elu", "Exp", "Floor",
+                                           "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "Identity",
+                                           "InstanceNormalization", "LeakyRelu", "Log", "Neg", "Not", "Reciprocal",
+                                           "Relu", "Selu", "Sigmoid", "Softplus", "Softsign", "Sqrt", "Tanh"};
 
 const std::map<std::string, OpEntry, std::less<>>& op_table() {
   static const auto* table = [] {
@@ -42,6 +43,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_resize_ops(*t);
     detail::register_shape_ops(*t);
     detail::register_tensor_ops(*t);
+    detail::register_loss_ops(*t);
     return t;
   }();
   return *table;
@@ -197,7 +199,7 @@ Arity arity(std::string_view op) {
       {"Add", {2, 2}}, {"Sub", {2, 2}}, {"Mul", {2, 2}}, {"Div", {2, 2}}, {"Pow", {2, 2}},
       {"Equal", {2, 2}}, {"Less", {2, 2}}, {"LessOrEqual", {2, 2}}, {"Greater", {2, 2}},
       {"GreaterOrEqual", {2, 2}}, {"And", {2, 2}}, {"Or", {2, 2}}, {"PRelu", {2, 2}}, {"MatMul", {2, 2}},
-      {"Expand", {2, 2}}, {"Tile", {2, 2}}, {"Gather", {2, 2}}, {"Where", {3, 3}}, {"Range", {3, 3}},
+      {"Expand", {2, 2}}, {"Tile", {2, 2}}, {"Gather", {2, 2}}, {"GatherElements", {2, 2}}, {"Where", {3, 3}}, {"Range", {3, 3}},
       {"Max", {1, kMany}}, {"Min", {1, kMany}}, {"Sum", {1, kMany}}, {"Concat", {1, kMany}},
       {"Clip", {1, 3}}, {"Dropout", {1, 3}}, {"Conv", {2, 3}}, {"ConvTranspose", {2, 3}}, {"Gemm", {2, 3}},
       {"LayerNormalization", {2, 3}}, {"BatchNormalization", {5, 5}}, {"ReduceMean", {1, 2}},
@@ -206,6 +208,7 @@ Arity arity(std::string_view op) {
       {"Trilu", {1, 2}}, {"Constant", {0, 0}}, {"Xor", {2, 2}}, {"CastLike", {2, 2}}, {"Mean", {1, kMany}},
       {"ReduceL1", {1, 2}}, {"ReduceL2", {1, 2}}, {"ReduceSumSquare", {1, 2}}, {"ReduceLogSum", {1, 2}},
       {"ReduceLogSumExp", {1, 2}}, {"InstanceNormalization", {3, 3}}, {"EyeLike", {1, 1}}, {"Mod", {2, 2}},
+      {"NegativeLogLikelihoodLoss", {2, 3}}, {"SoftmaxCrossEntropyLoss", {2, 3}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary

@@ -333,11 +333,39 @@ Status lower_log_softmax(NodeContext& n) {
   return n.set_output(0, y);
 }
 
+// LayerNormalization's optional Mean and InvStdDev outputs (training-style): ONNX's
+// reference computes them over x.shape[axis:] in the stash type (float32, the only one
+// ONNX defines), kept as dims of 1. The main output stays the fused layer_norm op.
+Status layer_norm_stats(NodeContext& n, Tensor x, int64_t axis, double epsilon) {
+  CARVE_ASSIGN_OR_RETURN(int64_t stash, n.attr_int("stash_type", 1));
+  if (stash != ::onnx::TensorProto::FLOAT) return n.unsupported(fmt::format("stash_type {} (only 1, float32)", stash));
+  if (x.type.dtype != ir::DType::kF32) {
+    CARVE_ASSIGN_OR_RETURN(x, n.op(OpKind::kCast, {x}, {{"to", ir::dtype_name(ir::DType::kF32)}}));
+  }
+  const int64_t rank = x.type.shape.rank();
+  std::vector<int64_t> axes(static_cast<size_t>(rank - axis));
+  std::iota(axes.begin(), axes.end(), axis);
+  ir::Attrs reduce{{"axes", axes}, {"keepdims", int64_t{1}}};
+  CARVE_ASSIGN_OR_RETURN(Tensor mean, n.op(OpKind::kReduceMean, {x}, reduce));
+  if (n.output_used(1)) {
+    CARVE_RETURN_IF_ERROR(n.set_output(1, mean));
+  }
+  if (!n.output_used(2)) return Status();
+  CARVE_ASSIGN_OR_RETURN(Tensor d, n.op(OpKind::kSub, {x, mean}));
+  CARVE_ASSIGN_OR_RETURN(Tensor sq, n.op(OpKind::kMul, {d, d}));
+  CARVE_ASSIGN_OR_RETURN(Tensor var, n.op(OpKind::kReduceMean, {sq}, reduce));
+  const ir::DType f32 = ir::DType::kF32;
+  CARVE_ASSIGN_OR_RETURN(Tensor var_eps, n.op(OpKind::kAdd, {var, n.constant_doubles(f32, {}, {epsilon})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor std_dev, n.op(OpKind::kSqrt, {var_eps}));
+  CARVE_ASSIGN_OR_RETURN(Tensor inv, n.op(OpKind::kDiv, {n.constant_doubles(f32, {}, {1.0}), std_dev}));
+  return n.set_output(2, inv);
+}
+
 Status lower_layer_norm(NodeContext& n) {
-  if (n.output_used(1) || n.output_used(2)) return n.unsupported("the Mean/InvStdDev outputs are not supported");
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(Tensor scale, n.input(1));
-  CARVE_ASSIGN_OR_RETURN(int64_t axis, n.attr_int("axis", -1));
+  CARVE_ASSIGN_OR_RETURN(int64_t raw_axis, n.attr_int("axis", -1));
+  CARVE_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(n, raw_axis, x.type.shape.rank()));
   CARVE_ASSIGN_OR_RETURN(double epsilon, n.attr_float("epsilon", 1e-5));
   std::vector<Tensor> in{x, scale};
   if (n.has_input(2)) {
@@ -345,7 +373,9 @@ Status lower_layer_norm(NodeContext& n) {
     in.push_back(bias);
   }
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kLayerNorm, in, {{"axis", axis}, {"epsilon", epsilon}}));
-  return n.set_output(0, y);
+  CARVE_RETURN_IF_ERROR(n.set_output(0, y));
+  if (n.output_used(1) || n.output_used(2)) return layer_norm_stats(n, x, axis, epsilon);
+  return Status();
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The ONNX reductions: ReduceSum/Mean/Max map onto carve's reductions; ReduceMin,
+// The ONNX reductions: ReduceSum/Mean/Max and ArgMax/ArgMin map onto carve's ops; ReduceMin,
 // ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp are composed of
 // an elementwise step, one of them, and another elementwise step. ReduceProd is not
 // supported: carve has no product reduction, and exp(sum(log|x|)) is neither exact nor
@@ -155,6 +155,20 @@ Status lower_dynamic_quantize_linear(NodeContext& n) {
   return n.set_output(2, zp);
 }
 
+// ArgMax/ArgMin (every opset: axis may be negative from 11, select_last_index from 12;
+// the attributes' defaults cover the older forms).
+template <OpKind kArg>
+Status lower_arg(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(int64_t raw, n.attr_int("axis", 0));
+  CARVE_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(n, raw, x.type.shape.rank()));
+  CARVE_ASSIGN_OR_RETURN(int64_t keepdims, n.attr_int("keepdims", 1));
+  CARVE_ASSIGN_OR_RETURN(int64_t last, n.attr_int("select_last_index", 0));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(kArg, {x}, {{"axis", axis}, {"keepdims", int64_t{keepdims != 0}},
+                                                     {"select_last_index", int64_t{last != 0}}}));
+  return n.set_output(0, y);
+}
+
 }  // namespace
 
 void register_reduce_ops(std::map<std::string, OpEntry, std::less<>>& t) {
@@ -169,6 +183,8 @@ void register_reduce_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["ReduceLogSum"] = {lower_reduce<Family::kLogSum>, attrs};
   t["ReduceLogSumExp"] = {lower_reduce<Family::kLogSumExp>, attrs};
   t["DynamicQuantizeLinear"] = {lower_dynamic_quantize_linear, {}};
+  t["ArgMax"] = {lower_arg<OpKind::kArgMax>, {"axis", "keepdims", "select_last_index"}};
+  t["ArgMin"] = {lower_arg<OpKind::kArgMin>, {"axis", "keepdims", "select_last_index"}};
 }
 
 }  // namespace carve::onnx::detail

@@ -108,6 +108,23 @@ Status lower_gather(NodeContext& n) {
   return n.set_output(0, y);
 }
 
+// GatherElements. Known indices are checked here, so a bad one names the node at import
+// (at run time the reference reports it and the kernels write zeros).
+Status lower_gather_elements(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor data, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor indices, n.input(1));
+  CARVE_ASSIGN_OR_RETURN(int64_t raw_axis, n.attr_int("axis", 0));
+  CARVE_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(n, raw_axis, data.type.shape.rank()));
+  if (indices.is_known()) {
+    const int64_t extent = data.type.shape[static_cast<int>(axis)];
+    for (int64_t i : to_int64s(indices)) {
+      if (i < -extent || i >= extent) return n.error(ErrorCode::kOutOfBounds, fmt::format("index {} outside [-{}, {})", i, extent, extent));
+    }
+  }
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kGatherElements, {data, indices}, {{"axis", axis}}));
+  return n.set_output(0, y);
+}
+
 // Pad, constant mode: pads/value are attributes before opset 11, constant inputs after
 // (opset 18 adds axes). Negative pads (cropping) are not supported.
 // Edge and reflect padding as copies: per padded axis, one-wide slices that repeat the
@@ -360,6 +377,7 @@ void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["Gather"] = {lower_gather, {"axis"}};
   t["CumSum"] = {lower_cumsum, {"exclusive", "reverse"}};
   t["OneHot"] = {lower_one_hot, {"axis"}};
+  t["GatherElements"] = {lower_gather_elements, {"axis"}};
   t["Pad"] = {lower_pad, {"mode", "pads", "value"}};
   t["Trilu"] = {lower_trilu, {"upper"}};
   t["EyeLike"] = {lower_eye_like, {"dtype", "k"}};

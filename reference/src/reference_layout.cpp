@@ -1,6 +1,6 @@
-// Reference kernels: data movement (concat, split, slice, transpose, pad, gather), views
-// and the state ops. All of them move whole elements as bytes, so they work for every
-// dtype.
+// Reference kernels: data movement (concat, split, slice, transpose, pad, gather,
+// gather_elements), views and the state ops. All of them move whole elements as bytes, so
+// they work for every dtype.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -169,6 +169,38 @@ Status gather(const Ctx& ctx) {
   return Status();
 }
 
+// out[i] = data[i with i[axis] = indices[i]]; like gather, every index is checked (after
+// wrapping a negative one) before anything is written.
+Status gather_elements(const Ctx& ctx) {
+  const ir::TensorType& data = ctx.in_type(0);
+  const ir::TensorType& ti = ctx.in_type(1);
+  const int rank = data.shape.rank();
+  const int axis = normalize_axis(ctx.attr_int("axis", 0), rank);
+  const int64_t extent = data.shape[axis];
+  const size_t size = element_size(data);
+  std::vector<int64_t> strides = row_major_strides(data.shape);
+  const int64_t axis_stride = strides[static_cast<size_t>(axis)];
+  strides[static_cast<size_t>(axis)] = 0;  // the axis coordinate comes from the index
+  const std::vector<int64_t> indices = load_i64(ti.dtype, ctx.in[1], count(ti.shape));
+  std::vector<int64_t> src(indices.size());
+  IndexWalker walk(ti.shape, {strides});
+  for (size_t i = 0; i < indices.size(); ++i, walk.next()) {
+    const int64_t raw = indices[i];
+    const int64_t idx = raw < 0 ? raw + extent : raw;
+    if (idx < 0 || idx >= extent) {
+      return ctx.error(ErrorCode::kOutOfBounds,
+                       fmt::format("index {} (at flat position {} of indices) is out of range "
+                                   "[{}, {}) for axis {} of {}",
+                                   raw, i, -extent, extent, axis, data.shape.to_string()));
+    }
+    src[i] = walk.offset(0) + idx * axis_stride;
+  }
+  for (size_t i = 0; i < src.size(); ++i) {
+    std::memcpy(bytes_of(ctx.out[0]) + i * size, bytes_of(ctx.in[0]) + static_cast<size_t>(src[i]) * size, size);
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status run_layout(const Ctx& ctx) {
@@ -179,6 +211,7 @@ Status run_layout(const Ctx& ctx) {
     case OpKind::kTranspose: return transpose(ctx);
     case OpKind::kPad: return pad(ctx);
     case OpKind::kGather: return gather(ctx);
+    case OpKind::kGatherElements: return gather_elements(ctx);
     case OpKind::kReshape:
     case OpKind::kFlatten:
     case OpKind::kSqueeze:

@@ -94,6 +94,45 @@ Status reduce(const Ctx& ctx) {
   return Status();
 }
 
+// arg_max / arg_min along one axis, numpy's NaN rule: a NaN beats every number and the
+// first NaN (the last with select_last_index) wins.
+template <typename V>
+Status arg_select(const Ctx& ctx) {
+  const ir::TensorType& tx = ctx.in_type(0);
+  const int rank = tx.shape.rank();
+  const int axis = normalize_axis(ctx.attr_int("axis", 0), rank);
+  const bool is_max = ctx.node.op == OpKind::kArgMax;
+  const bool last = ctx.attr_int("select_last_index", 0) != 0;
+  const int64_t outer = dims_product(tx.shape, 0, axis);
+  const int64_t len = tx.shape[axis];
+  const int64_t inner = dims_product(tx.shape, axis + 1, rank);
+  const std::vector<V> x = load<V>(tx.dtype, ctx.in[0], count(tx.shape));
+  auto is_nan = [](V v) {
+    if constexpr (std::is_same_v<V, double>) return std::isnan(v);
+    return false;
+  };
+  // Whether v replaces the best so far (seen at a lower index).
+  auto better = [&](V v, V best) {
+    if (is_nan(best)) return last && is_nan(v);
+    if (is_nan(v)) return true;
+    if (v == best) return last;
+    return is_max ? v > best : v < best;
+  };
+  std::vector<int64_t> y(static_cast<size_t>(outer * inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      auto at = [&](int64_t k) { return x[static_cast<size_t>((o * len + k) * inner + in)]; };
+      int64_t best = 0;  // inference rejects an empty axis
+      for (int64_t k = 1; k < len; ++k) {
+        if (better(at(k), at(best))) best = k;
+      }
+      y[static_cast<size_t>(o * inner + in)] = best;
+    }
+  }
+  store_i64(ir::DType::kI64, y, ctx.out[0]);
+  return Status();
+}
+
 // ---- softmax, layer_norm, batch_norm (float only) ----
 
 Status softmax(const Ctx& ctx) {
@@ -403,6 +442,9 @@ Status run_nn(const Ctx& ctx) {
     case OpKind::kReduceMean:
     case OpKind::kReduceMax:
       return CARVE_REF_DISPATCH(dtype, reduce, ctx);
+    case OpKind::kArgMax:
+    case OpKind::kArgMin:
+      return CARVE_REF_DISPATCH(dtype, arg_select, ctx);
     case OpKind::kSoftmax: return softmax(ctx);
     case OpKind::kLayerNorm: return layer_norm(ctx);
     case OpKind::kMatmul: return CARVE_REF_DISPATCH(dtype, matmul, ctx);

@@ -182,6 +182,14 @@ std::vector<Case> layout_cases() {
                      std::memcpy(bytes.data(), idx.data(), bytes.size());
                      b.output(b.gather(b.input("x", DType::kF16, {3, 5}), b.constant("i", DType::kI64, {4}, bytes), 0));
                    }});
+  cases.push_back({"gather_elements i64 negative indices", [](GraphBuilder& b) {
+                     std::vector<int64_t> idx = {-1, 0, 2, -3, 1, 1};
+                     std::vector<uint8_t> bytes(idx.size() * 8);
+                     std::memcpy(bytes.data(), idx.data(), bytes.size());
+                     auto i = b.constant("i", DType::kI64, {2, 3}, bytes);
+                     b.output(b.gather_elements(b.input("x", DType::kF16, {3, 5}), i, 0));
+                     b.output(b.gather_elements(b.input("y", DType::kI32, {2, 4}), i, -1));
+                   }});
   cases.push_back({"view copy of an input", [](GraphBuilder& b) {
                      b.output(b.reshape(b.input("x", DType::kF32, {4, 6}), {2, 12}));
                    }});
@@ -208,6 +216,11 @@ std::vector<Case> reduction_cases() {
                        b.output(b.reduce_max(x, {}));
                        b.output(b.reduce_sum(x, {-1}, false));
                      }, tol(d, 1e-6), tol(d, 1e-6)});
+    cases.push_back({"arg max min " + s, [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {3, 50, 4});
+                       b.output(b.arg_max(x, 1));
+                       b.output(b.arg_min(x, -1, false, true));
+                     }});
     cases.push_back({"softmax " + s, [d](GraphBuilder& b) {
                        auto x = b.input("x", d, {4, 70});
                        b.output(b.softmax(x, -1));
@@ -230,6 +243,8 @@ std::vector<Case> reduction_cases() {
                        auto x = b.input("x", d, {3, 40});
                        b.output(b.reduce_sum(x, {1}));
                        b.output(b.reduce_max(x, {0}));
+                       b.output(b.arg_max(x, 1, true, true));  // ties: values from [-100, 100]
+                       b.output(b.arg_min(x, 0));
                      }, 0, 0, -100, 100});
   }
   return cases;

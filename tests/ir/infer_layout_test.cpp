@@ -229,3 +229,17 @@ TEST_CASE("ir/shape/unknown attribute and wrong input count") {
   CHECK(infer_error(OpKind::kReadHandle, {f32({2})}, {{"handle", "kv"}}) ==
         ErrorCode::kVerifyError);
 }
+
+TEST_CASE("ir/shape/gather_elements") {
+  CHECK(infer1(OpKind::kGatherElements, {f32({5, 4, 3}), tt(DType::kI64, {2, 4, 7})}, {{"axis", 2}}) ==
+        f32({2, 4, 7}));
+  CHECK(infer1(OpKind::kGatherElements, {tt(DType::kI8, {5, 4}), tt(DType::kI32, {9, 1})}) == tt(DType::kI8, {9, 1}));
+  CHECK(infer1(OpKind::kGatherElements, {f32({5, 4}), tt(DType::kI32, {0, 2})}, {{"axis", -1}}) == f32({0, 2}));
+  CHECK(infer_error(OpKind::kGatherElements, {f32({5}), f32({2})}) == ErrorCode::kTypeMismatch);
+  CHECK(infer_error(OpKind::kGatherElements, {f32({5, 4}), tt(DType::kI64, {2})}) == ErrorCode::kShapeError);
+  // off the axis indices may not be larger than data
+  CHECK(infer_error(OpKind::kGatherElements, {f32({5, 4}), tt(DType::kI64, {2, 5})}) == ErrorCode::kShapeError);
+  CHECK(infer_error(OpKind::kGatherElements, {f32({5, 4}), tt(DType::kI64, {2, 2})}, {{"axis", 2}}) ==
+        ErrorCode::kVerifyError);
+  CHECK(infer_error(OpKind::kGatherElements, {f32({}), tt(DType::kI64, {})}) == ErrorCode::kShapeError);
+}

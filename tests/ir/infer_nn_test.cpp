@@ -203,3 +203,20 @@ TEST_CASE("ir/shape/batch_norm") {
   CHECK(infer_error(OpKind::kBatchNorm, {x, c, c, c}) == ErrorCode::kVerifyError);
   CHECK(infer_error(OpKind::kBatchNorm, {f32({3}), c, c, c, c}) == ErrorCode::kShapeError);
 }
+
+TEST_CASE("ir/shape/arg_max and arg_min") {
+  for (OpKind op : {OpKind::kArgMax, OpKind::kArgMin}) {
+    CAPTURE(op_name(op));
+    TensorType x = f32({2, 3, 4});
+    CHECK(infer1(op, {x}) == tt(DType::kI64, {1, 3, 4}));  // axis 0, keepdims 1
+    CHECK(infer1(op, {x}, {{"axis", -1}, {"keepdims", 0}}) == tt(DType::kI64, {2, 3}));
+    CHECK(infer1(op, {tt(DType::kU8, {5})}, {{"keepdims", 0}, {"select_last_index", 1}}) == tt(DType::kI64, {}));
+    CHECK(infer_error(op, {x}, {{"axis", 3}}) == ErrorCode::kVerifyError);
+    CHECK(infer_error(op, {x}, {{"select_last_index", 2}}) == ErrorCode::kVerifyError);
+    CHECK(infer_error(op, {x}, {{"axes", Ints{0}}}) == ErrorCode::kVerifyError);
+    CHECK(infer_error(op, {f32({})}) == ErrorCode::kShapeError);
+    CHECK(infer_error(op, {f32({2, 0})}, {{"axis", 1}}) == ErrorCode::kShapeError);  // nothing to pick
+    CHECK(infer1(op, {f32({2, 0})}, {{"axis", 0}}) == tt(DType::kI64, {1, 0}));
+    CHECK(infer_error(op, {tt(DType::kBool, {3})}) == ErrorCode::kTypeMismatch);
+  }
+}

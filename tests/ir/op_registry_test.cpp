@@ -64,6 +64,12 @@ TEST_CASE("ir/op/traits arity and flags") {
   CHECK(op_name(OpKind::kFmod) == "fmod");
   CHECK(is_binary_elementwise(OpKind::kNotEqual));
   CHECK(is_reduction(OpKind::kReduceMean));
+  CHECK_FALSE(is_reduction(OpKind::kArgMax));  // not a reduce_* (no axes list)
+  CHECK(op_from_name("arg_min").value() == OpKind::kArgMin);
+  CHECK(op_from_name("gather_elements").value() == OpKind::kGatherElements);
+  CHECK(accepts_attr(OpKind::kArgMax, "select_last_index"));
+  CHECK_FALSE(accepts_attr(OpKind::kArgMax, "axes"));
+  CHECK_FALSE(is_view(OpKind::kGatherElements));
   CHECK(accepts_attr(OpKind::kConv2d, "dilations"));
   CHECK_FALSE(accepts_attr(OpKind::kMaxPool, "count_include_pad"));
   CHECK(accepts_attr(OpKind::kAvgPool, "count_include_pad"));

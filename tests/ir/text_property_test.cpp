@@ -153,6 +153,13 @@ class RandomGraph {
         add(b.op1(op, {x}, std::move(attrs)));
         return;
       }
+      case OpKind::kArgMax:
+      case OpKind::kArgMin: {
+        ValueId x = pick(1, 4, true);  // an empty axis has no index
+        add(b.op1(op, {x}, {{"axis", axis_of(type(x).shape.rank())}, {"keepdims", coin()},
+                            {"select_last_index", coin()}}));
+        return;
+      }
       case OpKind::kSoftmax: {
         ValueId x = pick(1, 4);
         add(b.softmax(x, axis_of(type(x).shape.rank())));
@@ -324,6 +331,17 @@ class RandomGraph {
         ValueId x = pick(1, 3);
         ValueId idx = leaf(coin() ? DType::kI32 : DType::kI64, random_shape(0, 2));
         add(b.gather(x, idx, axis_of(type(x).shape.rank())));
+        return;
+      }
+      case OpKind::kGatherElements: {
+        ValueId x = pick(1, 3);
+        int axis = axis_of(type(x).shape.rank());
+        Ints dims = type(x).shape.dims();  // no larger than x off the axis
+        for (size_t i = 0; i < dims.size(); ++i) {
+          dims[i] = static_cast<int>(i) == (axis + type(x).shape.rank()) % type(x).shape.rank() ? pick_int(0, 3)
+                                                                                              : pick_int(0, static_cast<int>(dims[i]));
+        }
+        add(b.gather_elements(x, leaf(coin() ? DType::kI32 : DType::kI64, Shape(dims)), axis));
         return;
       }
       case OpKind::kReshape: {

@@ -1,9 +1,10 @@
-// JIT reduce_sum/mean/max, softmax, layer_norm, batch_norm against the reference.
+// JIT reduce_sum/mean/max, arg_max/min, softmax, layer_norm, batch_norm against the
+// reference.
 // Tolerance (inputs in [-1, 1] unless noted): sums/means rel+abs 2e-6*sqrt(n) + 1e-6 (f32
 // accumulation of n terms, n = reduced count); max 1e-30 (exact up to the sign of zero:
 // the vector order can pick the other zero of a +0/-0 tie); softmax rel 1e-5 (exp
 // polynomial ~2 ulp + the sum); layer_norm/batch_norm rel+abs 2e-5; f64 1e-11; f16 rel
-// 3e-3; integers exact (wrap-around).
+// 3e-3; integers exact (wrap-around); arg_max/min indices exact.
 #include "compute_test_util.h"
 
 namespace carve::jit::computetest {
@@ -66,6 +67,48 @@ TEST_CASE("jit/compute/reduce/dtypes_and_empty") {
     }, 1, 0, 0);
     CHECK_MESSAGE(r.empty(), r);
   }
+}
+
+// arg_max/arg_min: values from a small set (ties everywhere, NaN in floats), exact indices.
+TEST_CASE("jit/compute/arg_max_min/property") {
+  if (skip_without_jit()) return;
+  CHECK(rc_check("arg_max/arg_min random shape, axis, keepdims, select_last_index, ties, NaN", 60, [] {
+    int rank = *rc::gen::inRange(1, 4);
+    std::vector<int64_t> dims(static_cast<size_t>(rank));
+    for (auto& d : dims) d = *rc::gen::oneOf(rc::gen::inRange<int64_t>(1, 6), rc::gen::just<int64_t>(19));
+    const int64_t axis = *rc::gen::inRange<int64_t>(-rank, rank);
+    const bool keep = *rc::gen::arbitrary<bool>(), last = *rc::gen::arbitrary<bool>();
+    const OpKind op = *rc::gen::element(OpKind::kArgMax, OpKind::kArgMin);
+    const DType dt = *rc::gen::element(DType::kF32, DType::kF64, DType::kF16, DType::kBf16, DType::kI8, DType::kU8,
+                                       DType::kI32, DType::kI64);
+    GraphBuilder b;
+    auto x = b.input("x", dt, ir::Shape(dims));
+    b.output(op == OpKind::kArgMax ? b.arg_max(x, axis, keep, last) : b.arg_min(x, axis, keep, last));
+    auto g = b.build();
+    RC_ASSERT(g.ok());
+    const std::vector<double> pool = ir::is_float(dt) ? std::vector<double>{-1.5, 0, 2, 2, NAN, -0.0}
+                                                      : std::vector<double>{-3, 0, 1, 1, 100};
+    std::vector<double> v(static_cast<size_t>(*ir::Shape(dims).num_elements()));
+    for (double& e : v) e = pool[static_cast<size_t>(*rc::gen::inRange<size_t>(0, pool.size()))];
+    std::string r = jit_vs_reference(*g, {HostTensor::from_doubles(dt, ir::Shape(dims), v)}, 0, 0);
+    RC_ASSERT(r == std::string());
+  }));
+}
+
+TEST_CASE("jit/compute/arg_max_min/tiles cover every output once") {
+  if (skip_without_jit()) return;
+  GraphBuilder b;
+  auto x = b.input("x", DType::kF32, {7, 9, 3});
+  b.output(b.arg_min(x, 1, false, true));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  std::vector<HostTensor> in = random_inputs(*g, 5);
+  auto ref = run_reference(*g, in);
+  REQUIRE(ref.ok());
+  // 21 outputs in 4 tiles, run as [3, 4) then [0, 3).
+  auto got = run_node_tiles(*g, g->nodes.front().id, in, 4, {{3, 4}, {0, 3}});
+  REQUIRE(got.ok());
+  CHECK(got->as<int64_t>() == (*ref)[0].as<int64_t>());
 }
 
 TEST_CASE("jit/compute/softmax/property") {

@@ -1,5 +1,6 @@
 // JIT layout kernels vs the reference interpreter: transpose, concat, split, slice
-// (negative steps included), pad, gather, views materialised as copies, handle state ops.
+// (negative steps included), pad, gather, gather_elements, views materialised as copies,
+// handle state ops.
 #include <doctest/doctest.h>
 
 #include "engine_test_util.h"
@@ -130,6 +131,41 @@ TEST_CASE("jit/layout/gather out of range writes zeros") {
                                          HostTensor::from<int64_t>(Shape{3}, {2, 3, -4})});
   REQUIRE(out.ok());
   CHECK((*out)[0].as<float>() == std::vector<float>{5, 6, 0, 0, 0, 0});
+}
+
+TEST_CASE("jit/layout/gather_elements with negative indices") {
+  check_graph([](ir::GraphBuilder& b, DType d) {
+    auto x = b.input("x", d, {5, 4, 3});
+    auto idx = b.input("idx", DType::kI64, {3, 4, 7});  // smaller than x off the axis
+    b.output(b.gather_elements(x, idx, -1));
+    b.output(b.gather_elements(x, idx, 2));
+  }, {}, "gather_elements i64 last axis", DType::kI64, 3);
+  check_graph([](ir::GraphBuilder& b, DType d) {
+    auto x = b.input("x", d, {5, 4, 3});
+    auto idx = b.input("idx", DType::kI32, {9, 2, 3});
+    b.output(b.gather_elements(x, idx, 0));
+  }, {}, "gather_elements i32 axis 0", DType::kI32, 5);
+  check_graph([](ir::GraphBuilder& b, DType d) {
+    auto x = b.input("x", d, {6});
+    auto idx = b.input("idx", DType::kI64, {11});
+    b.output(b.gather_elements(x, idx, 0));
+  }, {}, "gather_elements rank 1", DType::kI64, 6);
+}
+
+TEST_CASE("jit/layout/gather_elements out of range writes zeros") {
+  if (skip_without_jit()) return;
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::kF32, {2, 3});
+  auto idx = b.input("idx", DType::kI64, {2, 2});
+  b.output(b.gather_elements(x, idx, 1));
+  b.output(b.gather_elements(x, idx, 0));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto out = run_jit(*shared_jit(), *g, {HostTensor::from<float>(Shape{2, 3}, {1, 2, 3, 4, 5, 6}),
+                                         HostTensor::from<int64_t>(Shape{2, 2}, {-1, 3, INT64_MIN, 1})});
+  REQUIRE(out.ok());
+  CHECK((*out)[0].as<float>() == std::vector<float>{3, 0, 0, 5});
+  CHECK((*out)[1].as<float>() == std::vector<float>{4, 0, 0, 5});
 }
 
 TEST_CASE("jit/layout/views as copies and layout after views") {

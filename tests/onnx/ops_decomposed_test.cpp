@@ -1,6 +1,7 @@
 // ONNX operators the importer composes from other carve ops (activations, logic, Mean,
 // CastLike, the composed reductions, layout and normalization ops, EyeLike, Hardmax, Mod,
-// Clip with bounds computed at run time, DynamicQuantizeLinear):
+// Clip with bounds computed at run time, DynamicQuantizeLinear, LayerNormalization's
+// Mean/InvStdDev, the NLL and softmax cross-entropy losses) and ArgMax/ArgMin/GatherElements:
 // one-node models built here with the ONNX protobuf classes, run through the reference
 // interpreter and (with the CPU JIT) a Session, against values computed here in double.
 #include <doctest/doctest.h>
@@ -30,6 +31,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 struct Model {
   ::onnx::ModelProto proto;
   ::onnx::NodeProto* op = nullptr;
+  size_t result = 0;  // the graph output run() returns
 
   explicit Model(int64_t opset) {
     proto.set_ir_version(8);
@@ -87,7 +89,7 @@ carve::Result<co::ImportedModel> import(const Model& m) {
   return co::import_model_bytes(std::as_bytes(std::span(bytes.data(), bytes.size())), "ops.onnx");
 }
 
-// Output 0 of `m` on `inputs`: once from the reference interpreter and, where the CPU JIT
+// Output m.result of `m` on `inputs`: once from the reference interpreter and, where the CPU JIT
 // is built, once from a Session.
 std::vector<Values> run(const Model& m, const std::vector<HostTensor>& inputs) {
   auto model = import(m);
@@ -95,7 +97,7 @@ std::vector<Values> run(const Model& m, const std::vector<HostTensor>& inputs) {
   std::vector<Values> results;
   auto ref = carve::reference::run_reference(model->graph, inputs);
   REQUIRE_MESSAGE(ref.ok(), ref.status().to_string());
-  results.push_back((*ref)[0].to_doubles());
+  results.push_back((*ref)[m.result].to_doubles());
   auto session = carve::runtime::Session::create();
   REQUIRE(session.ok());
   auto program = (*session)->compile(model->graph);
@@ -109,10 +111,11 @@ std::vector<Values> run(const Model& m, const std::vector<HostTensor>& inputs) {
   }
   auto outputs = (*program)->run(buffers);
   REQUIRE_MESSAGE(outputs.ok(), outputs.status().to_string());
-  auto bytes = (*outputs)[0].bytes();
+  const carve::runtime::Buffer& result = (*outputs)[m.result];
+  auto bytes = result.bytes();
   REQUIRE(bytes.ok());
   HostTensor out;
-  out.type = carve::ir::TensorType{(*outputs)[0].dtype(), (*outputs)[0].shape()};
+  out.type = carve::ir::TensorType{result.dtype(), result.shape()};
   const auto* first = reinterpret_cast<const uint8_t*>(bytes->data());
   out.bytes.assign(first, first + bytes->size());
   results.push_back(out.to_doubles());
@@ -687,4 +690,107 @@ TEST_CASE("onnx/ops/dynamic_quantize_linear") {
   Model bad(13);
   bad.input("x", kI32, {6}).node("DynamicQuantizeLinear", {"x"}, 3);
   check_fails(bad, ErrorCode::kUnsupported, "i32");
+}
+
+TEST_CASE("onnx/ops/arg_max_and_arg_min") {
+  // [2, 3]: a tie in row 0, a NaN in row 1 (NaN wins, as in numpy).
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{2, 3}, {4, 1, 4, 2, NAN, 9});
+  for (int64_t opset : {1, 7, 11, 12, 13}) {
+    CAPTURE(opset);
+    Model m(opset);
+    m.input("x", kF32, {2, 3}).node("ArgMax", {"x"}).i("axis", 1).i("keepdims", 0);
+    check_close(m, {x}, {0, 1}, 0, 0);
+    Model first(opset);  // defaults: axis 0, keepdims 1
+    first.input("x", kF32, {2, 3}).node("ArgMin", {"x"});
+    check_close(first, {x}, {1, 1, 0}, 0, 0);
+  }
+  Model last(12);
+  last.input("x", kF32, {2, 3}).node("ArgMax", {"x"}).i("axis", -1).i("select_last_index", 1);
+  check_close(last, {x}, {2, 1}, 0, 0);
+  auto imported = import(last);
+  REQUIRE(imported.ok());
+  CHECK(imported->graph.value(imported->graph.outputs[0]).type ==
+        carve::ir::TensorType{carve::ir::DType::kI64, carve::ir::Shape{2, 1}});
+  Model ints(13);
+  ints.input("x", kI32, {4}).node("ArgMin", {"x"}).i("select_last_index", 1);
+  check_close(ints, {HostTensor::from<int32_t>(carve::ir::Shape{4}, {5, -2, 7, -2})}, {3}, 0, 0);
+  Model bad_axis(13);
+  bad_axis.input("x", kF32, {2, 3}).node("ArgMax", {"x"}).i("axis", 2);
+  check_fails(bad_axis, ErrorCode::kInvalidArgument, "axis");
+}
+
+TEST_CASE("onnx/ops/gather_elements") {
+  const HostTensor data = HostTensor::from<float>(carve::ir::Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+  Model m(13);
+  m.input("x", kF32, {2, 3}).input("i", ::onnx::TensorProto::INT64, {2, 2}).node("GatherElements", {"x", "i"}).i("axis", 1);
+  check_close(m, {data, HostTensor::from<int64_t>(carve::ir::Shape{2, 2}, {-1, 0, 1, -2})}, {3, 1, 5, 5}, 0, 0);
+  Model axis0(11);
+  axis0.input("x", kF32, {2, 3}).input("i", kI32, {1, 3}).node("GatherElements", {"x", "i"});
+  check_close(axis0, {data, HostTensor::from<int32_t>(carve::ir::Shape{1, 3}, {1, 0, -1})}, {4, 2, 6}, 0, 0);
+  // A known index out of range names the node at import.
+  Model known(13);
+  known.input("x", kF32, {3}).int64_init("i", {0, 3}).node("GatherElements", {"x", "i"});
+  check_fails(known, ErrorCode::kOutOfBounds, "index 3 outside [-3, 3)");
+}
+
+TEST_CASE("onnx/ops/layer_normalization_mean_and_inv_std_dev") {
+  // x [2, 2, 2], normalised over the last two axes: Mean and InvStdDev are [2, 1, 1].
+  const std::vector<float> v{1, 2, 4, 5, -3, 0, 0, 7};
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{2, 2, 2}, v);
+  const HostTensor scale = HostTensor::from<float>(carve::ir::Shape{2, 2}, {1, 2, -1, 0.5});
+  Values mean, inv, y;
+  for (size_t r = 0; r < 2; ++r) {
+    double m = 0, var = 0;
+    for (size_t k = 0; k < 4; ++k) m += v[r * 4 + k] / 4.0;
+    for (size_t k = 0; k < 4; ++k) var += std::pow(v[r * 4 + k] - m, 2) / 4.0;
+    mean.push_back(m);
+    inv.push_back(1 / std::sqrt(var + 0.1));
+    const Values s{1, 2, -1, 0.5};
+    for (size_t k = 0; k < 4; ++k) y.push_back((v[r * 4 + k] - m) * inv.back() * s[k]);
+  }
+  for (size_t result : {0, 1, 2}) {
+    CAPTURE(result);
+    Model m(17);
+    m.input("x", kF32, {2, 2, 2}).input("s", kF32, {2, 2}).node("LayerNormalization", {"x", "s"}, 3);
+    m.i("axis", -2).f("epsilon", 0.1f);
+    m.result = result;
+    check_close(m, {x, scale}, result == 0 ? y : result == 1 ? mean : inv, 1e-5, 1e-6);
+    auto imported = import(m);
+    REQUIRE(imported.ok());
+    const carve::ir::Shape want = result == 0 ? carve::ir::Shape{2, 2, 2} : carve::ir::Shape{2, 1, 1};
+    CHECK(imported->graph.value(imported->graph.outputs[result]).type.shape == want);
+  }
+  Model stash(17);
+  stash.input("x", kF32, {2, 2, 2}).input("s", kF32, {2, 2}).node("LayerNormalization", {"x", "s"}, 3).i("axis", -2).i("stash_type", 11);
+  check_fails(stash, ErrorCode::kUnsupported, "stash_type 11");
+}
+
+TEST_CASE("onnx/ops/losses") {
+  // x [2, 3] log-probabilities, targets {2, ignored}, weights per class.
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{2, 3}, {-1, -2, -3, -0.5, -1.5, -2.5});
+  const HostTensor t = HostTensor::from<int64_t>(carve::ir::Shape{2}, {2, 1});
+  const HostTensor w = HostTensor::from<float>(carve::ir::Shape{3}, {1, 2, 4});
+  auto nll = [&](const std::string& reduction, bool weighted) {
+    Model m(13);
+    m.input("x", kF32, {2, 3}).input("t", ::onnx::TensorProto::INT64, {2});
+    if (weighted) m.input("w", kF32, {3});
+    m.node("NegativeLogLikelihoodLoss", weighted ? std::vector<std::string>{"x", "t", "w"} : std::vector<std::string>{"x", "t"});
+    m.s("reduction", reduction).i("ignore_index", 1);
+    return m;
+  };
+  check_close(nll("none", true), {x, t, w}, {12, 0});
+  check_close(nll("sum", true), {x, t, w}, {12});
+  check_close(nll("mean", true), {x, t, w}, {3});  // 12 / 4: the ignored target weighs 0
+  check_close(nll("mean", false), {x, t}, {3});    // 3 / 1
+  Model sce(13);
+  sce.input("s", kF32, {2, 3}).input("t", ::onnx::TensorProto::INT64, {2}).node("SoftmaxCrossEntropyLoss", {"s", "t"}, 2);
+  sce.result = 1;  // log_prob
+  const HostTensor scores = HostTensor::from<float>(carve::ir::Shape{2, 3}, {1, 2, 3, 0, 0, 0});
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  check_close(sce, {scores, t}, {1 - lse, 2 - lse, 3 - lse, -std::log(3.0), -std::log(3.0), -std::log(3.0)});
+  sce.result = 0;
+  check_close(sce, {scores, t}, {((lse - 3) + std::log(3.0)) / 2});
+  Model bad(13);
+  bad.input("x", kF32, {2, 3}).input("t", ::onnx::TensorProto::INT64, {2}).node("NegativeLogLikelihoodLoss", {"x", "t"}).s("reduction", "max");
+  check_fails(bad, ErrorCode::kInvalidArgument, "reduction 'max'");
 }

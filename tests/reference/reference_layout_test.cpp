@@ -159,6 +159,29 @@ TEST_CASE("reference/gather index out of range is kOutOfBounds naming the node")
   }
 }
 
+TEST_CASE("reference/gather_elements along each axis with negative indices") {
+  const HostTensor data = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  // axis 1: out[i][j] = data[i][idx[i][j]]; indices smaller than data off the axis.
+  HostTensor g1 = run1(OpKind::kGatherElements, {data, i64({2, 4}, {2, -3, 0, -1, 1, 1, 0, 2})}, {{"axis", 1}});
+  CHECK(g1.type.shape == Shape{2, 4});
+  CHECK(g1.as<float>() == std::vector<float>{3, 1, 1, 3, 5, 5, 4, 6});
+  // axis 0 (default), i32, a row fewer and a column fewer than data.
+  HostTensor g0 = run1(OpKind::kGatherElements, {data, i32({1, 2}, {1, -2})});
+  CHECK(g0.as<float>() == std::vector<float>{4, 2});
+  CHECK(run1(OpKind::kGatherElements, {data, i64({0, 3}, {})}).bytes.empty());
+}
+
+TEST_CASE("reference/gather_elements index out of range is kOutOfBounds naming the node") {
+  for (int64_t bad : std::vector<int64_t>{3, -4, INT64_MAX, INT64_MIN}) {
+    Result<std::vector<HostTensor>> r =
+        try_op(OpKind::kGatherElements, {f32({2, 3}, {1, 2, 3, 4, 5, 6}), i64({1, 2}, {0, bad})}, {{"axis", -1}});
+    REQUIRE(!r.ok());
+    CHECK(r.status().code() == ErrorCode::kOutOfBounds);
+    CHECK(r.status().message().find("node 'n' (gather_elements)") != std::string::npos);
+    CHECK(r.status().message().find(std::to_string(bad)) != std::string::npos);
+  }
+}
+
 TEST_CASE("reference/views copy the bytes") {
   const HostTensor x = i32({2, 3}, {1, 2, 3, 4, 5, 6});
   HostTensor r = run1(OpKind::kReshape, {x}, {{"shape", std::vector<int64_t>{3, -1}}});

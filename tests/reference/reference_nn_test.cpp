@@ -344,3 +344,27 @@ TEST_CASE("reference/zero-size tensors") {
 }
 
 }  // namespace
+
+TEST_CASE("reference/arg_max and arg_min: axes, keepdims, ties, select_last_index") {
+  const HostTensor x = f32({2, 3}, {1, 5, 5, 7, -2, 7});
+  CHECK(run1(OpKind::kArgMax, {x}).type == ir::TensorType{DType::kI64, Shape{1, 3}});
+  CHECK(run1(OpKind::kArgMax, {x}).as<int64_t>() == std::vector<int64_t>{1, 0, 1});
+  CHECK(run1(OpKind::kArgMax, {x}, {{"axis", -1}, {"keepdims", 0}}).as<int64_t>() == std::vector<int64_t>{1, 0});
+  CHECK(run1(OpKind::kArgMax, {x}, {{"axis", 1}, {"select_last_index", 1}}).as<int64_t>() ==
+        std::vector<int64_t>{2, 2});
+  CHECK(run1(OpKind::kArgMin, {x}, {{"axis", 1}}).as<int64_t>() == std::vector<int64_t>{0, 1});
+  const HostTensor t = i8({4}, {-3, 9, -3, 9});
+  CHECK(run1(OpKind::kArgMin, {t}, {{"select_last_index", 1}}).as<int64_t>() == std::vector<int64_t>{2});
+  CHECK(run1(OpKind::kArgMax, {u8({3}, {7, 200, 100})}).as<int64_t>() == std::vector<int64_t>{1});
+  CHECK(run1(OpKind::kArgMax, {i64({2}, {INT64_MIN, INT64_MAX})}).as<int64_t>() == std::vector<int64_t>{1});
+}
+
+TEST_CASE("reference/arg_max and arg_min: NaN wins, the first one (the last with select_last_index)") {
+  const HostTensor x = f32({5}, {1, NAN, 3, NAN, -1});
+  for (OpKind op : {OpKind::kArgMax, OpKind::kArgMin}) {
+    CAPTURE(ir::op_name(op));
+    CHECK(run1(op, {x}).as<int64_t>() == std::vector<int64_t>{1});
+    CHECK(run1(op, {x}, {{"select_last_index", 1}}).as<int64_t>() == std::vector<int64_t>{3});
+    CHECK(run1(op, {f64({2}, {NAN, 2})}).as<int64_t>() == std::vector<int64_t>{0});
+  }
+}

@@ -108,6 +108,9 @@ class GraphBuilder {
   ValueId reduce_sum(ValueId x, std::vector<int64_t> axes, bool keepdims = true);
   ValueId reduce_mean(ValueId x, std::vector<int64_t> axes, bool keepdims = true);
   ValueId reduce_max(ValueId x, std::vector<int64_t> axes, bool keepdims = true);
+  // arg_max / arg_min: i64 indices along `axis`.
+  ValueId arg_max(ValueId x, int64_t axis = 0, bool keepdims = true, bool select_last_index = false);
+  ValueId arg_min(ValueId x, int64_t axis = 0, bool keepdims = true, bool select_last_index = false);
   ValueId softmax(ValueId x, int64_t axis = -1);
   ValueId layer_norm(ValueId x, ValueId scale, std::optional<ValueId> bias, int64_t axis = -1,
                      double epsilon = 1e-5);
@@ -131,6 +134,7 @@ class GraphBuilder {
   ValueId transpose(ValueId x, std::vector<int64_t> perm);
   ValueId pad(ValueId x, std::vector<int64_t> pads, double value = 0.0);
   ValueId gather(ValueId data, ValueId indices, int64_t axis = 0);
+  ValueId gather_elements(ValueId data, ValueId indices, int64_t axis = 0);
 
   // --- views ---
   ValueId reshape(ValueId x, std::vector<int64_t> shape);

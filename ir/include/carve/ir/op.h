@@ -39,6 +39,10 @@ enum class OpKind : uint16_t {
   kCast,   // attr to (string dtype name)
   // reductions: attrs axes (int list; absent or empty = all axes), keepdims (int 0/1, 1)
   kReduceSum, kReduceMean, kReduceMax,
+  // index of the max/min along one axis, output i64; attrs axis (0), keepdims (1),
+  // select_last_index (0: the first of equal values wins). NaN counts as the largest and
+  // the smallest value (numpy/ONNX reference): the first NaN wins (the last with select_last).
+  kArgMax, kArgMin,
   kSoftmax,     // attr axis (int, -1)
   kLayerNorm,  // (x, scale[, bias]) over x.shape[axis:]; attrs axis (-1), epsilon (1e-5)
   kMatmul,      // numpy matmul: batched, batch dims broadcast, 1-D promotion rules
@@ -55,6 +59,8 @@ enum class OpKind : uint16_t {
   kTranspose,   // attr perm (default: reversed axes)
   kPad,         // attrs pads [begin..., end...] (>= 0, required), value (float, 0)
   kGather,      // (data, indices: i32/i64); attr axis (0)
+  kGatherElements,  // (data, indices: i32/i64, same rank as data); attr axis (0); output
+                    // = indices' shape, out[i] = data[i with i[axis] = indices[i]]
   // views: the output aliases the input's memory
   kReshape,    // attr shape: -1 = inferred (at most one), 0 = copy the input dim
   kFlatten,    // attr axis (1), in [-rank, rank]
@@ -104,7 +110,7 @@ bool is_sink(OpKind op);
 bool is_unary_elementwise(OpKind op);   // neg..atanh
 bool is_binary_elementwise(OpKind op);  // add..fmod and the comparisons
 bool is_comparison(OpKind op);          // equal..greater_equal (bool output)
-bool is_reduction(OpKind op);           // reduce_sum, reduce_mean, reduce_max
+bool is_reduction(OpKind op);           // reduce_sum, reduce_mean, reduce_max (not arg_max/min)
 bool accepts_attr(OpKind op, std::string_view attr_name);
 
 }  // namespace carve::ir

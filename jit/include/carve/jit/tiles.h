@@ -120,8 +120,8 @@ struct ReduceShape {
 };
 ReduceShape reduce_shape(const ir::Graph& graph, const ir::Node& node);
 
-// softmax/layer_norm: [outer, len, inner] around the axis (layer_norm: inner = 1,
-// len = the product of x.shape[axis:]).
+// softmax/layer_norm/arg_max/arg_min: [outer, len, inner] around the axis (layer_norm:
+// inner = 1, len = the product of x.shape[axis:]).
 struct AxisShape {
   int64_t outer = 1, len = 1, inner = 1;
 };
