@@ -141,14 +141,19 @@ Result<Types> infer_pad(const TensorType& x, const AttrReader& attrs) {
   return Types{TensorType{x.dtype, Shape(std::move(dims))}};
 }
 
-Result<Types> infer_gather(const TensorType& data, const TensorType& indices,
-                           const AttrReader& attrs) {
+// gather's and gather_elements' axis, after checking data's rank and the indices' dtype.
+static Result<int> gather_axis(const TensorType& data, const TensorType& indices, const AttrReader& attrs) {
   CARVE_RETURN_IF_ERROR(expect_min_rank(data, 1, "data"));
   if (indices.dtype != DType::kI32 && indices.dtype != DType::kI64) {
     return type_error(fmt::format("indices must be i32 or i64, got {}", dtype_name(indices.dtype)));
   }
   CARVE_ASSIGN_OR_RETURN(int64_t raw_axis, attrs.get_int("axis", 0));
-  CARVE_ASSIGN_OR_RETURN(int axis, normalize_axis(raw_axis, data.shape.rank(), "axis"));
+  return normalize_axis(raw_axis, data.shape.rank(), "axis");
+}
+
+Result<Types> infer_gather(const TensorType& data, const TensorType& indices,
+                           const AttrReader& attrs) {
+  CARVE_ASSIGN_OR_RETURN(int axis, gather_axis(data, indices, attrs));
   const auto& d = data.shape.dims();
   std::vector<int64_t> dims(d.begin(), d.begin() + axis);
   dims.insert(dims.end(), indices.shape.dims().begin(), indices.shape.dims().end());
@@ -160,12 +165,7 @@ Result<Types> infer_gather(const TensorType& data, const TensorType& indices,
 // are data, checked when the op runs.
 Result<Types> infer_gather_elements(const TensorType& data, const TensorType& indices,
                                     const AttrReader& attrs) {
-  CARVE_RETURN_IF_ERROR(expect_min_rank(data, 1, "data"));
-  if (indices.dtype != DType::kI32 && indices.dtype != DType::kI64) {
-    return type_error(fmt::format("indices must be i32 or i64, got {}", dtype_name(indices.dtype)));
-  }
-  CARVE_ASSIGN_OR_RETURN(int64_t raw_axis, attrs.get_int("axis", 0));
-  CARVE_ASSIGN_OR_RETURN(int axis, normalize_axis(raw_axis, data.shape.rank(), "axis"));
+  CARVE_ASSIGN_OR_RETURN(int axis, gather_axis(data, indices, attrs));
   if (indices.shape.rank() != data.shape.rank()) {
     return shape_error(fmt::format("indices {} must have the rank of data {}", indices.shape.to_string(),
                                    data.shape.to_string()));

@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 #include "carve/ir/half.h"
 #include "emit.h"
@@ -223,6 +225,17 @@ Status emit_pad(EmitContext& ec, const ir::Node& node) {
   return Status();
 }
 
+// Index `at` of an i32/i64 index tensor, a negative one counted from `dim`: (inside
+// [0, dim), the index clamped to 0 when outside: safe to read at).
+std::pair<Value*, Value*> load_index(EmitContext& ec, Type* it, Value* indices, Value* at, int64_t dim) {
+  llvm::IRBuilder<>& b = ec.b;
+  Value* raw = b.CreateAlignedLoad(it, b.CreateInBoundsGEP(it, indices, at), llvm::Align(it->getScalarSizeInBits() / 8));
+  Value* k = b.CreateSExt(raw, b.getInt64Ty());
+  k = b.CreateSelect(b.CreateICmpSLT(k, i64c(ec, 0)), b.CreateAdd(k, i64c(ec, dim)), k);
+  Value* ok = b.CreateAnd(b.CreateICmpSGE(k, i64c(ec, 0)), b.CreateICmpSLT(k, i64c(ec, dim)));
+  return {ok, b.CreateSelect(ok, k, i64c(ec, 0))};
+}
+
 Status emit_gather(EmitContext& ec, const ir::Node& node) {
   llvm::IRBuilder<>& b = ec.b;
   const ir::Graph& g = ec.graph;
@@ -251,11 +264,8 @@ Status emit_gather(EmitContext& ec, const ir::Node& node) {
   for_rows(ec, range.lo, range.hi, inner, [&](Value* row) {
     Value* j = b.CreateURem(row, i64c(ec, nidx));
     Value* o = b.CreateUDiv(row, i64c(ec, nidx));
-    Value* raw = b.CreateAlignedLoad(it, b.CreateInBoundsGEP(it, idx_ptr, j), llvm::Align(it->getScalarSizeInBits() / 8));
-    Value* k = b.CreateSExt(raw, b.getInt64Ty());
-    k = b.CreateSelect(b.CreateICmpSLT(k, i64c(ec, 0)), b.CreateAdd(k, i64c(ec, dim)), k);
-    ok = b.CreateAnd(b.CreateICmpSGE(k, i64c(ec, 0)), b.CreateICmpSLT(k, i64c(ec, dim)));
-    Value* kc = b.CreateSelect(ok, k, i64c(ec, 0));
+    Value* kc = nullptr;
+    std::tie(ok, kc) = load_index(ec, it, idx_ptr, j, dim);
     base = b.CreateMul(b.CreateAdd(b.CreateMul(o, i64c(ec, dim)), kc), i64c(ec, inner));
   }, [&](Value* row_start, Value* c) {
     Value* v = zero;
@@ -304,11 +314,7 @@ Status emit_gather_elements(EmitContext& ec, const ir::Node& node) {
     Value* i = b.CreateAdd(row_start, c);
     Value* v = zero;
     if (dim > 0) {
-      Value* raw = b.CreateAlignedLoad(it, b.CreateInBoundsGEP(it, idx_ptr, i), llvm::Align(it->getScalarSizeInBits() / 8));
-      Value* k = b.CreateSExt(raw, b.getInt64Ty());
-      k = b.CreateSelect(b.CreateICmpSLT(k, i64c(ec, 0)), b.CreateAdd(k, i64c(ec, dim)), k);
-      Value* ok = b.CreateAnd(b.CreateICmpSGE(k, i64c(ec, 0)), b.CreateICmpSLT(k, i64c(ec, dim)));
-      Value* kc = b.CreateSelect(ok, k, i64c(ec, 0));
+      auto [ok, kc] = load_index(ec, it, idx_ptr, i, dim);
       Value* at = b.CreateAdd(b.CreateAdd(base, b.CreateMul(c, i64c(ec, col_st))),
                               b.CreateMul(kc, i64c(ec, dst[axis])));
       Value* ld = b.CreateAlignedLoad(et, b.CreateInBoundsGEP(et, src, at), llvm::Align(esize));

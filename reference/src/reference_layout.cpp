@@ -137,6 +137,16 @@ Status pad(const Ctx& ctx) {
   return Status();
 }
 
+// Index `raw` (position i of the indices) along an axis of `extent`, a negative one
+// counted from the end; kOutOfBounds naming it when outside.
+Result<int64_t> checked_index(const Ctx& ctx, int64_t raw, size_t i, int64_t extent, int axis, const ir::Shape& shape) {
+  const int64_t idx = raw < 0 ? raw + extent : raw;
+  if (idx >= 0 && idx < extent) return idx;
+  return ctx.error(ErrorCode::kOutOfBounds,
+                   fmt::format("index {} (at flat position {} of indices) is out of range [{}, {}) for axis {} of {}", raw,
+                               i, -extent, extent, axis, shape.to_string()));
+}
+
 Status gather(const Ctx& ctx) {
   const ir::TensorType& data = ctx.in_type(0);
   const ir::TensorType& ti = ctx.in_type(1);
@@ -148,15 +158,7 @@ Status gather(const Ctx& ctx) {
   std::vector<int64_t> indices = load_i64(ti.dtype, ctx.in[1], count(ti.shape));
   // Check every index before writing anything.
   for (size_t i = 0; i < indices.size(); ++i) {
-    const int64_t raw = indices[i];
-    const int64_t idx = raw < 0 ? raw + extent : raw;
-    if (idx < 0 || idx >= extent) {
-      return ctx.error(ErrorCode::kOutOfBounds,
-                       fmt::format("index {} (at flat position {} of indices) is out of range "
-                                   "[{}, {}) for axis {} of {}",
-                                   raw, i, -extent, extent, axis, data.shape.to_string()));
-    }
-    indices[i] = idx;
+    CARVE_ASSIGN_OR_RETURN(indices[i], checked_index(ctx, indices[i], i, extent, axis, data.shape));
   }
   uint8_t* out = bytes_of(ctx.out[0]);
   for (int64_t o = 0; o < outer; ++o) {
@@ -185,14 +187,7 @@ Status gather_elements(const Ctx& ctx) {
   std::vector<int64_t> src(indices.size());
   IndexWalker walk(ti.shape, {strides});
   for (size_t i = 0; i < indices.size(); ++i, walk.next()) {
-    const int64_t raw = indices[i];
-    const int64_t idx = raw < 0 ? raw + extent : raw;
-    if (idx < 0 || idx >= extent) {
-      return ctx.error(ErrorCode::kOutOfBounds,
-                       fmt::format("index {} (at flat position {} of indices) is out of range "
-                                   "[{}, {}) for axis {} of {}",
-                                   raw, i, -extent, extent, axis, data.shape.to_string()));
-    }
+    CARVE_ASSIGN_OR_RETURN(const int64_t idx, checked_index(ctx, indices[i], i, extent, axis, data.shape));
     src[i] = walk.offset(0) + idx * axis_stride;
   }
   for (size_t i = 0; i < src.size(); ++i) {
