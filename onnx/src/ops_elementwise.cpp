@@ -417,7 +417,8 @@ Status lower_is_inf(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(int64_t negative, n.attr_int("detect_negative", 1));
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const ir::DType dt = x.type.dtype;
-  Result<Tensor> y = Status();
+  // Not an ok Status: a Result made from one asserts (every branch below sets y).
+  Result<Tensor> y = Status(ErrorCode::kInternal, "no lowering for the detected signs");
   if (positive && negative) {
     CARVE_ASSIGN_OR_RETURN(Tensor a, n.op(OpKind::kAbs, {x}));
     y = n.op(OpKind::kEqual, {a, n.constant_doubles(dt, {}, {kInf})});

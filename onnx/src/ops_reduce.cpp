@@ -86,7 +86,8 @@ Status lower_reduce(NodeContext& n) {
   if (float_only && !ir::is_float(dtype))
     return n.unsupported(fmt::format("{} input: carve computes {} in floating point only", ir::dtype_name(dtype),
                                      n.op_type()));
-  Result<Tensor> y = Status();
+  // Not an ok Status: a Result made from one asserts (every branch below sets y).
+  Result<Tensor> y = Status(ErrorCode::kInternal, "no lowering for the reduction family");
   switch (family) {
     case Family::kSum: y = reduce(n, OpKind::kReduceSum, x, r, r.keepdims); break;
     case Family::kMean: y = reduce(n, OpKind::kReduceMean, x, r, r.keepdims); break;

@@ -242,7 +242,8 @@ Status lower_depth_to_space(NodeContext& n) {
   if (C % (b * b) != 0) return n.invalid(fmt::format("{} channels are not a multiple of blocksize^2 = {}", C, b * b));
   const int64_t c = C / (b * b);
   std::vector<int64_t> out{N, c, H * b, W * b};
-  Result<Tensor> y = Status();
+  // Not an ok Status: a Result made from one asserts (every branch below sets y).
+  Result<Tensor> y = Status(ErrorCode::kInternal, "no lowering for the mode");
   if (mode == "DCR") {
     y = regroup(n, x, {N, b, b, c, H, W}, {0, 3, 4, 1, 5, 2}, out);
   } else if (mode == "CRD") {

@@ -108,7 +108,7 @@ class FloorSearch {
       int64_t m = 0;
       for (int s = p_.s0[b]; s < p_.s1[b]; ++s) m = std::max(m, floor_[s]);
       const int64_t e = align_up(m, p_.align[b]);
-      if (e + p_.size[b] > cap_) return false;
+      if (e > cap_ || p_.size[b] > cap_ - e) return false;  // e + size > cap, without overflow
       lb_[b] = e;
       sc.sort_keys.push_back((static_cast<uint64_t>(e) << 20) |
                              static_cast<uint64_t>(p_.rank[b]));
@@ -131,9 +131,9 @@ class FloorSearch {
       const int b = *it;
       const int64_t e = lb_[b], sz = p_.size[b];
       for (int s = p_.s0[b]; s < p_.s1[b]; ++s) {
+        if (sz > cap_ - e - usum_[s]) return false;  // e + usum + sz > cap (e + usum <= cap so far)
         usum_[s] += sz;
         low_[s] = e;
-        if (e + usum_[s] > cap_) return false;
       }
     }
     // Raising F(s) to the lowest lb there changes no lb (each covering lb is >= it).
@@ -285,7 +285,7 @@ class FloorSearch {
         undo_to(fm, pm);
         if (budget_.stopped()) return fail();
       }
-      if (level == kInf || level + used > cap_) return fail();
+      if (level == kInf || used > cap_ || level > cap_ - used) return fail();  // no overflow on huge sizes
       // Children used deeper scratch only; lb_ of comp is recomputed by infer().
       set_floor(ss, level);
     }

@@ -103,7 +103,8 @@ void execute_launch(const Program& program, const LaunchOperands& operands, int3
     return;
   }
   if (l.kind != LaunchKind::kKernel) {  // on the CPU every copy is a memmove
-    std::memmove(ptrs[1], ptrs[0], static_cast<size_t>(l.operands[0].bytes));
+    // An empty tensor may have no storage (null): memmove wants valid pointers even for 0.
+    if (l.operands[0].bytes > 0) std::memmove(ptrs[1], ptrs[0], static_cast<size_t>(l.operands[0].bytes));
     return;
   }
   if (!l.position_checks.empty() && !operands.positions_in_range(program, launch)) return;
