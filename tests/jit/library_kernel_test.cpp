@@ -92,6 +92,10 @@ TEST_CASE("jit/library/what a kernel is worth depends on the reorders left") {
 
 TEST_CASE("jit/library/grouped convs of 8 channels a group run as one chunk") {
   Taken grouped = take(1, 32, 32, 3, 4);
+  if (jit::library_provider_name().empty()) {  // built without oneDNN: generated kernels only
+    CHECK(grouped.kernel == nullptr);
+    return;
+  }
   REQUIRE(grouped.kernel);
   CHECK(grouped.kernel->phase_tiles().back() == 1);
   CHECK(grouped.kernel->worth_it({}));  // both reorders: still far faster than the generated kernel
