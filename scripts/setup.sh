@@ -7,6 +7,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build git pkg-config
   llvm-22-dev libzstd-dev          # CPU JIT (LLVM ORC)
+  lld                              # links LLVM's static libraries fast (CARVE_LLVM_STATIC)
   libtbb-dev                       # parallel executor
   libdnnl-dev                      # oneDNN convolutions (CARVE_WITH_DNNL)
   doctest-dev librapidcheck-dev    # tests
