@@ -50,11 +50,11 @@ Result<runtime::CompileOptions> compile_options(const carve_compile_options* in,
   return options;
 }
 
-Status compile(carve_session* session, const ir::Graph& graph, std::map<std::string, runtime::Buffer> constants,
+Status compile(carve_session* session, ir::Graph graph, std::map<std::string, runtime::Buffer> constants,
                const carve_compile_options* in, carve_program** out, const char* fn) {
   CARVE_ASSIGN_OR_RETURN(runtime::CompileOptions options, compile_options(in, graph, fn));
   options.constants = std::move(constants);
-  CARVE_ASSIGN_OR_RETURN(auto compiled, session->session->compile(graph, options));
+  CARVE_ASSIGN_OR_RETURN(auto compiled, session->session->compile(std::move(graph), options));
   auto program = std::make_unique<carve_program>();
   const auto in_names = compiled->input_names(), out_names = compiled->output_names();
   const auto in_types = compiled->input_types(), out_types = compiled->output_types();
@@ -136,7 +136,7 @@ carve_status* carve_session_compile_onnx_file(carve_session* session, const char
     CARVE_RETURN_IF_ERROR(capi::check_compile_args(session, path, "path", out, fn));
 #ifdef CARVE_HAVE_ONNX
     CARVE_ASSIGN_OR_RETURN(onnx::ImportedModel model, onnx::import_model_file(path));
-    return capi::compile(session, model.graph, std::move(model.mapped_weights), options, out, fn);
+    return capi::compile(session, std::move(model.graph), std::move(model.mapped_weights), options, out, fn);
 #else
     (void)options;
     return Status(ErrorCode::kUnavailable,
@@ -157,7 +157,7 @@ carve_status* carve_session_compile_text_file(carve_session* session, const char
     if (file.bad()) return Status(ErrorCode::kIoError, std::string("cannot read '") + path + "'");
     auto graph = ir::parse(text.str());
     if (!graph.ok()) return graph.status().with_context(path);
-    return capi::compile(session, *graph, {}, options, out, fn);
+    return capi::compile(session, std::move(*graph), {}, options, out, fn);
   });
 }
 
@@ -167,7 +167,7 @@ carve_status* carve_session_compile_text(carve_session* session, const char* tex
   return guarded(fn, [&]() -> Status {
     CARVE_RETURN_IF_ERROR(capi::check_compile_args(session, text, "text", out, fn));
     CARVE_ASSIGN_OR_RETURN(ir::Graph graph, ir::parse(std::string_view(text, length)));
-    return capi::compile(session, graph, {}, options, out, fn);
+    return capi::compile(session, std::move(graph), {}, options, out, fn);
   });
 }
 

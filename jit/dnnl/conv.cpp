@@ -181,6 +181,10 @@ class DnnlConv final : public LibraryKernel {
     if (residual_index_ >= 0 && !kept(residual_index_) && !plain_result_) cost += output_cost_;
     return cost < (grouped_ ? kGroupedReorderBudgetPerMac : kReorderBudgetPerMac);
   }
+  bool reads_at_run(int32_t operand) const override {
+    const bool copied = operand == weights_index_ || operand == bias_index_;
+    return !copied || operand == x_index_ || operand == residual_index_;
+  }
   void use_blocked(int32_t operand) override {
     src_blocked_ = src_blocked_ || operand == x_index_;
     out_blocked_ = out_blocked_ || operand == out_index_;
@@ -283,6 +287,7 @@ class DnnlConv final : public LibraryKernel {
   bool grouped_ = false;  // groups > 1, not depthwise: one chunk, whole input
   bool depthwise_ = false, src_blocked_ = false, out_blocked_ = false, residual_blocked_ = false;
   int32_t x_index_ = -1, out_index_ = -1, residual_index_ = -1, scratch_index_ = -1;
+  int32_t weights_index_ = -1, bias_index_ = -1;  // copied into the chunks when taken
   int64_t plane_bytes_ = 0, src_plane_bytes_ = 0;  // one output / input channel of one image
   // Scratch: [blocked input][chunk 0: result | oneDNN scratchpad][chunk 1: ...]
   int64_t chunk_offset_ = 0, chunk_stride_ = 0, scratch_bytes_ = 0;
@@ -388,6 +393,8 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
   k->plane_bytes_ = c.oh * c.ow * static_cast<int64_t>(sizeof(float));
   k->src_plane_bytes_ = c.h * c.w * static_cast<int64_t>(sizeof(float));
   k->scratch_index_ = scratch_operand_index(group);
+  k->weights_index_ = operand_index(group, node.inputs[1], OperandRole::kInput);
+  if (node.inputs.size() > 2) k->bias_index_ = operand_index(group, node.inputs[2], OperandRole::kInput);
 
   OneOmpThread one_thread;
   try {

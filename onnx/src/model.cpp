@@ -144,7 +144,7 @@ Result<std::vector<runtime::Buffer>> Model::run(runtime::Session& session, const
     CARVE_ASSIGN_OR_RETURN(key, key_locked(session, inputs));  // import_locked may have learned inputs
     runtime::CompileOptions compile = options_.compile;
     for (auto& [name, buffer] : imported.mapped_weights) compile.constants.insert_or_assign(name, buffer);
-    CARVE_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CompiledProgram> compiled, session.compile(imported.graph, compile));
+    CARVE_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CompiledProgram> compiled, session.compile(std::move(imported.graph), compile));
     ++stats_.compiles;
     program = std::move(compiled);
     cache_.push_front(Entry{std::move(key), program});

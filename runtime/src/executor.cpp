@@ -30,7 +30,7 @@ std::byte* operand_address(const Program& program, const RegionBases& bases, con
     case Region::kHostArena: base = bases.host_arena; break;
     case Region::kHostConstant: base = bases.host_constants[slot]; break;
   }
-  return base + ref.offset;
+  return base != nullptr ? base + ref.offset : nullptr;  // null: a constant freed (program.h)
 }
 
 namespace {

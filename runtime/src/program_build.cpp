@@ -516,9 +516,38 @@ std::vector<std::shared_ptr<const jit::LibraryKernel>> take_library_groups(const
   return library;
 }
 
+// Constants read only by library kernels that copied them when they took their groups
+// (LibraryKernel::reads_at_run): their bytes are freed -- the graph's data, or the
+// reference to a caller's buffer -- so a model's weights are held once, in the library's
+// layout. Decided over every launch operand (views of a constant resolve to its slot), so
+// a constant some other launch reads is kept. Launches keep their reference: it resolves
+// to null, which the library kernel never reads.
+void release_copied_constants(Program& p) {
+  enum : uint8_t { kUnread, kCopied, kRead };
+  std::vector<uint8_t> state(p.constants.size(), kUnread);
+  for (const Launch& launch : p.launches) {
+    const jit::LibraryKernel* library =
+        launch.kind == LaunchKind::kKernel ? p.kernels[static_cast<size_t>(launch.kernel)].library.get() : nullptr;
+    auto mark = [&](const MemoryRef& ref, bool copied) {
+      if (ref.region != Region::kConstant) return;
+      uint8_t& s = state[static_cast<size_t>(ref.slot)];
+      s = copied && s != kRead ? kCopied : kRead;
+    };
+    for (size_t i = 0; i < launch.operands.size(); ++i)
+      mark(launch.operands[i], library && !library->reads_at_run(static_cast<int32_t>(i)));
+    for (const PositionCheck& check : launch.position_checks) mark(check.position, false);
+  }
+  for (size_t c = 0; c < p.constants.size(); ++c) {
+    if (state[c] != kCopied || !p.constant_buffers[c] || p.graph.is_output(p.constants[c])) continue;
+    p.released_constant_bytes += static_cast<int64_t>(p.constant_buffers[c]->size());
+    p.constant_buffers[c].reset();
+    p.graph.value(p.constants[c]).data.reset();
+  }
+}
+
 }  // namespace
 
-Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const CompileOptions& options,
+Result<std::unique_ptr<Program>> build_program(ir::Graph graph, const CompileOptions& options,
                                                jit::JitCompiler* jit, std::shared_ptr<Allocator> arena_allocator) {
   auto phase_start = std::chrono::steady_clock::now();
   auto phase_seconds = [&phase_start] {  // since the previous call
@@ -529,7 +558,7 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
   CARVE_RETURN_IF_ERROR(ir::verify(graph));
   auto p = std::make_unique<Program>();
   p->on_device = jit == nullptr;
-  p->graph = graph;
+  p->graph = std::move(graph);
   if (!p->on_device && options.prepack_weights) CARVE_RETURN_IF_ERROR(prepack_weights(*p, options));
   if (options.order == "memory") {
     CARVE_ASSIGN_OR_RETURN(planner::MemoryOrder memory, planner::memory_aware_order(p->graph));
@@ -623,6 +652,7 @@ Result<std::unique_ptr<Program>> build_program(const ir::Graph& graph, const Com
     p->kernels.push_back({std::move(kernel.group), kernel.fn, kernel.from_memory_cache || kernel.from_disk_cache});
   }
   CARVE_RETURN_IF_ERROR(add_output_copies(*p));
+  release_copied_constants(*p);
   return p;
 }
 

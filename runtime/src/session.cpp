@@ -126,13 +126,13 @@ bool any_cpu_placement(const CompileOptions& options) {
 
 }  // namespace
 
-Result<std::unique_ptr<Program>> build_device_program(const ir::Graph& graph, const CompileOptions& options,
+Result<std::unique_ptr<Program>> build_device_program(ir::Graph graph, const CompileOptions& options,
                                                       std::shared_ptr<Allocator> arena_allocator) {
   CARVE_RETURN_IF_ERROR(check_placement(graph, options, Device{DeviceType::kCuda, 0}));
   // Mixed programs fuse within each side: no kernel group spans the CPU/GPU boundary
   // (build_program splits groups by placement).
   CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program,
-                         detail::build_program(graph, options, nullptr, std::move(arena_allocator)));
+                         detail::build_program(std::move(graph), options, nullptr, std::move(arena_allocator)));
   if (any_cpu_placement(options)) {
     CARVE_ASSIGN_OR_RETURN(std::vector<bool> host, host_launches(*program, options));
     if (std::find(host.begin(), host.end(), true) != host.end()) CARVE_RETURN_IF_ERROR(place_on_host(*program, host));
@@ -178,9 +178,9 @@ Result<std::shared_ptr<jit::JitCompiler>> Session::compile_host_kernels(Program&
   return jit;
 }
 
-Result<std::unique_ptr<CompiledProgram>> Session::compile_for_device(const ir::Graph& graph,
-                                                                     const CompileOptions& options) {
-  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, build_device_program(graph, options, device_->allocator));
+Result<std::unique_ptr<CompiledProgram>> Session::compile_for_device(ir::Graph graph, const CompileOptions& options) {
+  CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program,
+                         build_device_program(std::move(graph), options, device_->allocator));
   std::shared_ptr<jit::JitCompiler> host_jit;
   if (program->mixed()) {
     CARVE_ASSIGN_OR_RETURN(host_jit, compile_host_kernels(*program));
@@ -193,15 +193,16 @@ Result<std::unique_ptr<CompiledProgram>> Session::compile_for_device(const ir::G
   return compiled;
 }
 
-Result<std::unique_ptr<CompiledProgram>> Session::compile(const ir::Graph& graph, const CompileOptions& options) {
+Result<std::unique_ptr<CompiledProgram>> Session::compile(ir::Graph graph, const CompileOptions& options) {
   using Compiled = Result<std::unique_ptr<CompiledProgram>>;
-  return no_exceptions(fmt::format("compiling graph '{}'", graph.name), [&]() -> Compiled {
+  const std::string context = fmt::format("compiling graph '{}'", graph.name);
+  return no_exceptions(context, [&]() -> Compiled {
     if (options.schedule.threads < 0)
       return Status(ErrorCode::kInvalidArgument,
                     fmt::format("CompileOptions::schedule.threads is {} (< 0)", options.schedule.threads));
     CARVE_RETURN_IF_ERROR(check_placement(graph, options, device()));
-    if (device_) return compile_for_device(graph, options);
-    CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, detail::build_program(graph, options, jit_.get()));
+    if (device_) return compile_for_device(std::move(graph), options);
+    CARVE_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, detail::build_program(std::move(graph), options, jit_.get()));
     const auto start = std::chrono::steady_clock::now();
     ScheduleOptions schedule_options = options.schedule;
     if (schedule_options.threads == 0) schedule_options.threads = threads_;

@@ -326,3 +326,72 @@ TEST_CASE("runtime/library/runs start no threads of their own") {
   for (int i = 0; i < 3; ++i) REQUIRE((*program)->run(inputs).ok());
   CHECK(threads() == before);
 }
+
+TEST_CASE("runtime/library/weights a library kernel copied are freed from the program") {
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  if (!session) return;
+  ir::Graph g = make_chain(32, 96, false);
+  auto program = session->compile(g, {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  const runtime::Program& p = (*program)->program();
+  int64_t freed = 0;
+  for (size_t c = 0; c < p.constants.size(); ++c) {
+    const ir::Value& v = p.graph.value(p.constants[c]);
+    if (p.constant_buffers[c]) continue;
+    CHECK_FALSE(v.data.has_value());
+    freed += *v.type.byte_size();
+  }
+  CHECK(freed == p.released_constant_bytes);
+  if (jit::library_provider_name().empty()) {
+    CHECK(freed == 0);
+  } else {
+    // The five convs' weights and biases: nothing else reads them.
+    int64_t weights = 0;
+    for (const ir::Value& v : g.values) weights += v.kind == ir::ValueKind::kConstant ? *v.type.byte_size() : 0;
+    CHECK(freed == weights);
+  }
+  // The freed program still computes the chain (against the reference).
+  std::vector<reference::HostTensor> in{tensor({1, 32, 20, 20}, test::random_f32_bytes(32 * 400, 3))};
+  auto want = reference::run_reference(g, in);
+  REQUIRE(want.ok());
+  CHECK(outside_scaled(run(*session, g, in, {}).bytes, want->at(0), 1e-5) == 0);
+}
+
+TEST_CASE("runtime/library/a weight another kernel reads as well keeps its bytes") {
+  // w feeds the library conv and a generated relu (a second output): only the bias,
+  // which the conv alone reads, is freed.
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  if (!session) return;
+  ir::GraphBuilder b("shared_weight");
+  auto x = b.input("x", DType::kF32, {1, 16, 12, 12});
+  auto w = b.constant("w", DType::kF32, {32, 16, 3, 3}, test::random_f32_bytes(32 * 16 * 9, 5));
+  auto bias = b.constant("bias", DType::kF32, {32}, test::random_f32_bytes(32, 6));
+  b.output(b.rename(b.relu(b.conv2d(x, w, bias, {.pads = {1, 1, 1, 1}})), "y"));
+  b.output(b.rename(b.relu(w), "w_relu"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto program = session->compile(*g, {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  const runtime::Program& p = (*program)->program();
+  auto kept = [&](std::string_view name) {
+    for (size_t c = 0; c < p.constants.size(); ++c)
+      if (p.graph.value(p.constants[c]).name == name) return p.constant_buffers[c].has_value();
+    return false;
+  };
+  CHECK(kept("w"));
+  CHECK(kept("bias") == jit::library_provider_name().empty());
+  std::vector<reference::HostTensor> in{tensor({1, 16, 12, 12}, test::random_f32_bytes(16 * 144, 7))};
+  auto want = reference::run_reference(*g, in);
+  REQUIRE(want.ok());
+  std::vector<runtime::Buffer> inputs;
+  std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(in[0].bytes.data()), in[0].bytes.size());
+  inputs.push_back(*runtime::Buffer::borrow(bytes, DType::kF32, in[0].type.shape));
+  auto out = (*program)->run(inputs);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  for (size_t i = 0; i < 2; ++i) {
+    auto got = out->at(i).bytes();
+    REQUIRE(got.ok());
+    const auto* d = reinterpret_cast<const uint8_t*>(got->data());
+    CHECK(outside(std::vector<uint8_t>(d, d + got->size()), want->at(i), 1e-5) == 0);
+  }
+}

@@ -51,8 +51,7 @@ std::string explain_startup(const runtime::CompiledProgram& program, const Start
   return text;
 }
 
-std::string explain_memory(const runtime::CompiledProgram& program, const jit::JitStats& jit,
-                           int64_t caller_constant_bytes, const RssSamples& rss) {
+std::string explain_memory(const runtime::CompiledProgram& program, const jit::JitStats& jit, const RssSamples& rss) {
   const runtime::Program& p = program.program();
   const int64_t arena = p.arena ? static_cast<int64_t>(p.arena->arena_bytes()) : 0;
   int64_t scratch_sum = 0, scratch_max = 0, scratch_count = 0;
@@ -65,17 +64,18 @@ std::string explain_memory(const runtime::CompiledProgram& program, const jit::J
   int64_t constants = 0, handles = 0;
   for (const auto& b : p.constant_buffers) constants += b ? static_cast<int64_t>(b->size()) : 0;
   for (const auto& h : p.handles) handles += static_cast<int64_t>(h->memory().size());
-  const int64_t known = arena + constants + caller_constant_bytes + handles + jit.object_bytes;
+  const int64_t known = arena + constants + handles + jit.object_bytes;
   const int64_t peak = rss.end.peak;
   std::string text = fmt::format("memory: peak RSS {:.1f} MB (VmHWM at the end)\n", static_cast<double>(peak) / 1e6);
   text += fmt::format("  arena            {}  (planned values and kernel scratch)\n", mb(arena));
   text += fmt::format("    scratch        {}  ({} kernels' scratch buffers, largest {:.1f} MB; planned in the arena, "
                       "sharing bytes with values)\n",
                       mb(scratch_sum), scratch_count, static_cast<double>(scratch_max) / 1e6);
-  text += fmt::format("  constants        {}  (the program's)\n", mb(constants));
-  if (caller_constant_bytes > 0)
-    text += fmt::format("  constants, again {}  (the imported graph's, kept by the caller: compile copies the graph)\n",
-                        mb(caller_constant_bytes));
+  text += fmt::format("  constants        {}  (the program's", mb(constants));
+  if (p.released_constant_bytes > 0)
+    text += fmt::format("; {:.1f} MB more freed once library kernels copied them into their layout",
+                        static_cast<double>(p.released_constant_bytes) / 1e6);
+  text += ")\n";
   text += fmt::format("  handles          {}\n", mb(handles));
   text += fmt::format("  JIT objects      {}  (object files of the {} distinct kernels linked: code and data)\n",
                       mb(jit.object_bytes), jit.codegen_count + jit.disk_hits);

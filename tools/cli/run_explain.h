@@ -36,9 +36,6 @@ struct RssSamples {
 };
 
 std::string explain_startup(const runtime::CompiledProgram& program, const StartupTimes& times);
-// `caller_constant_bytes`: constant data the caller's graph still holds (compile copies
-// the graph, so the import's copy of the constants lives on next to the program's).
-std::string explain_memory(const runtime::CompiledProgram& program, const jit::JitStats& jit,
-                           int64_t caller_constant_bytes, const RssSamples& rss);
+std::string explain_memory(const runtime::CompiledProgram& program, const jit::JitStats& jit, const RssSamples& rss);
 
 }  // namespace carve::cli

@@ -8,7 +8,8 @@
 //    whatever it cannot run exactly: other dtypes, epilogue nodes with no library
 //    equivalent, weights without bytes, a library that picks a slow reference path.
 //  - Taking a group does the work that depends only on constants now, at compile time:
-//    the weights are reordered into the library's blocked layout once (owned by the kernel).
+//    the weights are reordered into the library's blocked layout once (owned by the kernel;
+//    reads_at_run says which operands it no longer needs).
 //  - run() keeps the kernel ABI (kernel.h): operands in the group's order (the scratch
 //    operand last), tiles [tile_begin, tile_end); the group's scratch must hold
 //    scratch_bytes() (the caller sets KernelGroup::scratch_bytes/num_tiles before planning).
@@ -53,6 +54,10 @@ class LibraryKernel {
   // (the rest plain: layout reorders it must do): the runtime drops it otherwise.
   virtual bool worth_it(const std::vector<int32_t>& /*blocked_operands*/) const { return true; }
   virtual void use_blocked(int32_t /*operand*/) {}
+  // Whether run() reads the operand. A kernel that copied a constant operand's bytes when
+  // it took the group (weights reordered into its layout) does not read it again: the
+  // runtime frees that constant when no other launch reads it.
+  virtual bool reads_at_run(int32_t /*operand*/) const { return true; }
 };
 
 // The bytes of a graph constant, or nullptr when it has none.

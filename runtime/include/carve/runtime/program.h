@@ -133,6 +133,9 @@ struct Program {
   std::vector<ir::ValueId> outputs;      // = graph.outputs
   std::vector<ir::ValueId> constants;    // constant values, in value-id order
   std::vector<std::optional<Buffer>> constant_buffers;  // index-parallel to constants (read-only); empty without data
+  // Bytes of the constants freed after library kernels copied them (their buffers are
+  // empty and their graph data gone: program_build.cpp, release_copied_constants).
+  int64_t released_constant_bytes = 0;
   std::vector<std::shared_ptr<BufferHandle>> handles;  // index-parallel to graph.handles
   planner::GraphProblem problem;
   planner::MemoryPlan plan;

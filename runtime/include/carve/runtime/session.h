@@ -29,7 +29,7 @@
 //    RunOptions::stop/deadline) mark every handle the program writes invalid (handle.h:
 //    reading it fails until set() or reset()).
 //  - Ownership: a CompiledProgram owns its arena, kernels (via the Session's JIT, which
-//    it keeps alive) and a copy of the graph; it keeps bound handles alive.
+//    it keeps alive) and the graph (moved in, or a copy); it keeps bound handles alive.
 //  - Execution: compile() also builds the hazard DAG over the launches' storage byte
 //    ranges (schedule.h). run() executes it on oneTBB with the session's thread count,
 //    or sequentially when the program is too small to gain (the schedule says why) or
@@ -177,7 +177,7 @@ class CompiledProgram {
 // without CPU code). With
 // a CPU arena allocator it can be built and inspected on a machine without a GPU (tests,
 // tools); the CUDA executor is given one over a CudaAllocator. Errors as compile().
-Result<std::unique_ptr<Program>> build_device_program(const ir::Graph& graph, const CompileOptions& options,
+Result<std::unique_ptr<Program>> build_device_program(ir::Graph graph, const CompileOptions& options,
                                                       std::shared_ptr<Allocator> arena_allocator);
 // The hazard DAG of a device program: one task per launch (a GPU kernel is one launch).
 Result<Schedule> build_device_schedule(const Program& program, const CompileOptions& options);
@@ -185,7 +185,9 @@ Result<Schedule> build_device_schedule(const Program& program, const CompileOpti
 class Session {
  public:
   static Result<std::unique_ptr<Session>> create(const SessionOptions& options = {});
-  Result<std::unique_ptr<CompiledProgram>> compile(const ir::Graph& graph, const CompileOptions& options = {});
+  // The program keeps the graph: pass it with std::move when the caller is done with it,
+  // and its constants are moved, not copied (an lvalue is copied, constants included).
+  Result<std::unique_ptr<CompiledProgram>> compile(ir::Graph graph, const CompileOptions& options = {});
   jit::JitStats jit_stats() const { return jit_ ? jit_->stats() : jit::JitStats{}; }
   int threads() const { return threads_; }
   // Threads the CPU JIT compiles a program's kernels on (SessionOptions::jit.compile_threads,
@@ -198,7 +200,7 @@ class Session {
 
  private:
   Session(std::shared_ptr<jit::JitCompiler> jit, int threads) : jit_(std::move(jit)), threads_(threads) {}
-  Result<std::unique_ptr<CompiledProgram>> compile_for_device(const ir::Graph& graph, const CompileOptions& options);
+  Result<std::unique_ptr<CompiledProgram>> compile_for_device(ir::Graph graph, const CompileOptions& options);
   Result<std::shared_ptr<jit::JitCompiler>> compile_host_kernels(Program& program);
   std::shared_ptr<jit::JitCompiler> jit_;  // null for a device session
   jit::JitOptions jit_options_{};          // device session: for the CPU JIT of mixed programs
