@@ -41,7 +41,6 @@ constexpr ActivationSpec kActivations[] = {
 // What RNN, GRU and LSTM share: shapes, direction, activations, clip, sequence lengths.
 struct Recurrence {
   int gates = 1;  // 1 (RNN), 3 (GRU: z r h), 4 (LSTM: i o f c)
-  int activations_per_direction = 1;
   int64_t seq = 0, batch = 0, input = 0, hidden = 0;
   int directions = 1;
   bool reverse_only = false;  // direction "reverse"
@@ -55,7 +54,7 @@ struct Recurrence {
 
 bool same_name(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](char x, char y) { return std::tolower(x) == std::tolower(y); });
+                    [](unsigned char x, unsigned char y) { return std::tolower(x) == std::tolower(y); });
 }
 
 // activations / activation_alpha / activation_beta: the names (case-insensitive, as ONNX
@@ -91,7 +90,8 @@ Status read_activations(const NodeContext& n, const std::vector<std::string_view
   for (size_t k = 0; k < names.size(); ++k) {
     const auto* spec = std::find_if(std::begin(kActivations), std::end(kActivations),
                                     [&](const ActivationSpec& s) { return same_name(s.name, names[k]); });
-    if (spec == std::end(kActivations)) return n.unsupported(fmt::format("activation '{}'", names[k]));
+    if (spec == std::end(kActivations))
+      return n.unsupported(fmt::format("activation '{}' (not one of ONNX's recurrent activations)", names[k]));
     Activation act{std::string(spec->name)};
     CARVE_ASSIGN_OR_RETURN(act.alpha, take(spec->uses_alpha, alphas, next_alpha, spec->alpha, "alpha", act.name));
     CARVE_ASSIGN_OR_RETURN(act.beta, take(spec->uses_beta, betas, next_beta, spec->beta, "beta", act.name));
@@ -103,11 +103,25 @@ Status read_activations(const NodeContext& n, const std::vector<std::string_view
   return Status();
 }
 
+// sequence_lens (input 4), which must be known: carve unrolls the steps at import.
+Status read_sequence_lengths(const NodeContext& n, Recurrence& r) {
+  if (!n.has_input(4)) return Status();
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> lengths, n.const_ints(4, "sequence_lens"));
+  if (static_cast<int64_t>(lengths.size()) != r.batch)
+    return n.invalid(fmt::format("sequence_lens holds {} values for a batch of {}", lengths.size(), r.batch));
+  for (int64_t len : lengths) {
+    if (len < 0 || len > r.seq) return n.invalid(fmt::format("sequence_lens value {} (X has {} steps)", len, r.seq));
+    // ONNX leaves a length of 0 undefined (ONNX Runtime zeroes Y_h, not keeping initial_h).
+    if (len == 0) return n.unsupported("sequence_lens value 0 (carve runs lengths of at least 1)");
+  }
+  if (std::any_of(lengths.begin(), lengths.end(), [&](int64_t len) { return len != r.seq; })) r.lengths = lengths;
+  return Status();
+}
+
 // The attributes and shapes every recurrent op reads; `gates` weight blocks per direction.
 Result<Recurrence> read_recurrence(const NodeContext& n, int gates, const std::vector<std::string_view>& activations) {
   Recurrence r;
   r.gates = gates;
-  r.activations_per_direction = static_cast<int>(activations.size());
   CARVE_ASSIGN_OR_RETURN(std::string direction, n.attr_string("direction", "forward"));
   if (direction == "bidirectional") {
     r.directions = 2;
@@ -152,16 +166,7 @@ Result<Recurrence> read_recurrence(const NodeContext& n, int gates, const std::v
                                                          ir::dtype_name(r.dtype)));
   }
   CARVE_RETURN_IF_ERROR(read_activations(n, activations, r));
-  if (!n.has_input(4)) return r;
-  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> lengths, n.const_ints(4, "sequence_lens"));
-  if (static_cast<int64_t>(lengths.size()) != r.batch)
-    return n.invalid(fmt::format("sequence_lens holds {} values for a batch of {}", lengths.size(), r.batch));
-  for (int64_t len : lengths) {
-    // ONNX leaves a length of 0 undefined (ONNX Runtime zeroes Y_h, not initial_h).
-    if (len < 1 || len > r.seq)
-      return n.unsupported(fmt::format("sequence_lens value {} (carve runs lengths 1..{})", len, r.seq));
-  }
-  if (std::any_of(lengths.begin(), lengths.end(), [&](int64_t len) { return len != r.seq; })) r.lengths = lengths;
+  CARVE_RETURN_IF_ERROR(read_sequence_lengths(n, r));
   return r;
 }
 
@@ -420,8 +425,9 @@ struct Outputs {
 Status run_direction(NodeContext& n, const Recurrence& rc, const Tensor& x, int d, Cell cell, Outputs& out) {
   CARVE_ASSIGN_OR_RETURN(DirectionWeights dw, direction_weights(n, rc, d));
   CARVE_ASSIGN_OR_RETURN(Tensor xw, linear(n, x, dw.w, dw.input_bias));
-  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> steps, n.op_n(OpKind::kSplit, {xw}, {{"axis", int64_t{0}},
-                                                          {"sizes", std::vector<int64_t>(static_cast<size_t>(rc.seq), rc.batch)}}));
+  const std::vector<int64_t> step_rows(static_cast<size_t>(rc.seq), rc.batch);
+  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> steps,
+                         n.op_n(OpKind::kSplit, {xw}, {{"axis", int64_t{0}}, {"sizes", step_rows}}));
   State state;
   CARVE_ASSIGN_OR_RETURN(state.h, initial_state(n, rc, 5, d, "initial_h"));
   if (rc.gates == 4) {
@@ -454,7 +460,8 @@ Status set_outputs(NodeContext& n, const Recurrence& rc, const Outputs& out) {
   if (n.output_used(0)) {
     std::vector<Tensor> per_direction;
     for (const Tensor& y : out.y) {
-      CARVE_ASSIGN_OR_RETURN(Tensor y4, n.op(OpKind::kReshape, {y}, {{"shape", std::vector<int64_t>{rc.seq, 1, rc.batch, rc.hidden}}}));
+      const std::vector<int64_t> dims{rc.seq, 1, rc.batch, rc.hidden};
+      CARVE_ASSIGN_OR_RETURN(Tensor y4, n.op(OpKind::kReshape, {y}, {{"shape", dims}}));
       per_direction.push_back(y4);
     }
     Tensor y = per_direction[0];

@@ -82,8 +82,12 @@ Outputs reference(const Layer& l) {
     const bool reverse = l.dirs == 2 ? d == 1 : l.direction == "reverse";
     const auto W = [&](int row, int i) { return double(l.w[static_cast<size_t>((d * G * H + row) * I + i)]); };
     const auto R = [&](int row, int k) { return double(l.r[static_cast<size_t>((d * G * H + row) * H + k)]); };
-    const auto bias = [&](int half, int row) { return l.b.empty() ? 0.0 : double(l.b[static_cast<size_t>((d * 2 + half) * G * H + row)]); };
-    const auto peep = [&](int g, int j) { return l.p.empty() ? 0.0 : double(l.p[static_cast<size_t>((d * 3 + g) * H + j)]); };
+    const auto bias = [&](int half, int row) {
+      return l.b.empty() ? 0.0 : double(l.b[static_cast<size_t>((d * 2 + half) * G * H + row)]);
+    };
+    const auto peep = [&](int g, int j) {
+      return l.p.empty() ? 0.0 : double(l.p[static_cast<size_t>((d * 3 + g) * H + j)]);
+    };
     std::vector<Values> h(static_cast<size_t>(B), Values(static_cast<size_t>(H), 0.0)), c = h;
     for (int b = 0; b < B; ++b)
       for (int j = 0; j < H; ++j) {
@@ -380,6 +384,11 @@ TEST_CASE("onnx/ops/recurrent_errors") {
     Layer l = lstm;
     l.lens = {0, 3};
     check_fails(make_model(l), ErrorCode::kUnsupported, "sequence_lens value 0");
+  }
+  SUBCASE("a sequence length past X's steps") {
+    Layer l = lstm;
+    l.lens = {4, 3};
+    check_fails(make_model(l), ErrorCode::kInvalidArgument, "sequence_lens value 4 (X has 3 steps)");
   }
   SUBCASE("sequence_lens computed at run time") {
     Layer l = lstm;
