@@ -227,11 +227,14 @@ Result<Tensor> activate(NodeContext& n, const Activation& f, Tensor x, std::opti
 
 // The weights of one direction: W and R as [gates * hidden, in], the bias the input
 // projection carries (Wb + Rb, or Wb alone for GRU with linear_before_reset), Rb in that
-// case, and the LSTM's peepholes (i o f, each [hidden]).
+// case, the LSTM's peepholes (i o f, each [hidden]) and, for GRU without
+// linear_before_reset, R's z r rows and h rows apart. Taken once, not per step: slicing a
+// constant folds into a new constant each time.
 struct DirectionWeights {
   Tensor w, r;
   std::optional<Tensor> input_bias, recurrent_bias;
   std::vector<std::optional<Tensor>> peepholes = std::vector<std::optional<Tensor>>(3);
+  std::optional<Tensor> r_update_reset, r_candidate;
 };
 
 Status read_peepholes(NodeContext& n, const Recurrence& rc, int d, DirectionWeights& dw) {
@@ -254,6 +257,10 @@ Result<DirectionWeights> direction_weights(NodeContext& n, const Recurrence& rc,
   CARVE_ASSIGN_OR_RETURN(dw.w, direction_entry(n, w, d));
   CARVE_ASSIGN_OR_RETURN(dw.r, direction_entry(n, r, d));
   CARVE_RETURN_IF_ERROR(read_peepholes(n, rc, d, dw));
+  if (rc.gates == 3 && !rc.linear_before_reset) {
+    CARVE_ASSIGN_OR_RETURN(dw.r_update_reset, rows(n, dw.r, 0, 0, 2 * rc.hidden));
+    CARVE_ASSIGN_OR_RETURN(dw.r_candidate, rows(n, dw.r, 0, 2 * rc.hidden, rc.hidden));
+  }
   if (!n.has_input(3)) return dw;
   CARVE_ASSIGN_OR_RETURN(Tensor b, n.input(3));
   const int64_t width = rc.gates * rc.hidden;
@@ -324,10 +331,10 @@ Result<State> rnn_cell(NodeContext& n, const Recurrence& rc, const State& prev, 
 // or, with linear_before_reset, g(xh + r ⊙ (H·Rh^T + Rbh)); H = (1 - z) ⊙ h~ + z ⊙ H.
 Result<State> gru_cell(NodeContext& n, const Recurrence& rc, const State& prev, const Tensor& xw,
                        const DirectionWeights& dw, const std::vector<Activation>& f) {
-  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> x, split_gates(n, rc, xw, 3));
   Tensor candidate;
   std::vector<Tensor> gate(2);
   if (rc.linear_before_reset) {  // one gemm, Rb added per step
+    CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> x, split_gates(n, rc, xw, 3));
     CARVE_ASSIGN_OR_RETURN(Tensor hr, linear(n, prev.h, dw.r, dw.recurrent_bias));
     CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> h, split_gates(n, rc, hr, 3));
     for (int g = 0; g < 2; ++g) {
@@ -337,16 +344,15 @@ Result<State> gru_cell(NodeContext& n, const Recurrence& rc, const State& prev, 
     CARVE_ASSIGN_OR_RETURN(Tensor reset, n.op(OpKind::kMul, {gate[1], h[2]}));
     CARVE_ASSIGN_OR_RETURN(candidate, n.op(OpKind::kAdd, {x[2], reset}));
   } else {
-    CARVE_ASSIGN_OR_RETURN(Tensor r_zr, rows(n, dw.r, 0, 0, 2 * rc.hidden));
-    CARVE_ASSIGN_OR_RETURN(Tensor r_h, rows(n, dw.r, 0, 2 * rc.hidden, rc.hidden));
-    CARVE_ASSIGN_OR_RETURN(Tensor x_zr, rows(n, xw, 1, 0, 2 * rc.hidden));
-    CARVE_ASSIGN_OR_RETURN(Tensor pre_zr, linear(n, prev.h, r_zr, x_zr));
+    const std::vector<int64_t> sizes{2 * rc.hidden, rc.hidden};  // z r | h
+    CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> x, n.op_n(OpKind::kSplit, {xw}, {{"axis", int64_t{1}}, {"sizes", sizes}}));
+    CARVE_ASSIGN_OR_RETURN(Tensor pre_zr, linear(n, prev.h, *dw.r_update_reset, x[0]));
     CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> pre, split_gates(n, rc, pre_zr, 2));
     for (int g = 0; g < 2; ++g) {
       CARVE_ASSIGN_OR_RETURN(gate[g], activate(n, f[0], pre[g], rc.clip));
     }
     CARVE_ASSIGN_OR_RETURN(Tensor reset_h, n.op(OpKind::kMul, {gate[1], prev.h}));
-    CARVE_ASSIGN_OR_RETURN(candidate, linear(n, reset_h, r_h, x[2]));
+    CARVE_ASSIGN_OR_RETURN(candidate, linear(n, reset_h, *dw.r_candidate, x[1]));
   }
   CARVE_ASSIGN_OR_RETURN(Tensor h_new, activate(n, f[1], candidate, rc.clip));
   // (1 - z) ⊙ h~ + z ⊙ H = h~ + z ⊙ (H - h~)
