@@ -84,6 +84,7 @@ class Context {
 
  private:
   std::set<std::string, std::less<>> node_names_;
+  std::map<std::string, int, std::less<>> next_suffix_;  // base -> the suffix to try first
 };
 
 // Evaluates `op` on known inputs with the reference interpreter (fold.cpp); an output
