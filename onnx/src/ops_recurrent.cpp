@@ -394,8 +394,9 @@ Result<State> lstm_cell(NodeContext& n, const Recurrence& rc, const State& prev,
 }
 
 // Where step t is past some batch entry's length: that entry keeps `prev` (the returned
-// state) and `y` gets zeros there.
-Result<std::pair<State, Tensor>> mask_step(NodeContext& n, const Recurrence& rc, int64_t t, const State& prev, State next) {
+// state) and its row of Y (`y`, when wanted) gets zeros.
+Result<std::pair<State, Tensor>> mask_step(NodeContext& n, const Recurrence& rc, int64_t t, const State& prev, State next,
+                                           bool want_y) {
   Tensor y = next.h;
   if (rc.lengths.empty() || std::all_of(rc.lengths.begin(), rc.lengths.end(), [&](int64_t len) { return t < len; }))
     return std::pair{next, y};
@@ -406,7 +407,9 @@ Result<std::pair<State, Tensor>> mask_step(NodeContext& n, const Recurrence& rc,
   if (next.c) {
     CARVE_ASSIGN_OR_RETURN(next.c, n.op(OpKind::kWhere, {mask, *next.c, *prev.c}));
   }
-  CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kWhere, {mask, y, n.constant_doubles(rc.dtype, {}, {0.0})}));
+  if (want_y) {
+    CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kWhere, {mask, y, n.constant_doubles(rc.dtype, {}, {0.0})}));
+  }
   return std::pair{next, y};
 }
 
@@ -426,8 +429,8 @@ struct Outputs {
   std::vector<Tensor> y, y_h, y_c;  // per direction: [seq, batch, hidden], [1, batch, hidden] x2
 };
 
-// Runs one direction over every step of x [seq * batch, input]; appends its Y, Y_h and
-// Y_c to `out`.
+// Runs one direction over every step of x [seq * batch, input]; appends its Y (when the
+// node's Y is used: nothing the graph would carry dead), Y_h and Y_c to `out`.
 Status run_direction(NodeContext& n, const Recurrence& rc, const Tensor& x, int d, Cell cell, Outputs& out) {
   CARVE_ASSIGN_OR_RETURN(DirectionWeights dw, direction_weights(n, rc, d));
   CARVE_ASSIGN_OR_RETURN(Tensor xw, linear(n, x, dw.w, dw.input_bias));
@@ -440,17 +443,22 @@ Status run_direction(NodeContext& n, const Recurrence& rc, const Tensor& x, int 
     CARVE_ASSIGN_OR_RETURN(state.c, initial_state(n, rc, 6, d, "initial_c"));
   }
   const bool reverse = rc.reverse_only || d == 1;
+  const bool want_y = n.output_used(0);
   std::vector<Tensor> ys(static_cast<size_t>(rc.seq));
   for (int64_t step = 0; step < rc.seq; ++step) {
     const int64_t t = reverse ? rc.seq - 1 - step : step;
     CARVE_ASSIGN_OR_RETURN(State next, cell(n, rc, state, steps[static_cast<size_t>(t)], dw,
                                             rc.activations[static_cast<size_t>(d)]));
-    CARVE_ASSIGN_OR_RETURN(auto masked, mask_step(n, rc, t, state, std::move(next)));
+    CARVE_ASSIGN_OR_RETURN(auto masked, mask_step(n, rc, t, state, std::move(next), want_y));
     state = std::move(masked.first);
-    CARVE_ASSIGN_OR_RETURN(ys[static_cast<size_t>(t)], with_leading_one(n, masked.second));
+    if (want_y) {
+      CARVE_ASSIGN_OR_RETURN(ys[static_cast<size_t>(t)], with_leading_one(n, masked.second));
+    }
   }
-  CARVE_ASSIGN_OR_RETURN(Tensor y, stack(n, ys));
-  out.y.push_back(y);
+  if (want_y) {
+    CARVE_ASSIGN_OR_RETURN(Tensor y, stack(n, ys));
+    out.y.push_back(y);
+  }
   CARVE_ASSIGN_OR_RETURN(Tensor y_h, with_leading_one(n, state.h));
   out.y_h.push_back(y_h);
   if (state.c) {

@@ -283,6 +283,22 @@ TEST_CASE("onnx/ops/recurrent_sequence_lens") {
   }
 }
 
+TEST_CASE("onnx/ops/recurrent_unused_y") {
+  // Only Y_h and Y_c read: nothing builds Y (no concat of the steps), the states still match.
+  Layer l = make_layer("LSTM", 1, 81);
+  l.lens = {2, 3};
+  Model m = make_model(l);
+  m.op->set_output(0, "");
+  m.g().mutable_output()->DeleteSubrange(0, 1);
+  auto model = carve::onnx_test::import(m);
+  REQUIRE_MESSAGE(model.ok(), model.status().to_string());
+  for (const carve::ir::Node& node : model->graph.nodes) CHECK(node.op != carve::ir::OpKind::kConcat);
+  const Outputs want = reference(l);
+  check_close(m, model_inputs(l), want.y_h);
+  m.result = 1;
+  check_close(m, model_inputs(l), want.y_c);
+}
+
 TEST_CASE("onnx/ops/recurrent_layout_1") {
   // Opset 14, batch-major: X [batch, seq, input], Y [batch, seq, dirs, hidden],
   // Y_h / Y_c [batch, dirs, hidden]; the reference runs the seq-major layer.
