@@ -2,8 +2,8 @@
 // CastLike, the composed reductions, layout and normalization ops, EyeLike, Hardmax, Mod,
 // Clip with bounds computed at run time, DynamicQuantizeLinear, LayerNormalization's
 // Mean/InvStdDev, the NLL and softmax cross-entropy losses) and ArgMax/ArgMin/GatherElements:
-// one-node models built here with the ONNX protobuf classes, run through the reference
-// interpreter and (with the CPU JIT) a Session, against values computed here in double.
+// one-node models (one_node_model.h), run through the reference interpreter and (with
+// the CPU JIT) a Session, against values computed here in double.
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
