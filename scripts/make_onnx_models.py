@@ -272,6 +272,24 @@ class UNet(nn.Module):
         return self.head(self.dec0(torch.cat([u0, x0], 1)))
 
 
+class Recurrent(nn.Module):
+    """PyTorch's recurrent layers as the exporter writes them (ONNX LSTM, GRU with
+    linear_before_reset, RNN): a bidirectional batch-first LSTM with initial states, a
+    GRU and a ReLU RNN on its output; the sequence and the last hidden states."""
+
+    def __init__(self, features=8, hidden=6):
+        super().__init__()
+        self.lstm = nn.LSTM(features, hidden, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(2 * hidden, hidden)
+        self.rnn = nn.RNN(hidden, 4, nonlinearity="relu")
+
+    def forward(self, x, h0, c0):
+        y, (h, _) = self.lstm(x, (h0, c0))
+        z, g = self.gru(y.transpose(0, 1))
+        r, _ = self.rnn(z)
+        return r, torch.cat([h, g], 0)
+
+
 class Attention(nn.Module):
     def __init__(self, dim, heads, causal):
         super().__init__()
@@ -488,6 +506,8 @@ def small_models():
         ("bert_tiny", Bert(), [ids(60, 1, 8, seed=31), ids(2, 1, 8, seed=32), mask], 14, ["ids", "segments", "mask"],
          ["hidden", "pooled"]),
         ("unet_tiny", randomize(UNet(base=4), 45), [rand(1, 3, 16, 16, seed=46)], 13, ["image"], ["mask"]),
+        ("recurrent_tiny", Recurrent(), [rand(2, 5, 8, seed=48), rand(2, 2, 6, seed=49), rand(2, 2, 6, seed=50)], 14,
+         ["x", "h0", "c0"], ["y", "h"]),
     ]
 
 

@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+
 namespace carve::onnx::detail {
 namespace {
 
@@ -21,7 +23,13 @@ std::string_view attr_type_name(const AttributeProto& a) {
 std::string Context::unique_node_name(std::string base) {
   if (base.empty()) base = "node";
   std::string name = base;
-  for (int i = 1; node_names_.contains(name); ++i) name = fmt::format("{}#{}", base, i);
+  // A lowering that emits many nodes (an unrolled LSTM: thousands) asks for its base again
+  // and again: resume after the last suffix taken, or naming would be quadratic.
+  int& next = next_suffix_[base];
+  for (int i = std::max(next, 1); node_names_.contains(name); ++i) {
+    name = fmt::format("{}#{}", base, i);
+    next = i + 1;
+  }
   node_names_.insert(name);
   return name;
 }

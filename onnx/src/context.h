@@ -84,6 +84,7 @@ class Context {
 
  private:
   std::set<std::string, std::less<>> node_names_;
+  std::map<std::string, int, std::less<>> next_suffix_;  // base -> the suffix to try first
 };
 
 // Evaluates `op` on known inputs with the reference interpreter (fold.cpp); an output
@@ -185,6 +186,11 @@ void register_resize_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_shape_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_loss_ops(std::map<std::string, OpEntry, std::less<>>& table);
+void register_recurrent_ops(std::map<std::string, OpEntry, std::less<>>& table);
+
+// Softplus(x) = log(1 + exp(x)) without overflow (ops_elementwise.cpp; the recurrent ops'
+// activations use it too).
+Result<Tensor> softplus(NodeContext& n, const Tensor& x);
 
 // import_model_bytes that, when the import fails because an operand computed from graph
 // inputs must be known, adds those inputs to *needs_values (onnx::Model then retries

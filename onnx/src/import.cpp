@@ -44,6 +44,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_shape_ops(*t);
     detail::register_tensor_ops(*t);
     detail::register_loss_ops(*t);
+    detail::register_recurrent_ops(*t);
     return t;
   }();
   return *table;
@@ -209,6 +210,7 @@ Arity arity(std::string_view op) {
       {"ReduceL1", {1, 2}}, {"ReduceL2", {1, 2}}, {"ReduceSumSquare", {1, 2}}, {"ReduceLogSum", {1, 2}},
       {"ReduceLogSumExp", {1, 2}}, {"InstanceNormalization", {3, 3}}, {"EyeLike", {1, 1}}, {"Mod", {2, 2}},
       {"NegativeLogLikelihoodLoss", {2, 3}}, {"SoftmaxCrossEntropyLoss", {2, 3}},
+      {"RNN", {3, 6}}, {"GRU", {3, 6}}, {"LSTM", {3, 8}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary

@@ -305,6 +305,8 @@ Result<Tensor> log1p_of_unit(NodeContext& n, const Tensor& t) {
   return n.op(OpKind::kWhere, {rounded_away, t, corrected});
 }
 
+}  // namespace
+
 // Softplus(x) = log(1 + exp(x)), as max(x, 0) + log1p(exp(-|x|)): exp never overflows.
 Result<Tensor> softplus(NodeContext& n, const Tensor& x) {
   CARVE_ASSIGN_OR_RETURN(Tensor a, n.op(OpKind::kAbs, {x}));
@@ -314,6 +316,8 @@ Result<Tensor> softplus(NodeContext& n, const Tensor& x) {
   CARVE_ASSIGN_OR_RETURN(Tensor r, n.op(OpKind::kRelu, {x}));
   return n.op(OpKind::kAdd, {r, l});
 }
+
+namespace {
 
 Status lower_softplus(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0));

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <tuple>
 
 #include "carve/ir/order.h"
 #include "carve/ir/verify.h"
@@ -151,14 +153,17 @@ Status check_constant_keys(const ir::Graph& g, const CompileOptions& options) {
 // GEMV strips for m <= kGemvMaxRows, the micro-kernel's NR columns above), the attribute
 // kPrepackedAttr and trans_b 0. The packed bytes replace the constant's data when the
 // node is its only reader and it is no output (no copy kept); otherwise they become a new
-// constant "<name>#prepacked" that only this node reads. Runs on the program's graph
-// copy, before the constants are bound.
+// constant "<name>#prepacked" that the readers packing it the same way share (an
+// unrolled recurrent layer reads one weight from every step). Runs on the program's
+// graph copy, before the constants are bound.
 Status prepack_weights(Program& p, const CompileOptions& options) {
   Result<jit::HostTarget> host = jit::host_target();
   if (!host.ok()) return Status();  // no CPU JIT: nothing to pack for
   const int vector_width = jit::tiling::vector_width_f32(host->features);
   ir::Graph& g = p.graph;
   const auto users = ir::compute_users(g);
+  // (B, trans_b, strips.wide, strips.vec) -> its packed copy: the layout depends on nothing else.
+  std::map<std::tuple<ir::ValueId, bool, int64_t, int64_t>, ir::ValueId> packed_copies;
   for (ir::Node& node : g.nodes) {
     if ((node.op != ir::OpKind::kMatmul && node.op != ir::OpKind::kGemm) || node.inputs.size() < 2) continue;
     const ir::ValueId bid = node.inputs[1];
@@ -192,23 +197,29 @@ Status prepack_weights(Program& p, const CompileOptions& options) {
     const int64_t elem = ir::dtype_size(dtype);
     if (static_cast<int64_t>(bytes) != shape.k * shape.n * elem) continue;  // checked when bound
     const jit::tiling::GemvStrips strips = jit::tiling::gemv_strips(shape.m, dtype, vector_width);
-    std::vector<uint8_t> packed(bytes);
-    jit::tiling::pack_gemv_b(src, packed.data(), shape.k, shape.n, tb, elem, strips);
-    if (bv.data && users[static_cast<size_t>(bid)].size() == 1 && !g.is_output(bid)) {
-      ir::Value& v = g.value(bid);
-      v.data = std::move(packed);
-      v.type.shape = ir::Shape({shape.k, shape.n});
+    const auto key = std::tuple{bid, tb, strips.wide, strips.vec};
+    if (auto copy = packed_copies.find(key); copy != packed_copies.end()) {
+      node.inputs[1] = copy->second;
     } else {
-      ir::Value v;
-      v.id = g.num_values();
-      v.kind = ir::ValueKind::kConstant;
-      v.type = bv.type;
-      v.type.shape = ir::Shape({shape.k, shape.n});
-      v.name = bv.name + "#prepacked";
-      for (int i = 2; g.find_value(v.name) != nullptr; ++i) v.name = fmt::format("{}#prepacked{}", bv.name, i);
-      v.data = std::move(packed);
-      node.inputs[1] = v.id;
-      g.values.push_back(std::move(v));
+      std::vector<uint8_t> packed(bytes);
+      jit::tiling::pack_gemv_b(src, packed.data(), shape.k, shape.n, tb, elem, strips);
+      if (bv.data && users[static_cast<size_t>(bid)].size() == 1 && !g.is_output(bid)) {
+        ir::Value& v = g.value(bid);
+        v.data = std::move(packed);
+        v.type.shape = ir::Shape({shape.k, shape.n});
+      } else {
+        ir::Value v;
+        v.id = g.num_values();
+        v.kind = ir::ValueKind::kConstant;
+        v.type = bv.type;
+        v.type.shape = ir::Shape({shape.k, shape.n});
+        v.name = bv.name + "#prepacked";
+        for (int i = 2; g.find_value(v.name) != nullptr; ++i) v.name = fmt::format("{}#prepacked{}", bv.name, i);
+        v.data = std::move(packed);
+        node.inputs[1] = v.id;
+        packed_copies.emplace(key, v.id);
+        g.values.push_back(std::move(v));
+      }
     }
     if (gemm) node.attrs["trans_b"] = int64_t{0};
     node.attrs[jit::tiling::kPrepackedAttr] = std::vector<int64_t>{strips.wide, strips.vec};

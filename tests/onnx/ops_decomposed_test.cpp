@@ -2,8 +2,8 @@
 // CastLike, the composed reductions, layout and normalization ops, EyeLike, Hardmax, Mod,
 // Clip with bounds computed at run time, DynamicQuantizeLinear, LayerNormalization's
 // Mean/InvStdDev, the NLL and softmax cross-entropy losses) and ArgMax/ArgMin/GatherElements:
-// one-node models built here with the ONNX protobuf classes, run through the reference
-// interpreter and (with the CPU JIT) a Session, against values computed here in double.
+// one-node models (one_node_model.h), run through the reference interpreter and (with
+// the CPU JIT) a Session, against values computed here in double.
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
@@ -15,144 +15,26 @@
 #include "carve/onnx/import.h"
 #include "carve/reference/reference.h"
 #include "carve/runtime/session.h"
+#include "one_node_model.h"
 #include "test_support.h"
 
 using carve::ErrorCode;
 using carve::reference::HostTensor;
-namespace co = carve::onnx;
-using Values = std::vector<double>;
+using carve::onnx_test::check_close;
+using carve::onnx_test::check_fails;
+using carve::onnx_test::kBool;
+using carve::onnx_test::kF32;
+using carve::onnx_test::kI32;
+using carve::onnx_test::kU8;
+using carve::onnx_test::import;
+using carve::onnx_test::Model;
+using carve::onnx_test::run;
+using carve::onnx_test::Values;
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// A one-node model: inputs are added with add_input, the node with `node`.
-struct Model {
-  ::onnx::ModelProto proto;
-  ::onnx::NodeProto* op = nullptr;
-  size_t result = 0;  // the graph output run() returns
-
-  explicit Model(int64_t opset) {
-    proto.set_ir_version(8);
-    auto* o = proto.add_opset_import();
-    o->set_domain("");
-    o->set_version(opset);
-    proto.mutable_graph()->set_name("g");
-  }
-  ::onnx::GraphProto& g() { return *proto.mutable_graph(); }
-  Model& input(const std::string& name, int elem_type, const std::vector<int64_t>& dims) {
-    auto* t = g().add_input();
-    t->set_name(name);
-    auto* tt = t->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(elem_type);
-    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-    return *this;
-  }
-  Model& int64_init(const std::string& name, const std::vector<int64_t>& values) {
-    auto* t = g().add_initializer();
-    t->set_name(name);
-    t->set_data_type(::onnx::TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(values.size()));
-    for (int64_t v : values) t->add_int64_data(v);
-    return *this;
-  }
-  Model& node(const std::string& op_type, const std::vector<std::string>& inputs, int outputs = 1) {
-    op = g().add_node();
-    op->set_name("the_node");
-    op->set_op_type(op_type);
-    for (const auto& i : inputs) op->add_input(i);
-    for (int i = 0; i < outputs; ++i) {
-      op->add_output("y" + std::to_string(i));
-      g().add_output()->set_name("y" + std::to_string(i));
-    }
-    return *this;
-  }
-  ::onnx::AttributeProto* attr(const std::string& name, ::onnx::AttributeProto::AttributeType type) {
-    auto* a = op->add_attribute();
-    a->set_name(name);
-    a->set_type(type);
-    return a;
-  }
-  Model& f(const std::string& name, float v) { attr(name, ::onnx::AttributeProto::FLOAT)->set_f(v); return *this; }
-  Model& i(const std::string& name, int64_t v) { attr(name, ::onnx::AttributeProto::INT)->set_i(v); return *this; }
-  Model& s(const std::string& name, const std::string& v) { attr(name, ::onnx::AttributeProto::STRING)->set_s(v); return *this; }
-  Model& ints(const std::string& name, const std::vector<int64_t>& v) {
-    auto* a = attr(name, ::onnx::AttributeProto::INTS);
-    for (int64_t x : v) a->add_ints(x);
-    return *this;
-  }
-};
-
-carve::Result<co::ImportedModel> import(const Model& m) {
-  const std::string bytes = m.proto.SerializeAsString();
-  return co::import_model_bytes(std::as_bytes(std::span(bytes.data(), bytes.size())), "ops.onnx");
-}
-
-// Output m.result of `m` on `inputs`: once from the reference interpreter and, where the CPU JIT
-// is built, once from a Session.
-std::vector<Values> run(const Model& m, const std::vector<HostTensor>& inputs) {
-  auto model = import(m);
-  REQUIRE_MESSAGE(model.ok(), model.status().to_string());
-  std::vector<Values> results;
-  auto ref = carve::reference::run_reference(model->graph, inputs);
-  REQUIRE_MESSAGE(ref.ok(), ref.status().to_string());
-  results.push_back((*ref)[m.result].to_doubles());
-  auto session = carve::runtime::Session::create();
-  REQUIRE(session.ok());
-  auto program = (*session)->compile(model->graph);
-  if (!program.ok() && program.status().code() == ErrorCode::kUnavailable) return results;
-  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
-  std::vector<carve::runtime::Buffer> buffers;
-  for (const HostTensor& t : inputs) {
-    auto b = carve::runtime::Buffer::borrow(std::as_bytes(std::span(t.bytes)), t.type.dtype, t.type.shape);
-    REQUIRE(b.ok());
-    buffers.push_back(*b);
-  }
-  auto outputs = (*program)->run(buffers);
-  REQUIRE_MESSAGE(outputs.ok(), outputs.status().to_string());
-  const carve::runtime::Buffer& result = (*outputs)[m.result];
-  auto bytes = result.bytes();
-  REQUIRE(bytes.ok());
-  HostTensor out;
-  out.type = carve::ir::TensorType{result.dtype(), result.shape()};
-  const auto* first = reinterpret_cast<const uint8_t*>(bytes->data());
-  out.bytes.assign(first, first + bytes->size());
-  results.push_back(out.to_doubles());
-  return results;
-}
-
-// Every result matches `expected` within rtol (relative) plus atol; NaN matches NaN.
-void check_close(const Model& m, const std::vector<HostTensor>& inputs, const Values& expected, double rtol = 1e-5,
-                 double atol = 1e-6) {
-  for (const Values& actual : run(m, inputs)) {
-    REQUIRE(actual.size() == expected.size());
-    for (size_t k = 0; k < expected.size(); ++k) {
-      INFO(m.op->op_type() << " element " << k << ": " << actual[k] << " vs " << expected[k]);
-      if (std::isnan(expected[k])) {
-        CHECK(std::isnan(actual[k]));
-      } else if (std::isinf(expected[k])) {
-        CHECK(actual[k] == expected[k]);
-      } else {
-        CHECK(std::abs(actual[k] - expected[k]) <= rtol * std::abs(expected[k]) + atol);
-      }
-    }
-  }
-}
-
-void check_fails(const Model& m, ErrorCode code, const std::string& what) {
-  auto r = import(m);
-  INFO(r.status().to_string());
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.status().code() == code);
-  CHECK(r.status().message().find("onnx node 'the_node' (" + m.op->op_type() + ")") != std::string::npos);
-  CHECK(r.status().message().find(what) != std::string::npos);
-}
-
-constexpr int kF32 = ::onnx::TensorProto::FLOAT;
-constexpr int kI32 = ::onnx::TensorProto::INT32;
-constexpr int kU8 = ::onnx::TensorProto::UINT8;
-constexpr int kBool = ::onnx::TensorProto::BOOL;
 
 const std::vector<float> kXs{-30.f, -3.f, -1.f, -0.25f, 0.f, 0.25f, 1.f, 3.f, 30.f};
 

@@ -265,6 +265,35 @@ TEST_CASE("runtime/prepack/a constant that something else reads keeps its bytes"
   CHECK(output_bytes(out->at(2)) == *g->find_value("w")->data);
 }
 
+TEST_CASE("runtime/prepack/readers of one constant share one packed copy") {
+  auto session = runtime::testing::cpu_session_or_skip();
+  if (!session) return;
+  // w [4, 4] read transposed by three GEMVs, as an unrolled recurrent layer reads R each step.
+  ir::GraphBuilder b("shared_reader");
+  auto w = b.constant("w", DType::kF32, {4, 4}, random_bytes(DType::kF32, 16, 5));
+  ir::ValueId h = b.input("a", DType::kF32, {1, 4});
+  for (int step = 0; step < 3; ++step) h = b.gemm(h, w, std::nullopt, false, true, 1.0, 1.0);
+  b.output(b.rename(h, "y"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto program = session->compile(*g, {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  const ir::Graph& pg = (*program)->program().graph;
+  const ir::Value* packed = pg.find_value("w#prepacked");
+  REQUIRE(packed != nullptr);
+  CHECK(pg.find_value("w#prepacked2") == nullptr);
+  int readers = 0;
+  for (const ir::Node& n : pg.nodes) readers += n.op == ir::OpKind::kGemm && n.inputs[1] == packed->id ? 1 : 0;
+  CHECK(readers == 3);
+  std::vector<reference::HostTensor> in{tensor(DType::kF32, {1, 4}, random_bytes(DType::kF32, 4, 6))};
+  std::vector<runtime::Buffer> inputs{borrow(in[0])};
+  auto out = (*program)->run(inputs);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  auto want = reference::run_reference(*g, in);
+  REQUIRE(want.ok());
+  CHECK(close(output_bytes(out->at(0)), want->at(0), DType::kF32, 1e-6));
+}
+
 TEST_CASE("runtime/prepack/a sole reader packs the constant in place, no copy kept") {
   auto session = runtime::testing::cpu_session_or_skip();
   if (!session) return;
