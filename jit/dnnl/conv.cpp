@@ -133,7 +133,9 @@ constexpr double kGroupedReorderBudgetPerMac = 0.1;
 // its slice of the weights, writing its slice of the output. The chunks depend on the
 // shape only (chunk_count()). Operands the runtime keeps in nChw16c (use_blocked) need no
 // reorder: with one image a chunk of 16k channels is one contiguous slice in NCHW and in
-// nChw16c alike. A depthwise chunk reads the same channels of the input.
+// nChw16c alike. A depthwise or grouped chunk reads only its groups' channels of the
+// input: chunks of whole groups, cut where both the input and the output channels are
+// whole 16-blocks (slice_unit()), so a slice is contiguous in NCHW, nChw8c and nChw16c.
 class DnnlConv final : public LibraryKernel {
  public:
   void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
@@ -247,7 +249,7 @@ class DnnlConv final : public LibraryKernel {
     const Width& w = widths_[chunk.width];
     std::byte* scratch_base = scratch(operands);
     std::byte* src = (src_reorder_.prim ? scratch_base : static_cast<std::byte*>(operands[x_index_])) +
-                     (depthwise_ ? chunk.first_channel * src_plane_bytes_ : 0);
+                     (sliced_input_ ? chunk.first_channel / og_ * cg_ * src_plane_bytes_ : 0);
     std::byte* slot = scratch_base + chunk_offset_ + index * chunk_stride_;
     // This chunk's channels: one image, or the plain slice's start.
     const int64_t slice = chunk.first_channel * plane_bytes_, slice_bytes = w.channels * plane_bytes_;
@@ -284,7 +286,9 @@ class DnnlConv final : public LibraryKernel {
   // same bytes), and oneDNN's layout for that side in every width.
   bool src_blockable_ = false, dst_blockable_ = false;
   bool plain_result_ = false;  // every width writes dense NCHW of one image: the output's slice
-  bool grouped_ = false;  // groups > 1, not depthwise: one chunk, whole input
+  bool grouped_ = false;  // groups > 1, not depthwise
+  bool sliced_input_ = false;  // each chunk reads its groups' input channels (depthwise, grouped)
+  int64_t og_ = 1, cg_ = 1;    // output and input channels per group
   bool depthwise_ = false, src_blocked_ = false, out_blocked_ = false, residual_blocked_ = false;
   int32_t x_index_ = -1, out_index_ = -1, residual_index_ = -1, scratch_index_ = -1;
   int32_t weights_index_ = -1, bias_index_ = -1;  // copied into the chunks when taken
@@ -294,21 +298,31 @@ class DnnlConv final : public LibraryKernel {
   std::string impl_;
 };
 
-// Output-channel chunks: up to 8, each >= 1M multiply-adds and at least one block of 16
-// channels (oneDNN's), an even count where it can be (two threads share the chunks
+// Output-channel chunks: up to 8, each >= 1M multiply-adds and at least one `unit` of
+// channels (slice_unit: a block of 16, oneDNN's, or whole groups), an even count where it can be (two threads share the chunks
 // evenly) -- from the shape alone, never the thread count. (Fewer, larger calls are
 // cheaper on one thread: a call costs a few microseconds.)
-int64_t chunk_count(const tiling::ConvShape& c) {
-  const int64_t macs = c.n * c.o * c.cg * c.kh * c.kw * c.oh * c.ow, blocks = (c.o + 15) / 16;
+int64_t chunk_count(const tiling::ConvShape& c, int64_t unit) {
+  const int64_t macs = c.n * c.o * c.cg * c.kh * c.kw * c.oh * c.ow, blocks = (c.o + unit - 1) / unit;
   for (int64_t t : {8, 6, 4, 2})
     if (t <= blocks && macs / t >= 1'000'000) return t;
   return 1;
 }
 
+// Output channels a chunk is a multiple of: 16 (a block), or for a grouped conv the fewest
+// whole groups whose input and output channels are both whole 16-blocks; 0 when the groups
+// do not divide into such units (then one chunk).
+int64_t slice_unit(const tiling::ConvShape& c) {
+  if (c.groups == 1 || (c.cg == 1 && c.og == 1)) return 16;
+  for (int64_t g = 1; g <= 16; ++g)
+    if ((g * c.og) % 16 == 0 && (g * c.cg) % 16 == 0) return c.groups % g == 0 ? g * c.og : 0;
+  return 0;
+}
+
 // The weights of a chunk of `channels` output channels: grouped (goihw) when groups > 1.
 memory::dims conv_weight_dims(const tiling::ConvShape& c, bool depthwise, int64_t channels) {
   if (depthwise) return {channels, 1, 1, c.kh, c.kw};
-  if (c.groups > 1) return {c.groups, c.og, c.cg, c.kh, c.kw};  // one chunk: channels == O
+  if (c.groups > 1) return {channels / c.og, c.og, c.cg, c.kh, c.kw};
   return {channels, c.c, c.kh, c.kw};
 }
 
@@ -320,7 +334,7 @@ memory::dims conv_weight_dims(const tiling::ConvShape& c, bool depthwise, int64_
 std::optional<dnnl::convolution_forward::primitive_desc> conv_primitive(const tiling::ConvShape& c, bool depthwise,
                                                                        int64_t channels, bool bias,
                                                                        const dnnl::primitive_attr& attr) {
-  const memory::dims src{c.n, depthwise ? channels : c.c, c.h, c.w}, dst{c.n, channels, c.oh, c.ow};
+  const memory::dims src{c.n, c.groups > 1 ? channels / c.og * c.cg : c.c, c.h, c.w}, dst{c.n, channels, c.oh, c.ow};
   const memory::dims weights = conv_weight_dims(c, depthwise, channels);
   auto layout = [](int64_t ch) { return ch % 16 == 0 ? Tag::nChw16c : Tag::any; };
   for (bool blocked : {true, false}) {
@@ -349,7 +363,8 @@ std::unique_ptr<LibraryKernel> DnnlConv::make(const ir::Graph& graph, const Kern
   const tiling::ConvShape c = tiling::conv_shape(graph, node);
   // Widths whose primitives want different input layouts cannot share the input reorder:
   // then one chunk.
-  const int64_t chunks = chunk_count(c);
+  const int64_t unit = slice_unit(c);
+  const int64_t chunks = unit > 0 ? chunk_count(c, unit) : 1;
   std::unique_ptr<DnnlConv> k = make_chunked(graph, group, constant_bytes, chunks);
   if (!k && chunks > 1) k = make_chunked(graph, group, constant_bytes, 1);
   return k;
@@ -363,9 +378,9 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
     if (graph.value(v).type.dtype != ir::DType::kF32) return nullptr;
   const tiling::ConvShape c = tiling::conv_shape(graph, node);
   const bool depthwise = c.groups > 1 && c.cg == 1 && c.og == 1;
-  // A chunk of a grouped conv would read only its groups' input channels: one chunk.
   const bool grouped = c.groups > 1 && !depthwise;
-  if (grouped && t != 1) return nullptr;
+  const int64_t unit = t > 1 ? slice_unit(c) : 16;
+  if (unit <= 0) return nullptr;
   const void* wbytes = constant_bytes(node.inputs[1]);
   const void* bbytes = node.inputs.size() > 2 ? constant_bytes(node.inputs[2]) : nullptr;
   if (!wbytes || (node.inputs.size() > 2 && !bbytes)) return nullptr;
@@ -376,6 +391,9 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
   auto k = std::make_unique<DnnlConv>();
   k->depthwise_ = depthwise;
   k->grouped_ = grouped;
+  k->sliced_input_ = depthwise || (grouped && t > 1);
+  k->og_ = c.og;
+  k->cg_ = c.cg;
   const double taps = static_cast<double>(c.kh * c.kw);
   k->input_cost_ = static_cast<double>(c.sh * c.sw) / (static_cast<double>(c.og) * taps);
   k->output_cost_ = 1.0 / (static_cast<double>(c.cg) * taps);
@@ -404,12 +422,12 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
     dnnl::primitive_attr attr;
     attr.set_post_ops(epilogue->ops);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    // Chunk i: blocks [i * blocks / t, (i + 1) * blocks / t) of 16 channels, the last cut at O.
-    const int64_t blocks = (c.o + 15) / 16;
+    // Chunk i: units [i * units / t, (i + 1) * units / t) of `unit` channels, the last cut at O.
+    const int64_t units = (c.o + unit - 1) / unit;
     for (int64_t i = 0; i < t; ++i) {
       Chunk chunk;
-      chunk.first_channel = i * blocks / t * 16;
-      const int64_t channels = std::min((i + 1) * blocks / t * 16, c.o) - chunk.first_channel;
+      chunk.first_channel = i * units / t * unit;
+      const int64_t channels = std::min((i + 1) * units / t * unit, c.o) - chunk.first_channel;
       auto same = [&](const Width& w) { return w.channels == channels; };
       chunk.width = static_cast<size_t>(std::find_if(k->widths_.begin(), k->widths_.end(), same) - k->widths_.begin());
       if (chunk.width == k->widths_.size()) {
@@ -418,7 +436,8 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
         if (!pd) return nullptr;
         Width w;
         w.channels = channels;
-        const memory::dims src{c.n, depthwise ? channels : c.c, c.h, c.w}, dst{c.n, channels, c.oh, c.ow};
+        const memory::dims src{c.n, k->sliced_input_ ? channels / c.og * c.cg : c.c, c.h, c.w};
+        const memory::dims dst{c.n, channels, c.oh, c.ow};
         w.src_md = pd->src_desc();
         w.dst_md = pd->dst_desc();
         w.weights_md = pd->weights_desc();
@@ -454,16 +473,29 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
   }
   // The input layout is shared by every chunk (the reorder phase writes it once).
   const Width& first = k->widths_.front();
-  k->full_src_md_ = depthwise ? memory::desc({c.n, c.c, c.h, c.w}, memory::data_type::f32,
-                                             first.src_md == first.blocked_src ? Tag::nChw16c : Tag::nchw)
-                              : first.src_md;
+  if (k->sliced_input_) {
+    // Every chunk reads its slice of one input in one layout (one image: a channel slice is
+    // contiguous in it).
+    auto tag_of = [](const memory::desc& md) -> std::optional<Tag> {
+      for (Tag tag : {Tag::nChw16c, Tag::nChw8c, Tag::nchw})
+        if (md == memory::desc(md.dims(), memory::data_type::f32, tag)) return tag;
+      return std::nullopt;
+    };
+    const std::optional<Tag> tag = tag_of(first.src_md);
+    if (!tag || (t > 1 && c.n != 1)) return nullptr;
+    for (const Width& w : k->widths_)
+      if (tag_of(w.src_md) != tag) return nullptr;
+    k->full_src_md_ = memory::desc({c.n, c.c, c.h, c.w}, memory::data_type::f32, *tag);
+  } else {
+    k->full_src_md_ = first.src_md;
+  }
   const bool one_image = c.n == 1;
   k->src_blockable_ = one_image && (depthwise || c.c % 16 == 0);
   k->dst_blockable_ = one_image;
   k->plain_result_ = one_image;
   for (const Width& w : k->widths_) {
     const bool blocked_src = w.src_md == w.blocked_src, blocked_dst = w.dst_md == w.blocked_dst;
-    if (depthwise ? !blocked_src || !blocked_dst : w.src_md != first.src_md) return nullptr;
+    if (depthwise ? !blocked_src || !blocked_dst : !k->sliced_input_ && w.src_md != first.src_md) return nullptr;
     k->src_blockable_ = k->src_blockable_ && blocked_src && w.src_md.dims()[1] % 16 == 0;
     k->dst_blockable_ = k->dst_blockable_ && blocked_dst && w.channels % 16 == 0;
     k->plain_result_ = k->plain_result_ && w.dst_md == w.plain_dst;

@@ -101,6 +101,23 @@ TEST_CASE("jit/library/grouped convs of 8 channels a group run as one chunk") {
   CHECK(grouped.kernel->worth_it({}));  // both reorders: still far faster than the generated kernel
 }
 
+TEST_CASE("jit/library/grouped convs big enough run in chunks of whole groups") {
+  // regnet's 8 channels a group: two groups make a 16-channel block on both sides, so each
+  // chunk reads its own slice of the input (one image: contiguous).
+  Taken grouped = take(1, 208, 208, 3, 26);
+  if (jit::library_provider_name().empty()) {
+    CHECK(grouped.kernel == nullptr);
+    return;
+  }
+  REQUIRE(grouped.kernel);
+  CHECK(grouped.kernel->phase_tiles().back() == 2);
+  CHECK(grouped.kernel->describe().find("x2 channel chunks") != std::string::npos);
+  // Two images: a channel slice is not contiguous, so one chunk.
+  Taken batched = take(2, 208, 208, 3, 26);
+  REQUIRE(batched.kernel);
+  CHECK(batched.kernel->phase_tiles().back() == 1);
+}
+
 TEST_CASE("jit/library/groups it cannot run exactly are declined") {
   // Grouped with 3 channels a group: oneDNN has only its reference kernel for it.
   CHECK(take(1, 12, 12, 3, 4).kernel == nullptr);

@@ -82,6 +82,8 @@ std::vector<Case> cases() {
       {"1x1 conv, wide", 256, 512, 7, 1, {}, relu},
       // Grouped, 8 channels a group (regnet): one chunk in oneDNN's nChw8c.
       {"grouped 3x3", 32, 32, 12, 3, {.groups = 4, .pads = {1, 1, 1, 1}}, relu},
+      // Big enough for chunks of whole groups (two 8-channel groups a 16-block).
+      {"grouped 3x3 in chunks", 208, 208, 14, 3, {.groups = 26, .pads = {1, 1, 1, 1}}, relu},
       {"grouped 3x3 stride 2 + residual", 48, 48, 14, 3, {.groups = 6, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
        [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId r) { return b.relu(b.add(r, y)); }, true},
       // Left to the generated kernels:
