@@ -299,8 +299,9 @@ class DnnlConv final : public LibraryKernel {
 };
 
 // Output-channel chunks: up to 8, each >= 1M multiply-adds and at least one `unit` of
-// channels (slice_unit: a block of 16, oneDNN's, or whole groups), an even count where it can be (two threads share the chunks
-// evenly) -- from the shape alone, never the thread count. (Fewer, larger calls are
+// channels (slice_unit: a block of 16, oneDNN's, or whole groups), an even count where
+// it can be (two threads share the chunks evenly) -- from the shape alone, never the
+// thread count. (Fewer, larger calls are
 // cheaper on one thread: a call costs a few microseconds.)
 int64_t chunk_count(const tiling::ConvShape& c, int64_t unit) {
   const int64_t macs = c.n * c.o * c.cg * c.kh * c.kw * c.oh * c.ow, blocks = (c.o + unit - 1) / unit;
