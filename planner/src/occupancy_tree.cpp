@@ -27,6 +27,26 @@ void RangeUnion::add(ByteRange r) {
   ranges_.erase(it + 1, last);
 }
 
+namespace {
+
+// Appends the union of the sorted merged lists [x, x_end) and [y, y_end) to `out`.
+void merge_union(const ByteRange* x, const ByteRange* x_end, const ByteRange* y,
+                 const ByteRange* y_end, std::vector<ByteRange>& out) {
+  const size_t first = out.size();
+  auto push = [&](const ByteRange& r) {
+    if (out.size() > first && out.back().end >= r.begin) {
+      out.back().end = std::max(out.back().end, r.end);
+    } else {
+      out.push_back(r);
+    }
+  };
+  while (x != x_end && y != y_end) push(x->begin <= y->begin ? *x++ : *y++);
+  while (x != x_end) push(*x++);
+  while (y != y_end) push(*y++);
+}
+
+}  // namespace
+
 OccupancyTree::OccupancyTree(const Problem& problem) {
   const auto& bufs = problem.buffers;
   std::vector<int64_t> points;
@@ -48,55 +68,50 @@ OccupancyTree::OccupancyTree(const Problem& problem) {
     hi_[i] = index_of(bufs[i].end);  // > lo_[i]: start < end and start is a point
   }
   cover_.resize(2 * leaves_);
-  sub_.resize(2 * leaves_);
+  starts_.resize(2 * leaves_);
 }
 
 void OccupancyTree::insert(int32_t i, ByteRange bytes) {
   for (size_t l = lo_[i] + leaves_, r = hi_[i] + leaves_; l < r; l >>= 1, r >>= 1) {
-    if (l & 1) {
-      cover_[l].add(bytes);
-      sub_[l++].add(bytes);
-    }
-    if (r & 1) {
-      cover_[--r].add(bytes);
-      sub_[r].add(bytes);
-    }
+    if (l & 1) cover_[l++].add(bytes);
+    if (r & 1) cover_[--r].add(bytes);
   }
-  // Every ancestor of a canonical node lies on one of the two boundary paths.
-  size_t a = lo_[i] + leaves_, b = hi_[i] - 1 + leaves_;
-  for (; a >= 1; a >>= 1, b >>= 1) {
-    sub_[a].add(bytes);
-    if (b != a) sub_[b].add(bytes);
-  }
+  for (size_t a = lo_[i] + leaves_; a >= 1; a >>= 1) starts_[a].add(bytes);
 }
 
 const std::vector<ByteRange>& OccupancyTree::occupied_during(int32_t i) {
-  scratch_.clear();
+  runs_.clear();
+  run_end_.clear();
   auto take = [&](const RangeUnion& u) {
-    scratch_.insert(scratch_.end(), u.ranges().begin(), u.ranges().end());
+    if (u.ranges().empty()) return;
+    runs_.insert(runs_.end(), u.ranges().begin(), u.ranges().end());
+    run_end_.push_back(runs_.size());
   };
-  for (size_t l = lo_[i] + leaves_, r = hi_[i] + leaves_; l < r; l >>= 1, r >>= 1) {
-    if (l & 1) take(sub_[l++]);
-    if (r & 1) take(sub_[--r]);
+  for (size_t a = lo_[i] + leaves_; a >= 1; a >>= 1) take(cover_[a]);
+  for (size_t l = lo_[i] + 1 + leaves_, r = hi_[i] + leaves_; l < r; l >>= 1, r >>= 1) {
+    if (l & 1) take(starts_[l++]);
+    if (r & 1) take(starts_[--r]);
   }
-  size_t a = (lo_[i] + leaves_) >> 1, b = (hi_[i] - 1 + leaves_) >> 1;
-  for (; a >= 1; a >>= 1, b >>= 1) {
-    take(cover_[a]);
-    if (b != a) take(cover_[b]);
-  }
-  std::sort(scratch_.begin(), scratch_.end(),
-            [](const ByteRange& x, const ByteRange& y) { return x.begin < y.begin; });
-  // Merge in place so the caller walks holes directly.
-  size_t out = 0;
-  for (const ByteRange& r : scratch_) {
-    if (out > 0 && scratch_[out - 1].end >= r.begin) {
-      scratch_[out - 1].end = std::max(scratch_[out - 1].end, r.end);
-    } else {
-      scratch_[out++] = r;
+  // Pairwise rounds: every range is copied O(log k) times, and unions shrink as they go.
+  while (run_end_.size() > 1) {
+    merged_.clear();
+    merged_end_.clear();
+    const ByteRange* base = runs_.data();
+    size_t begin = 0;
+    for (size_t k = 0; k < run_end_.size(); k += 2) {
+      if (k + 1 == run_end_.size()) {
+        merged_.insert(merged_.end(), base + begin, base + run_end_[k]);
+      } else {
+        merge_union(base + begin, base + run_end_[k], base + run_end_[k], base + run_end_[k + 1],
+                    merged_);
+        begin = run_end_[k + 1];
+      }
+      merged_end_.push_back(merged_.size());
     }
+    std::swap(runs_, merged_);
+    std::swap(run_end_, merged_end_);
   }
-  scratch_.resize(out);
-  return scratch_;
+  return runs_;
 }
 
 }  // namespace carve::planner::detail
