@@ -2,6 +2,7 @@
 #include "occupancy_tree.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace carve::planner::detail {
 
@@ -56,7 +57,10 @@ OccupancyTree::OccupancyTree(const Problem& problem) {
   }
   std::sort(points.begin(), points.end());
   points.erase(std::unique(points.begin(), points.end()), points.end());
-  while (leaves_ < points.size()) leaves_ *= 2;
+  while (leaves_ < points.size()) {
+    leaves_ *= 2;
+    ++leaf_depth_;
+  }
   lo_.assign(bufs.size(), 0);
   hi_.assign(bufs.size(), 0);
   auto index_of = [&](int64_t t) {
@@ -67,32 +71,68 @@ OccupancyTree::OccupancyTree(const Problem& problem) {
     lo_[i] = index_of(bufs[i].start);
     hi_[i] = index_of(bufs[i].end);  // > lo_[i]: start < end and start is a point
   }
-  cover_.resize(2 * leaves_);
-  starts_.resize(2 * leaves_);
+  cover_.reserve(2 * leaves_);
+  starts_.reserve(2 * leaves_);
+  for (size_t k = 0; k < 2 * leaves_; ++k) {
+    cover_.emplace_back(&pool_);
+    starts_.emplace_back(&pool_);
+  }
+}
+
+namespace {
+
+int depth_of(size_t node) { return std::bit_width(node) - 1; }  // root (1) is depth 0
+
+}  // namespace
+
+bool OccupancyTree::keeps_cover(int depth) const {
+  return depth % kCoverDepthStride == 0 || depth == leaf_depth_;
+}
+
+void OccupancyTree::add_cover(size_t node, ByteRange bytes) {
+  // A canonical node between kept depths hands its buffer to all its descendants at the
+  // next kept depth (at most 2^(stride-1) of them): together they cover the same points.
+  const int d = depth_of(node);
+  const int kept = std::min(leaf_depth_, (d + kCoverDepthStride - 1) / kCoverDepthStride * kCoverDepthStride);
+  const size_t first = node << (kept - d), last = (node + 1) << (kept - d);
+  for (size_t x = first; x < last; ++x) cover_[x].add(bytes);
 }
 
 void OccupancyTree::insert(int32_t i, ByteRange bytes) {
   for (size_t l = lo_[i] + leaves_, r = hi_[i] + leaves_; l < r; l >>= 1, r >>= 1) {
-    if (l & 1) cover_[l++].add(bytes);
-    if (r & 1) cover_[--r].add(bytes);
+    if (l & 1) add_cover(l++, bytes);
+    if (r & 1) add_cover(--r, bytes);
   }
   for (size_t a = lo_[i] + leaves_; a >= 1; a >>= 1) starts_[a].add(bytes);
 }
 
 const std::vector<ByteRange>& OccupancyTree::occupied_during(int32_t i) {
-  runs_.clear();
-  run_end_.clear();
+  lists_.clear();
   auto take = [&](const RangeUnion& u) {
-    if (u.ranges().empty()) return;
-    runs_.insert(runs_.end(), u.ranges().begin(), u.ranges().end());
-    run_end_.push_back(runs_.size());
+    if (!u.ranges().empty()) lists_.push_back(&u.ranges());
   };
-  for (size_t a = lo_[i] + leaves_; a >= 1; a >>= 1) take(cover_[a]);
+  int d = leaf_depth_;
+  for (size_t a = lo_[i] + leaves_; a >= 1; a >>= 1, --d) {
+    if (keeps_cover(d)) take(cover_[a]);
+  }
   for (size_t l = lo_[i] + 1 + leaves_, r = hi_[i] + leaves_; l < r; l >>= 1, r >>= 1) {
     if (l & 1) take(starts_[l++]);
     if (r & 1) take(starts_[--r]);
   }
-  // Pairwise rounds: every range is copied O(log k) times, and unions shrink as they go.
+  // First round straight from the lists, then pairwise rounds over the scratch runs:
+  // every range is copied O(log k) times, and unions shrink as they go.
+  runs_.clear();
+  run_end_.clear();
+  for (size_t k = 0; k < lists_.size(); k += 2) {
+    const auto& x = *lists_[k];
+    if (k + 1 == lists_.size()) {
+      runs_.insert(runs_.end(), x.begin(), x.end());
+    } else {
+      const auto& y = *lists_[k + 1];
+      merge_union(x.data(), x.data() + x.size(), y.data(), y.data() + y.size(), runs_);
+    }
+    run_end_.push_back(runs_.size());
+  }
   while (run_end_.size() > 1) {
     merged_.clear();
     merged_end_.clear();
