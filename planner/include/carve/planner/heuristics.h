@@ -53,9 +53,10 @@ std::unique_ptr<Strategy> make_greedy_xla_strategy();
 // adjacent free blocks merged, the arena grows when no free block fits. O(n log n)
 // (ordered free lists by offset and by size).
 std::unique_ptr<Strategy> make_online_strategy();
-// Runs naive, greedy-size, greedy-breadth, greedy-xla, online, then -- when no heuristic
-// reached the lower bound -- an improvement step with exact; keeps the smallest validated
-// plan. PlanResult::strategy is "best(<winner>)"; optimal is also set when exact proved
+// Runs greedy-breadth, greedy-size, greedy-xla, online, naive (in that order; once the
+// deadline has passed the rest are skipped), then -- when no heuristic reached the lower
+// bound -- an improvement step with exact; keeps the smallest validated plan (ties: the
+// earlier). PlanResult::strategy is "best(<winner>)"; optimal is also set when exact proved
 // the winner's size optimal. Time shares (the whole run keeps time_limit_seconds): the
 // heuristics run first (O(n log n) each, milliseconds to a few seconds at 1M buffers);
 // exact gets all the time left on problems of at most kBestExactMaxBuffers non-empty
