@@ -6,10 +6,27 @@
 
 namespace carve::planner::detail {
 
+namespace {
+
+// Index of the first range beginning after v. Branch-free halving: the comparisons are
+// unpredictable, and the mispredicted branches of std::upper_bound were most of add().
+size_t first_beginning_after(const ByteRange* ranges, size_t n, int64_t v) {
+  if (n == 0) return 0;
+  const ByteRange* base = ranges;
+  while (n > 1) {
+    const size_t half = n / 2;
+    base = base[half].begin <= v ? base + half : base;
+    n -= half;
+  }
+  return static_cast<size_t>(base - ranges) + (base->begin <= v ? 1 : 0);
+}
+
+}  // namespace
+
 void RangeUnion::add(ByteRange r) {
   // First range that could touch r: the last one beginning at or before r.begin.
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), r.begin,
-                             [](int64_t v, const ByteRange& x) { return v < x.begin; });
+  auto it = ranges_.begin() + static_cast<std::ptrdiff_t>(
+                                  first_beginning_after(ranges_.data(), ranges_.size(), r.begin));
   if (it != ranges_.begin() && std::prev(it)->end >= r.begin) {
     --it;
     if (it->end >= r.end) return;  // already covered: the common case in dense plans
@@ -33,9 +50,15 @@ namespace {
 // Appends the union of the sorted merged lists [x, x_end) and [y, y_end) to `out`.
 void merge_union(const ByteRange* x, const ByteRange* x_end, const ByteRange* y,
                  const ByteRange* y_end, std::vector<ByteRange>& out) {
-  const size_t first = out.size();
+  if (x == x_end && y == y_end) return;
+  // Seed with the lower first range, so that push compares with a range of this merge.
+  if (y == y_end || (x != x_end && x->begin <= y->begin)) {
+    out.push_back(*x++);
+  } else {
+    out.push_back(*y++);
+  }
   auto push = [&](const ByteRange& r) {
-    if (out.size() > first && out.back().end >= r.begin) {
+    if (out.back().end >= r.begin) {
       out.back().end = std::max(out.back().end, r.end);
     } else {
       out.push_back(r);
