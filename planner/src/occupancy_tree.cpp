@@ -116,7 +116,8 @@ void OccupancyTree::add_cover(size_t node, ByteRange bytes) {
   // A canonical node between kept depths hands its buffer to all its descendants at the
   // next kept depth (at most 2^(stride-1) of them): together they cover the same points.
   const int d = depth_of(node);
-  const int kept = std::min(leaf_depth_, (d + kCoverDepthStride - 1) / kCoverDepthStride * kCoverDepthStride);
+  const int next_kept = (d + kCoverDepthStride - 1) / kCoverDepthStride * kCoverDepthStride;
+  const int kept = std::min(leaf_depth_, next_kept);
   const size_t first = node << (kept - d), last = (node + 1) << (kept - d);
   for (size_t x = first; x < last; ++x) cover_[x].add(bytes);
 }

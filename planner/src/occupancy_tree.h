@@ -24,10 +24,10 @@
 //    j contains lo_i; j's first point lies under one canonical node), so no buffer is
 //    read twice and nothing outside i's lifetime is read.
 //
-// insert: O(2^stride log P) list insertions. query: the k <= 3 log P non-empty lists holding F
-// merged ranges in all are union-merged pairwise, O(F log k). F is the holes of those
-// lists (+1 each), at most the number of intersecting buffers and usually far fewer;
-// a plan riddled with holes makes it large.
+// insert: O(2^stride log P) list insertions. query: the k <= log P / stride + 2 log P
+// non-empty lists holding F merged ranges in all are union-merged pairwise, O(F log k).
+// F is the holes of those lists (+1 each), at most the number of intersecting buffers and
+// usually far fewer; a plan riddled with holes makes it large.
 #pragma once
 
 #include <cstdint>
