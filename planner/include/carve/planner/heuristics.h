@@ -36,7 +36,7 @@ std::unique_ptr<Strategy> make_naive_strategy();
 // among the placed buffers that overlap in time, else on top of the highest of them.
 // O(n log n) sort + n placements of the best-fit engine (above). Measured (CPU, loaded
 // machine; docs/benchmarks.md): 85.6k real-shaped buffers in ~0.2 s, 1M trace-like in
-// ~7.5 s.
+// 7.4-8.2 s.
 std::unique_ptr<Strategy> make_greedy_size_strategy();
 // TFLite GPU "greedy by breadth", offset variant: steps by live bytes descending, and at
 // each step its unplaced buffers longest-lived first (TFLite GPU: largest first), each
