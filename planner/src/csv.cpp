@@ -2,13 +2,14 @@
 #include "carve/file.h"
 #include "carve/planner/csv.h"
 
+#include "id_table.h"
+
 #include <fmt/format.h>
 
 #include <charconv>
 #include <fstream>
 #include <optional>
 #include <sstream>
-#include <unordered_map>
 #include <vector>
 
 namespace carve::planner {
@@ -59,7 +60,8 @@ Result<Problem> parse_minimalloc_csv(std::string_view text) {
     bool have_header = false;
     size_t n_columns = 0;
     int col_id = -1, col_lower = -1, col_upper = -1, col_size = -1, col_align = -1;
-    std::unordered_map<std::string, size_t> id_line;
+    std::vector<size_t> line_of;  // line of each buffer, for the duplicate message
+    detail::IdTable ids(problem.buffers);
 
     while (pos <= text.size()) {
       size_t nl = text.find('\n', pos);
@@ -130,11 +132,13 @@ Result<Problem> parse_minimalloc_csv(std::string_view text) {
       if (b.alignment < 1) {
         return parse_error(line_no, fmt::format("buffer '{}' has alignment {} < 1", b.id, b.alignment));
       }
-      auto [it, inserted] = id_line.emplace(b.id, line_no);
-      if (!inserted) {
-        return parse_error(line_no, fmt::format("duplicate id '{}' (first on line {})", b.id, it->second));
-      }
       problem.buffers.push_back(std::move(b));
+      line_of.push_back(line_no);
+      const size_t first = ids.insert(problem.buffers.size() - 1);
+      if (first != detail::IdTable::kNone) {
+        return parse_error(line_no, fmt::format("duplicate id '{}' (first on line {})",
+                                                problem.buffers.back().id, line_of[first]));
+      }
     }
     if (!have_header) {
       return parse_error(1, "empty input: expected a header id,lower,upper,size[,alignment]");

@@ -248,15 +248,17 @@ void apply_ordering(Prepared& p, int which, uint64_t seed) {
 }
 
 // Greedy upper bound: the heuristics' best-fit engine (O(n log n), deadline-aware) over
-// three orders -- area (size x sections; first, as it wins on the real training traces
-// and a short limit may leave time for one order only), size, and the search's
-// preference order.
+// three orders -- the search's preference order first (fullest section, lifetime, area:
+// on the real training traces it wins, IOPDDL S_1 1.0026 of the lower bound against 1.0158
+// by size and 1.307 by area alone, and a short limit may leave time for one order only),
+// then area (size x sections) and size.
 std::vector<int64_t> best_greedy(const Prepared& p, const Problem& problem,
                                  const detail::Deadline& deadline, int64_t* arena) {
   const int n = p.n();
   std::vector<int> o(n);
   std::iota(o.begin(), o.end(), 0);
   std::vector<std::vector<int>> orders;
+  orders.push_back(p.by_rank);
   std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return p.size[a] > p.size[b]; });
   std::vector<int> by_size = o;
   // 128-bit: size x sections can exceed int64. Ties keep the size order.
@@ -264,12 +266,11 @@ std::vector<int64_t> best_greedy(const Prepared& p, const Problem& problem,
   std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return area(a) > area(b); });
   orders.push_back(o);
   orders.push_back(std::move(by_size));
-  orders.push_back(p.by_rank);
   std::vector<int64_t> best;
   int64_t best_arena = kInf;
   std::vector<int32_t> buffers(n);
   for (size_t k = 0; k < orders.size(); ++k) {
-    // The area order may use most of the time (it is the one that wins on real traces);
+    // The first order may use most of the time (it is the one that wins on real traces);
     // the others split what is left, so a short limit still yields a plan from each.
     const detail::Deadline share =
         deadline.share(k == 0 ? 0.8 : 1.0 / static_cast<double>(orders.size() - k));

@@ -4,6 +4,8 @@
 // referee for every strategy's output, so it must not reuse their placement logic.
 #include "carve/planner/problem.h"
 
+#include "id_table.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,8 +13,8 @@
 #include <limits>
 #include <set>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace carve::planner {
 
@@ -26,8 +28,7 @@ std::string describe(const BufferRequest& b, int64_t offset) {
 }  // namespace
 
 Status check_problem(const Problem& problem) {
-  std::unordered_map<std::string_view, size_t> seen;
-  seen.reserve(problem.buffers.size());
+  detail::IdTable seen(problem.buffers, problem.buffers.size());
   for (size_t i = 0; i < problem.buffers.size(); ++i) {
     const BufferRequest& b = problem.buffers[i];
     if (b.size < 0) {
@@ -43,10 +44,9 @@ Status check_problem(const Problem& problem) {
                     fmt::format("buffer '{}' (#{}): empty interval [{},{}) (start must be < end)",
                                 b.id, i, b.start, b.end));
     }
-    auto [it, inserted] = seen.emplace(std::string_view(b.id), i);
-    if (!inserted) {
+    if (const size_t earlier = seen.insert(i); earlier != detail::IdTable::kNone) {
       return Status(ErrorCode::kInvalidArgument,
-                    fmt::format("duplicate buffer id '{}' (#{} and #{})", b.id, it->second, i));
+                    fmt::format("duplicate buffer id '{}' (#{} and #{})", b.id, earlier, i));
     }
   }
   return Status();

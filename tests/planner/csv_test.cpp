@@ -1,5 +1,6 @@
 // MiniMalloc CSV reader and writer.
 #include <doctest/doctest.h>
+#include <rapidcheck.h>
 
 #include <fmt/format.h>
 
@@ -152,4 +153,25 @@ TEST_CASE("planner/csv/write_round_trips") {
   REQUIRE(reread.ok());
   CHECK(reread->buffers.size() == 3);
   CHECK(write_minimalloc_csv_file("/nonexistent/dir/x.csv", p, plan).code() == ErrorCode::kIoError);
+}
+
+TEST_CASE("planner/property/csv_reports_a_repeated_id_with_its_first_line") {
+  // Thousands of lines, so the id table grows (rehashes) while the file is read; one id
+  // repeated at a random later line is reported there, naming the line it first appeared.
+  CHECK(rc::check("a repeated id names both lines", [] {
+    const int n = *rc::gen::inRange(2, 3000);
+    const int first = *rc::gen::inRange(0, n - 1);
+    const int later = *rc::gen::inRange(first + 1, n);
+    std::string text = "id,lower,upper,size\n";
+    for (int i = 0; i < n; ++i) {
+      const int id = i == later ? first : i;
+      text += fmt::format("t{},{},{},4\n", id * 7919 % 100003, i, i + 1);
+    }
+    auto r = parse_minimalloc_csv(text);
+    RC_ASSERT(!r.ok());
+    // Line 1 is the header: buffer k is on line k + 2.
+    const std::string expected = fmt::format("line {}: duplicate id 't{}' (first on line {})", later + 2,
+                                             first * 7919 % 100003, first + 2);
+    RC_ASSERT(r.status().message().rfind(expected, 0) == 0);
+  }));
 }

@@ -95,6 +95,20 @@ TEST_CASE("planner/deadline/every_strategy_returns_a_valid_plan_when_time_is_up"
   }
 }
 
+TEST_CASE("planner/deadline/best_keeps_its_first_plan_once_time_is_up") {
+  // Reads: best's start, greedy-breadth's start and its placement 0 (fewer than 256
+  // placements: no more), then best's check before greedy-size -> expired there. best
+  // must return greedy-breadth's full plan and run nothing else: each heuristic it
+  // started would read the clock at least twice more.
+  const Problem p = disjoint_in_time(100);
+  FakeClock clock{.reads_before_expiry = 3};
+  auto r = (*make_strategy("best"))->plan(p, expiring_after(clock));
+  REQUIRE(r.ok());
+  CHECK(r->strategy == "best(greedy-breadth)");
+  CHECK(r->plan.arena_bytes == 100);
+  CHECK(*clock.reads <= 6);
+}
+
 TEST_CASE("planner/deadline/exact_stops_without_proof") {
   // The paper example's optimum (124) is above its lower bound, so only a finished search
   // proves it; stopped at once, exact returns its greedy plan unproven.

@@ -1,5 +1,6 @@
 // check_problem, lower_bound_bytes and validate_plan.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <rapidcheck.h>
 
 #include "carve/planner/problem.h"
@@ -38,6 +39,23 @@ TEST_CASE("planner/problem/check_rejects_bad_buffers") {
   CHECK(s.code() == ErrorCode::kInvalidArgument);
   CHECK(contains(s.message(), "duplicate"));
   CHECK(contains(s.message(), "dup"));
+}
+
+TEST_CASE("planner/property/check_finds_any_duplicate_id") {
+  // Many ids (so the id table probes past collisions), then one id repeated at a random
+  // later position: the check names both positions; without the repeat it passes.
+  CHECK(rc::check("a repeated id is reported wherever it is", [] {
+    const int n = *rc::gen::inRange(2, 3000);
+    Problem p;
+    for (int i = 0; i < n; ++i) p.buffers.push_back(buf(std::to_string(i * 7919 % 100003), i, i + 1, 4));
+    RC_ASSERT(check_problem(p).ok());
+    const int first = *rc::gen::inRange(0, n - 1);
+    const int later = *rc::gen::inRange(first + 1, n);
+    p.buffers[later].id = p.buffers[first].id;
+    const Status s = check_problem(p);
+    RC_ASSERT(s.code() == ErrorCode::kInvalidArgument);
+    RC_ASSERT(contains(s.message(), fmt::format("'{}' (#{} and #{})", p.buffers[first].id, first, later)));
+  }));
 }
 
 TEST_CASE("planner/lower_bound/hand_cases") {

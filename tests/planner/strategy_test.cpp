@@ -71,6 +71,16 @@ TEST_CASE("planner/greedy_size/paper_example_is_124") {
   CHECK(r.plan.offsets == std::vector<int64_t>{0, 32, 64, 100, 116, 0, 104, 64});
 }
 
+TEST_CASE("planner/greedy_breadth/places_longest_lived_first_at_the_peak") {
+  // The peak step is [4, 6): a, b and d are live there. Longest-lived first puts a at the
+  // bottom; b and d live equally long, so the larger goes first. Largest-first (TFLite
+  // GPU) would give b = 0, d = 100, a = 130.
+  const Problem p{{buf("a", 0, 10, 10), buf("b", 4, 6, 100), buf("d", 4, 6, 30)}};
+  const PlanResult r = plan_or_fail("greedy-breadth", p);
+  CHECK(r.plan.offsets == std::vector<int64_t>{0, 10, 110});
+  CHECK(r.plan.arena_bytes == 140);
+}
+
 TEST_CASE("planner/strategies/paper_example_valid") {
   const Problem p = testing::paper_example();
   for (const auto& name : kHeuristics) check_result(name, p, plan_or_fail(name, p));

@@ -74,6 +74,20 @@ TEST_CASE("tools/plan/minimalloc example with every strategy writes json") {
   }
 }
 
+TEST_CASE("tools/plan/all skips the strategies left once the time limit is reached") {
+  // --time-limit 0: planning must end at once. The first strategy still returns a (valid)
+  // plan; every later one is reported as skipped instead of planned past the limit.
+  const std::string csv = carve::test::minimalloc_dir() + "/examples__input.12.csv";
+  const fs::path json = temp_path("skipped.json");
+  CliRun r = carve_cli({"plan", csv, "--strategy", "all", "--time-limit", "0", "--json", json.string()});
+  INFO(r.out, r.err);
+  CHECK(r.code == 0);
+  auto j = read_json(json);
+  REQUIRE(j["results"].size() == 1);
+  CHECK(j["results"][0]["valid"] == true);
+  CHECK(r.out.find("skipped: the time limit was reached") != std::string::npos);
+}
+
 TEST_CASE("tools/plan/exact within capacity on challenging K") {
   const std::string csv = carve::test::minimalloc_dir() + "/challenging__K.1048576.csv";
   const fs::path json = temp_path("k.json");
