@@ -185,6 +185,7 @@ void register_resize_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_shape_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_loss_ops(std::map<std::string, OpEntry, std::less<>>& table);
+void register_index_ops(std::map<std::string, OpEntry, std::less<>>& table);
 
 // import_model_bytes that, when the import fails because an operand computed from graph
 // inputs must be known, adds those inputs to *needs_values (onnx::Model then retries

@@ -25,13 +25,15 @@ constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 18;
 // Opsets 1..6 are imported only for models made of these ops: their versions before 7
 // differ from the later ones only by legacy attributes (consumed_inputs), which
-// check_attributes rejects, or not at all (ArgMax/ArgMin). Other ops changed (broadcast
+// check_attributes rejects, or not at all (ArgMax/ArgMin, TopK: opset 1 is the form of
+// 7..9, k as an attribute). Other ops changed (broadcast
 // attributes, Cast's string 'to').
 constexpr int64_t kMinLegacyOpset = 1;
 constexpr std::string_view kLegacyOps[] = {"Abs", "ArgMax", "ArgMin", "Ceil", "Elu", "Exp", "Floor",
                                            "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "Identity",
                                            "InstanceNormalization", "LeakyRelu", "Log", "Neg", "Not", "Reciprocal",
-                                           "Relu", "Selu", "Sigmoid", "Softplus", "Softsign", "Sqrt", "Tanh"};
+                                           "Relu", "Selu", "Sigmoid", "Softplus", "Softsign", "Sqrt", "Tanh",
+                                           "TopK"};
 
 const std::map<std::string, OpEntry, std::less<>>& op_table() {
   static const auto* table = [] {
@@ -44,6 +46,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_shape_ops(*t);
     detail::register_tensor_ops(*t);
     detail::register_loss_ops(*t);
+    detail::register_index_ops(*t);
     return t;
   }();
   return *table;
@@ -209,6 +212,8 @@ Arity arity(std::string_view op) {
       {"ReduceL1", {1, 2}}, {"ReduceL2", {1, 2}}, {"ReduceSumSquare", {1, 2}}, {"ReduceLogSum", {1, 2}},
       {"ReduceLogSumExp", {1, 2}}, {"InstanceNormalization", {3, 3}}, {"EyeLike", {1, 1}}, {"Mod", {2, 2}},
       {"NegativeLogLikelihoodLoss", {2, 3}}, {"SoftmaxCrossEntropyLoss", {2, 3}},
+      {"GatherND", {2, 2}}, {"ScatterND", {3, 3}}, {"ScatterElements", {3, 3}}, {"Scatter", {3, 3}},
+      {"TopK", {1, 2}}, {"Einsum", {1, kMany}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary

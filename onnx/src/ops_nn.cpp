@@ -225,17 +225,65 @@ Status lower_conv_transpose(NodeContext& n) {
   return n.set_output(0, y);
 }
 
+// MaxPool's Indices: each window's first maximum (row-major in the window, the ONNX
+// reference's order) as a flat index into x (storage_order 1: column-major within the
+// plane). The windows are gathered from x by a constant table of plane positions, arg_max
+// picks a slot, the table maps it back. A slot outside the input reads the window's first
+// valid element instead, so it can win only where that element would: the same index.
+Result<Tensor> max_pool_indices(NodeContext& n, const Tensor& x, const Window& w, const ir::Shape& pooled,
+                                int64_t storage_order) {
+  const ir::Shape& xs = x.type.shape;
+  const int64_t batch = xs[0], channels = xs[1], h = xs[2], wd = xs[3], oh = pooled[2], ow = pooled[3];
+  const int64_t kk = w.kernel[0] * w.kernel[1];
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kI64, ir::Shape{oh * ow * kk}}));
+  std::vector<int64_t> slots, plane;  // per window slot: the position read, its index in the plane
+  for (int64_t i = 0; i < oh; ++i) {
+    for (int64_t j = 0; j < ow; ++j) {
+      std::vector<int64_t> window;
+      int64_t first = -1;
+      for (int64_t a = 0; a < w.kernel[0]; ++a) {
+        for (int64_t b = 0; b < w.kernel[1]; ++b) {
+          const int64_t r = i * w.strides[0] - w.pads[0] + a, c = j * w.strides[1] - w.pads[1] + b;
+          const bool inside = r >= 0 && r < h && c >= 0 && c < wd;
+          window.push_back(inside ? r * wd + c : -1);
+          if (inside && first < 0) first = r * wd + c;
+        }
+      }
+      if (first < 0) return n.unsupported(fmt::format("output ({}, {}) pools a window holding no input element", i, j));
+      for (int64_t at : window) {
+        const int64_t pos = at < 0 ? first : at;
+        slots.push_back(pos);
+        plane.push_back(storage_order == 0 ? pos : (pos % wd) * h + pos / wd);
+      }
+    }
+  }
+  const int64_t windows = oh * ow;
+  CARVE_ASSIGN_OR_RETURN(Tensor flat, n.op(OpKind::kReshape, {x}, {{"shape", std::vector<int64_t>{batch, channels, h * wd}}}));
+  Tensor table = n.constant_ints(ir::DType::kI64, ir::Shape{windows * kk}, slots);
+  CARVE_ASSIGN_OR_RETURN(Tensor gathered, n.op(OpKind::kGather, {flat, table}, {{"axis", int64_t{2}}}));
+  CARVE_ASSIGN_OR_RETURN(gathered, n.op(OpKind::kReshape, {gathered}, {{"shape", std::vector<int64_t>{batch, channels, windows, kk}}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor slot, n.op(OpKind::kArgMax, {gathered}, {{"axis", int64_t{3}}, {"keepdims", int64_t{0}}}));
+  std::vector<int64_t> window_base(static_cast<size_t>(windows));
+  for (int64_t p = 0; p < windows; ++p) window_base[static_cast<size_t>(p)] = p * kk;
+  CARVE_ASSIGN_OR_RETURN(slot, n.op(OpKind::kAdd, {slot, n.constant_ints(ir::DType::kI64, ir::Shape{windows}, window_base)}));
+  CARVE_ASSIGN_OR_RETURN(Tensor index, n.op(OpKind::kGather, {n.constant_ints(ir::DType::kI64, ir::Shape{windows * kk}, plane), slot}));
+  std::vector<int64_t> plane_base(static_cast<size_t>(batch * channels));
+  for (int64_t p = 0; p < batch * channels; ++p) plane_base[static_cast<size_t>(p)] = p * h * wd;
+  CARVE_ASSIGN_OR_RETURN(index, n.op(OpKind::kAdd, {index, n.constant_ints(ir::DType::kI64, ir::Shape{batch, channels, 1}, plane_base)}));
+  return n.op(OpKind::kReshape, {index}, {{"shape", std::vector<int64_t>{batch, channels, oh, ow}}});
+}
+
 template <OpKind kind>
 Status lower_pool(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
-  if (n.output_used(1)) return n.unsupported("the Indices output is not supported");
+  const bool indices = kind == OpKind::kMaxPool && n.num_outputs() > 1 && n.output_used(1);
   CARVE_ASSIGN_OR_RETURN(int spatial, spatial_rank(n, x, "input"));
   CARVE_ASSIGN_OR_RETURN(x, lift_1d(n, x));
   CARVE_ASSIGN_OR_RETURN(Window w, read_window(n, x.type.shape, {0, 0}, spatial));
   if (w.kernel[0] <= 0 || w.kernel[1] <= 0) return n.invalid("attribute 'kernel_shape' is required");
   if (w.dilations != std::array<int64_t, 2>{1, 1}) return n.unsupported("dilations other than 1");
   CARVE_ASSIGN_OR_RETURN(int64_t storage_order, n.attr_int("storage_order", 0));
-  if (storage_order != 0) return n.unsupported("storage_order=1");
+  if (storage_order != 0 && storage_order != 1) return n.invalid(fmt::format("storage_order={}", storage_order));
   CARVE_ASSIGN_OR_RETURN(int64_t ceil_mode, n.attr_int("ceil_mode", 0));
   ir::Attrs attrs{{"kernel", std::vector<int64_t>(w.kernel.begin(), w.kernel.end())},
                   {"strides", std::vector<int64_t>(w.strides.begin(), w.strides.end())},
@@ -246,6 +294,11 @@ Status lower_pool(NodeContext& n) {
     attrs["count_include_pad"] = include;
   }
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(kind, {x}, std::move(attrs)));
+  if (indices) {
+    CARVE_ASSIGN_OR_RETURN(Tensor index, max_pool_indices(n, x, w, y.type.shape, storage_order));
+    CARVE_ASSIGN_OR_RETURN(index, lower_1d(n, index, spatial == 1));
+    CARVE_RETURN_IF_ERROR(n.set_output(1, index));
+  }
   CARVE_ASSIGN_OR_RETURN(y, lower_1d(n, y, spatial == 1));
   return n.set_output(0, y);
 }

@@ -794,3 +794,142 @@ TEST_CASE("onnx/ops/losses") {
   bad.input("x", kF32, {2, 3}).input("t", ::onnx::TensorProto::INT64, {2}).node("NegativeLogLikelihoodLoss", {"x", "t"}).s("reduction", "max");
   check_fails(bad, ErrorCode::kInvalidArgument, "reduction 'max'");
 }
+
+namespace {
+
+constexpr int kI64 = ::onnx::TensorProto::INT64;
+constexpr int kF64 = ::onnx::TensorProto::DOUBLE;
+
+HostTensor f32s(std::vector<int64_t> dims, std::vector<float> v) {
+  return HostTensor::from<float>(carve::ir::Shape(std::move(dims)), v);
+}
+HostTensor i64s(std::vector<int64_t> dims, std::vector<int64_t> v) {
+  return HostTensor::from<int64_t>(carve::ir::Shape(std::move(dims)), v);
+}
+
+}  // namespace
+
+TEST_CASE("onnx/ops/gather_nd") {
+  const HostTensor data = f32s({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  Model m(11);
+  m.input("x", kF32, {2, 2, 2}).input("i", kI64, {2, 2}).node("GatherND", {"x", "i"});
+  check_close(m, {data, i64s({2, 2}, {0, 1, -1, 0})}, {2, 3, 4, 5}, 0, 0);
+  Model batched(12);
+  batched.input("x", kF32, {2, 2, 2}).input("i", kI64, {2, 1}).node("GatherND", {"x", "i"}).i("batch_dims", 1);
+  check_close(batched, {data, i64s({2, 1}, {1, 0})}, {2, 3, 4, 5}, 0, 0);
+  Model known(13);
+  known.input("x", kF32, {2, 2}).int64_init("i", {0, 3}).node("GatherND", {"x", "i"});
+  check_fails(known, ErrorCode::kOutOfBounds, "index 3 outside [-2, 2)");
+}
+
+TEST_CASE("onnx/ops/scatter_nd_scatter_elements_and_scatter") {
+  const HostTensor data = f32s({2, 3}, {1, 2, 3, 4, 5, 6});
+  Model nd(11);
+  nd.input("x", kF32, {2, 3}).input("i", kI64, {1, 1}).input("u", kF32, {1, 3}).node("ScatterND", {"x", "i", "u"});
+  check_close(nd, {data, i64s({1, 1}, {-1}), f32s({1, 3}, {7, 8, 9})}, {1, 2, 3, 7, 8, 9}, 0, 0);
+  Model nd_add(16);  // a duplicate index adds twice
+  nd_add.input("x", kF32, {2, 3}).input("i", kI64, {2, 2}).input("u", kF32, {2}).node("ScatterND", {"x", "i", "u"}).s("reduction", "add");
+  check_close(nd_add, {data, i64s({2, 2}, {0, 2, 0, -1}), f32s({2}, {10, 100})}, {1, 2, 113, 4, 5, 6}, 0, 0);
+  // ScatterElements axis 1 with a negative index; the default axis 0 with mul; Scatter (opset 9).
+  Model el(13);
+  el.input("x", kF32, {2, 3}).input("i", kI64, {2, 2}).input("u", kF32, {2, 2}).node("ScatterElements", {"x", "i", "u"}).i("axis", 1);
+  check_close(el, {data, i64s({2, 2}, {-1, 0, 1, 1}), f32s({2, 2}, {10, 20, 30, 40})}, {20, 2, 10, 4, 40, 6}, 0, 0);
+  Model el_mul(16);
+  el_mul.input("x", kF32, {2, 3}).input("i", kI32, {1, 3}).input("u", kF32, {1, 3}).node("ScatterElements", {"x", "i", "u"}).s("reduction", "mul");
+  check_close(el_mul, {data, HostTensor::from<int32_t>(carve::ir::Shape{1, 3}, {1, 0, 1}), f32s({1, 3}, {2, 3, 4})},
+              {1, 6, 3, 8, 5, 24}, 0, 0);
+  Model old(9);
+  old.input("x", kF32, {2, 3}).input("i", kI64, {1, 2}).input("u", kF32, {1, 2}).node("Scatter", {"x", "i", "u"}).i("axis", -1);
+  check_close(old, {data, i64s({1, 2}, {2, 0}), f32s({1, 2}, {9, 8})}, {8, 2, 9, 4, 5, 6}, 0, 0);
+  Model bad(16);
+  bad.input("x", kF32, {2, 3}).input("i", kI64, {1, 1}).input("u", kF32, {1, 3}).node("ScatterND", {"x", "i", "u"}).s("reduction", "sum");
+  check_fails(bad, ErrorCode::kInvalidArgument, "reduction 'sum'");
+  Model known(13);
+  known.input("x", kF32, {3}).int64_init("i", {3}).input("u", kF32, {1}).node("ScatterElements", {"x", "i", "u"});
+  check_fails(known, ErrorCode::kOutOfBounds, "index 3 outside [-3, 3)");
+}
+
+TEST_CASE("onnx/ops/top_k") {
+  const HostTensor x = f32s({2, 4}, {3, 1, 3, 2, 5, 6, 5, 4});
+  Model attr_k(1);  // k as an attribute; values then indices
+  attr_k.input("x", kF32, {2, 4}).node("TopK", {"x"}, 2).i("k", 2);
+  check_close(attr_k, {x}, {3, 3, 6, 5}, 0, 0);
+  attr_k.result = 1;
+  check_close(attr_k, {x}, {0, 2, 1, 0}, 0, 0);
+  Model input_k(11);
+  input_k.input("x", kF32, {2, 4}).int64_init("k", {3}).node("TopK", {"x", "k"}, 2).i("largest", 0).i("axis", -1);
+  check_close(input_k, {x}, {1, 2, 3, 4, 5, 5}, 0, 0);
+  input_k.result = 1;
+  check_close(input_k, {x}, {1, 3, 0, 3, 0, 2}, 0, 0);
+  Model runtime_k(11);
+  runtime_k.input("x", kF32, {2, 4}).input("k", kI64, {1}).node("TopK", {"x", "k"}, 2);
+  check_fails(runtime_k, ErrorCode::kUnsupported, "must be a constant");
+  Model too_many(11);
+  too_many.input("x", kF32, {2, 4}).int64_init("k", {5}).node("TopK", {"x", "k"}, 2);
+  check_fails(too_many, ErrorCode::kInvalidArgument, "K 5 outside [0, 4]");
+}
+
+TEST_CASE("onnx/ops/einsum") {
+  const HostTensor a = HostTensor::from<double>(carve::ir::Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+  const HostTensor b = HostTensor::from<double>(carve::ir::Shape{3, 2}, {1, -1, 2, 0, 0.5, 3});
+  auto one = [](const std::string& eq, std::vector<int64_t> dims) {
+    Model m(12);
+    m.input("a", kF64, dims).node("Einsum", {"a"}).s("equation", eq);
+    return m;
+  };
+  auto two = [](const std::string& eq, std::vector<int64_t> da, std::vector<int64_t> db) {
+    Model m(12);
+    m.input("a", kF64, da).input("b", kF64, db).node("Einsum", {"a", "b"}).s("equation", eq);
+    return m;
+  };
+  check_close(one("ij->ji", {2, 3}), {a}, {1, 4, 2, 5, 3, 6}, 0, 0);
+  check_close(one("ij->i", {2, 3}), {a}, {6, 15}, 0, 0);
+  check_close(one("ij", {2, 3}), {a}, {1, 2, 3, 4, 5, 6}, 0, 0);  // implicit: sorted letters
+  check_close(one("ji", {2, 3}), {a}, {1, 4, 2, 5, 3, 6}, 0, 0);
+  check_close(one("ij->", {2, 3}), {a}, {21}, 0, 0);
+  // Diagonals: of [2, 2, 2] per batch, and a trace.
+  const HostTensor cube = HostTensor::from<double>(carve::ir::Shape{2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  check_close(one("... i i -> ... i", {2, 2, 2}), {cube}, {1, 4, 5, 8}, 0, 0);
+  check_close(one("bii->b", {2, 2, 2}), {cube}, {5, 13}, 0, 0);
+  check_close(one("iii", {2, 2, 2}), {cube}, {9}, 0, 0);  // i appears thrice: not in the output
+  // Contractions: matmul, implicit output, inner product, outer product, batch matmul.
+  check_close(two("ij,jk->ik", {2, 3}, {3, 2}), {a, b}, {6.5, 8, 17, 14}, 1e-12, 0);
+  check_close(two("ij,jk", {2, 3}, {3, 2}), {a, b}, {6.5, 8, 17, 14}, 1e-12, 0);
+  check_close(two("ij,kj->ik", {2, 3}, {2, 3}), {a, a}, {14, 32, 32, 77}, 1e-12, 0);
+  check_close(two("i,i", {3}, {3}), {HostTensor::from<double>(carve::ir::Shape{3}, {1, 2, 3}),
+                                      HostTensor::from<double>(carve::ir::Shape{3}, {4, 5, 6})}, {32}, 1e-12, 0);
+  check_close(two("i,j->ji", {2}, {3}), {HostTensor::from<double>(carve::ir::Shape{2}, {1, 2}),
+                                         HostTensor::from<double>(carve::ir::Shape{3}, {4, 5, 6})}, {4, 8, 5, 10, 6, 12}, 0, 0);
+  check_close(two("bij,bjk->bik", {2, 2, 2}, {2, 2, 1}), {cube, HostTensor::from<double>(carve::ir::Shape{2, 2, 1}, {1, -1, 2, 0.5})},
+              {-1, -1, 13, 18}, 1e-12, 0);
+  // ij,ij->i sums only the shared j; "ij,jk,kl->il" folds three operands.
+  check_close(two("ij,ij->i", {2, 3}, {2, 3}), {a, a}, {14, 77}, 1e-12, 0);
+  Model three(12);
+  three.input("a", kF64, {2, 3}).input("b", kF64, {3, 2}).input("c", kF64, {2, 1}).node("Einsum", {"a", "b", "c"})
+      .s("equation", "ij,jk,kl->il");
+  check_close(three, {a, b, HostTensor::from<double>(carve::ir::Shape{2, 1}, {1, 2})}, {22.5, 45}, 1e-12, 0);
+  check_fails(two("ij,jk->ik", {2, 3}, {4, 2}), ErrorCode::kUnsupported, "label 'j' has sizes 3 and 4");
+  check_fails(one("ij->k", {2, 3}), ErrorCode::kInvalidArgument, "output label 'k' is in no operand");
+  check_fails(one("ijk", {2, 3}), ErrorCode::kInvalidArgument, "does not match an operand of rank 2");
+}
+
+TEST_CASE("onnx/ops/max_pool_indices") {
+  // Two channels (the second the first negated) of 3x3; Indices are flat into x.
+  const std::vector<float> plane{1, 5, 2, 7, 3, 7, 0, 9, 9};
+  std::vector<float> v = plane;
+  for (float p : plane) v.push_back(-p);
+  const HostTensor x = f32s({1, 2, 3, 3}, v);
+  Model dense(12);  // 2x2 windows, stride 1: ties go to the first maximum in the window
+  dense.input("x", kF32, {1, 2, 3, 3}).node("MaxPool", {"x"}, 2).ints("kernel_shape", {2, 2});
+  check_close(dense, {x}, {7, 7, 9, 9, -1, -2, 0, -3}, 0, 0);
+  dense.result = 1;
+  check_close(dense, {x}, {3, 5, 7, 7, 9, 11, 15, 13}, 0, 0);
+  // Padding: slots outside x never win; storage_order 1 counts down the columns.
+  for (int64_t order : {0, 1}) {
+    Model padded(12);
+    padded.input("x", kF32, {1, 2, 3, 3}).node("MaxPool", {"x"}, 2).ints("kernel_shape", {2, 2}).ints("strides", {2, 2})
+        .ints("pads", {1, 1, 0, 0}).i("storage_order", order);
+    padded.result = 1;
+    check_close(padded, {x}, order == 0 ? Values{0, 1, 3, 7, 9, 11, 15, 13} : Values{0, 3, 1, 5, 9, 15, 11, 13}, 0, 0);
+  }
+}
