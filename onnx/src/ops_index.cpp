@@ -1,5 +1,6 @@
 // Indexing ONNX operators: GatherND, ScatterND, ScatterElements (and the deprecated
-// Scatter, its opset 9-10 name) onto scatter_nd, TopK, and Einsum lowered onto
+// Scatter, its opset 9-10 name) and MaxUnpool onto scatter_nd, TopK, Compress (a known
+// condition: a gather), ReverseSequence (a gather_elements), and Einsum lowered onto
 // transpose/reshape/slice/reduce_sum/matmul.
 //
 // Known indices are checked here, so a bad one names the node at import; at run time the
@@ -147,6 +148,128 @@ Status lower_top_k(NodeContext& n) {
   CARVE_RETURN_IF_ERROR(n.set_output(0, outs[0]));
   if (n.num_outputs() > 1) return n.set_output(1, outs[1]);
   return Status();
+}
+
+// Compress: the slices along `axis` (or the elements of the flattened input) whose
+// condition is true. The condition must be known at import (onnx::Model supplies one
+// computed from graph inputs), which fixes the output size; then it is a gather.
+Status lower_compress(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor condition, n.known_input(1, "condition"));
+  if (condition.type.shape.rank() != 1) return n.invalid(fmt::format("condition {} must be 1-D", condition.type.shape.to_string()));
+  const std::vector<int64_t> keep = to_int64s(condition);
+  int64_t axis = 0;
+  if (n.has_attr("axis")) {
+    CARVE_ASSIGN_OR_RETURN(int64_t raw_axis, n.attr_int("axis"));
+    CARVE_ASSIGN_OR_RETURN(axis, normalize_axis(n, raw_axis, x.type.shape.rank()));
+  } else {
+    CARVE_ASSIGN_OR_RETURN(int64_t count, x.type.shape.num_elements());
+    CARVE_ASSIGN_OR_RETURN(x, n.op(OpKind::kReshape, {x}, {{"shape", std::vector<int64_t>{count}}}));
+  }
+  const int64_t extent = x.type.shape[static_cast<int>(axis)];
+  if (static_cast<int64_t>(keep.size()) > extent) {
+    return n.invalid(fmt::format("condition has {} entries, axis {} only {}", keep.size(), axis, extent));
+  }
+  std::vector<int64_t> picked;
+  for (size_t i = 0; i < keep.size(); ++i) {
+    if (keep[i] != 0) picked.push_back(static_cast<int64_t>(i));
+  }
+  Tensor indices = n.constant_ints(DType::kI64, ir::Shape{static_cast<int64_t>(picked.size())}, picked);
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kGather, {x, indices}, {{"axis", axis}}));
+  return n.set_output(0, y);
+}
+
+// MaxUnpool: zeros of the unpooled shape with X's values at the flat positions in I (as
+// MaxPool's Indices give them): a scatter_nd into the flattened output.
+Status lower_max_unpool(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor indices, n.input(1));
+  const ir::Shape& xs = x.type.shape;
+  const int spatial = xs.rank() - 2;
+  if (spatial < 1) return n.invalid(fmt::format("input {} needs rank >= 3", xs.to_string()));
+  if (indices.type.shape != xs || indices.type.dtype != DType::kI64) {
+    return n.invalid(fmt::format("I {} must be int64 of X's shape {}", indices.type.to_string(), xs.to_string()));
+  }
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, n.attr_ints("kernel_shape"));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> strides, n.attr_ints("strides", std::vector<int64_t>(static_cast<size_t>(spatial), 1)));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> pads, n.attr_ints("pads", std::vector<int64_t>(static_cast<size_t>(2 * spatial), 0)));
+  if (static_cast<int>(kernel.size()) != spatial || static_cast<int>(strides.size()) != spatial ||
+      static_cast<int>(pads.size()) != 2 * spatial) {
+    return n.invalid(fmt::format("kernel_shape, strides and pads need {} values per spatial axis", spatial));
+  }
+  std::vector<int64_t> out = {xs[0], xs[1]};
+  for (int d = 0; d < spatial; ++d) {
+    const auto i = static_cast<size_t>(d);
+    out.push_back((xs[d + 2] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + static_cast<size_t>(spatial)]);
+  }
+  if (n.has_input(2)) {
+    // Another output_shape places the values ambiguously: ONNX's own example reads I as
+    // coordinates in the default shape, ONNX Runtime (and PyTorch) as flat indices into
+    // output_shape. Only the shape both agree on is imported.
+    CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> given, n.const_ints(2, "output_shape"));
+    if (given != out) {
+      return n.unsupported(fmt::format("output_shape [{}] other than the default [{}] (ONNX's example and ONNX Runtime "
+                                       "disagree on where the values go)", fmt::join(given, ", "), fmt::join(out, ", ")));
+    }
+  }
+  const ir::TensorType out_type{x.type.dtype, ir::Shape(out)};
+  CARVE_RETURN_IF_ERROR(out_type.validate());
+  CARVE_RETURN_IF_ERROR(n.check_folded(out_type, sizeof(double)));
+  const int64_t total = *out_type.shape.num_elements(), count = *xs.num_elements();
+  Tensor zeros = n.constant_doubles(x.type.dtype, ir::Shape{total}, std::vector<double>(static_cast<size_t>(total), 0.0));
+  CARVE_ASSIGN_OR_RETURN(Tensor at, n.op(OpKind::kReshape, {indices}, {{"shape", std::vector<int64_t>{count, 1}}}));
+  CARVE_RETURN_IF_ERROR(check_known_rows(n, at, zeros.type.shape, 0));
+  CARVE_ASSIGN_OR_RETURN(Tensor values, n.op(OpKind::kReshape, {x}, {{"shape", std::vector<int64_t>{count}}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kScatterNd, {zeros, at, values}, {{"reduction", std::string("none")}}));
+  CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kReshape, {y}, {{"shape", out}}));
+  return n.set_output(0, y);
+}
+
+// ReverseSequence: along time_axis, batch entry b has its first lens[b] steps reversed:
+// gather_elements with index (t < len ? len - 1 - t : t), built in the graph from lens
+// and broadcast to the input's shape. A len above the time extent makes an index out of
+// range (the reference reports it; the kernels read zeros, as gather_elements does).
+Status lower_reverse_sequence(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor lens, n.input(1));
+  const ir::Shape& xs = x.type.shape;
+  CARVE_ASSIGN_OR_RETURN(int64_t time_axis, n.attr_int("time_axis", 0));
+  CARVE_ASSIGN_OR_RETURN(int64_t batch_axis, n.attr_int("batch_axis", 1));
+  if (xs.rank() < 2) return n.invalid(fmt::format("input {} needs rank >= 2", xs.to_string()));
+  if (time_axis < 0 || time_axis > 1 || batch_axis < 0 || batch_axis > 1 || time_axis == batch_axis) {
+    return n.invalid(fmt::format("time_axis {} and batch_axis {} must be 0 and 1 in some order", time_axis, batch_axis));
+  }
+  const int64_t steps = xs[static_cast<int>(time_axis)], batch = xs[static_cast<int>(batch_axis)];
+  if (lens.type.shape != ir::Shape{batch} || (lens.type.dtype != DType::kI64 && lens.type.dtype != DType::kI32)) {
+    return n.invalid(fmt::format("sequence_lens {} must be int64 [{}]", lens.type.to_string(), batch));
+  }
+  if (lens.is_known()) {
+    for (int64_t len : to_int64s(lens)) {
+      if (len < 0 || len > steps) return n.error(ErrorCode::kOutOfBounds, fmt::format("sequence length {} outside [0, {}]", len, steps));
+    }
+  }
+  std::vector<int64_t> time_dims(static_cast<size_t>(xs.rank()), 1), batch_dims = time_dims;
+  time_dims[static_cast<size_t>(time_axis)] = steps;
+  batch_dims[static_cast<size_t>(batch_axis)] = batch;
+  std::vector<int64_t> iota(static_cast<size_t>(steps));
+  std::iota(iota.begin(), iota.end(), int64_t{0});
+  Tensor t = n.constant_ints(DType::kI64, ir::Shape(time_dims), iota);
+  Tensor len = lens;
+  if (len.type.dtype != DType::kI64) {
+    CARVE_ASSIGN_OR_RETURN(len, n.op(OpKind::kCast, {len}, {{"to", std::string(ir::dtype_name(DType::kI64))}}));
+  }
+  CARVE_ASSIGN_OR_RETURN(len, n.op(OpKind::kReshape, {len}, {{"shape", batch_dims}}));
+  CARVE_ASSIGN_OR_RETURN(Tensor inside, n.op(OpKind::kLess, {t, len}));
+  CARVE_ASSIGN_OR_RETURN(Tensor last, n.op(OpKind::kSub, {len, n.constant_ints(DType::kI64, ir::Shape{}, {1})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor reversed, n.op(OpKind::kSub, {last, t}));
+  CARVE_ASSIGN_OR_RETURN(Tensor index, n.op(OpKind::kWhere, {inside, reversed, t}));
+  // Broadcast to x's shape (gather_elements takes indices of data's rank and extents).
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{DType::kBool, xs}));
+  const int64_t count = *xs.num_elements();
+  Tensor everywhere = n.constant_ints(DType::kBool, xs, std::vector<int64_t>(static_cast<size_t>(count), 1));
+  CARVE_ASSIGN_OR_RETURN(index, n.op(OpKind::kWhere, {everywhere, index, index}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kGatherElements, {x, index}, {{"axis", time_axis}}));
+  return n.set_output(0, y);
 }
 
 // ---- Einsum ----
@@ -392,6 +515,9 @@ void register_index_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["Scatter"] = {lower_scatter_elements, {"axis"}};
   t["TopK"] = {lower_top_k, {"axis", "k", "largest", "sorted"}};
   t["Einsum"] = {lower_einsum, {"equation"}};
+  t["Compress"] = {lower_compress, {"axis"}};
+  t["MaxUnpool"] = {lower_max_unpool, {"kernel_shape", "pads", "strides"}};
+  t["ReverseSequence"] = {lower_reverse_sequence, {"batch_axis", "time_axis"}};
 }
 
 }  // namespace carve::onnx::detail

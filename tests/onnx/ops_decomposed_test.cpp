@@ -57,6 +57,14 @@ struct Model {
     for (int64_t v : values) t->add_int64_data(v);
     return *this;
   }
+  Model& bool_init(const std::string& name, const std::vector<int>& values) {
+    auto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::BOOL);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int v : values) t->add_int32_data(v);
+    return *this;
+  }
   Model& node(const std::string& op_type, const std::vector<std::string>& inputs, int outputs = 1) {
     op = g().add_node();
     op->set_name("the_node");
@@ -932,4 +940,63 @@ TEST_CASE("onnx/ops/max_pool_indices") {
     padded.result = 1;
     check_close(padded, {x}, order == 0 ? Values{0, 1, 3, 7, 9, 11, 15, 13} : Values{0, 3, 1, 5, 9, 15, 11, 13}, 0, 0);
   }
+}
+
+TEST_CASE("onnx/ops/compress") {
+  const HostTensor x = f32s({2, 3}, {1, 2, 3, 4, 5, 6});
+  Model cols(11);  // a condition shorter than the axis drops the rest
+  cols.input("x", kF32, {2, 3}).bool_init("c", {0, 1}).node("Compress", {"x", "c"}).i("axis", -1);
+  check_close(cols, {x}, {2, 5}, 0, 0);
+  Model flat(11);
+  flat.input("x", kF32, {2, 3}).bool_init("c", {1, 0, 0, 1, 1}).node("Compress", {"x", "c"});
+  check_close(flat, {x}, {1, 4, 5}, 0, 0);
+  Model none(11);
+  none.input("x", kF32, {2, 3}).bool_init("c", {0, 0}).node("Compress", {"x", "c"}).i("axis", 0);
+  auto imported = import(none);
+  REQUIRE(imported.ok());
+  CHECK(imported->graph.value(imported->graph.outputs[0]).type.shape == carve::ir::Shape{0, 3});
+  Model long_condition(11);
+  long_condition.input("x", kF32, {2, 3}).bool_init("c", {1, 1, 1}).node("Compress", {"x", "c"}).i("axis", 0);
+  check_fails(long_condition, ErrorCode::kInvalidArgument, "condition has 3 entries, axis 0 only 2");
+  Model runtime(11);
+  runtime.input("x", kF32, {2, 3}).input("c", kBool, {3}).node("Compress", {"x", "c"}).i("axis", 1);
+  check_fails(runtime, ErrorCode::kUnsupported, "must be a constant");
+}
+
+TEST_CASE("onnx/ops/max_unpool") {
+  // 2x2 values back into 4x4 at MaxPool-style flat indices; the rest zeros.
+  Model m(11);
+  m.input("x", kF32, {1, 1, 2, 2}).input("i", kI64, {1, 1, 2, 2}).node("MaxUnpool", {"x", "i"})
+      .ints("kernel_shape", {2, 2}).ints("strides", {2, 2});
+  Values expected(16, 0.0);
+  expected[5] = 1;
+  expected[7] = 2;
+  expected[8] = 3;
+  expected[15] = 4;
+  check_close(m, {f32s({1, 1, 2, 2}, {1, 2, 3, 4}), i64s({1, 1, 2, 2}, {5, 7, 8, 15})}, expected, 0, 0);
+  Model same(11);  // output_shape equal to the default
+  same.input("x", kF32, {1, 1, 2, 2}).input("i", kI64, {1, 1, 2, 2}).int64_init("s", {1, 1, 4, 4})
+      .node("MaxUnpool", {"x", "i", "s"}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2});
+  check_close(same, {f32s({1, 1, 2, 2}, {1, 2, 3, 4}), i64s({1, 1, 2, 2}, {5, 7, 8, 15})}, expected, 0, 0);
+  Model wider(11);  // ONNX's example and ONNX Runtime place the values differently: refused
+  wider.input("x", kF32, {1, 1, 2, 2}).input("i", kI64, {1, 1, 2, 2}).int64_init("s", {1, 1, 5, 5})
+      .node("MaxUnpool", {"x", "i", "s"}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2});
+  check_fails(wider, ErrorCode::kUnsupported, "output_shape [1, 1, 5, 5] other than the default [1, 1, 4, 4]");
+  Model known(11);  // I not of X's shape
+  known.input("x", kF32, {1, 1, 1, 1}).int64_init("i", {4}).node("MaxUnpool", {"x", "i"}).ints("kernel_shape", {2, 2});
+  check_fails(known, ErrorCode::kInvalidArgument, "I i64[1] must be int64 of X's shape");
+}
+
+TEST_CASE("onnx/ops/reverse_sequence") {
+  // time 0, batch 1: column b reverses its first lens[b] rows.
+  const HostTensor x = f32s({4, 3}, {0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32});
+  Model m(10);
+  m.input("x", kF32, {4, 3}).input("l", kI64, {3}).node("ReverseSequence", {"x", "l"});
+  check_close(m, {x, i64s({3}, {4, 1, 2})}, {30, 1, 12, 20, 11, 2, 10, 21, 22, 0, 31, 32}, 0, 0);
+  Model batch_first(10);  // batch 0, time 1
+  batch_first.input("x", kF32, {4, 3}).input("l", kI64, {4}).node("ReverseSequence", {"x", "l"}).i("time_axis", 1).i("batch_axis", 0);
+  check_close(batch_first, {x, i64s({4}, {3, 0, 2, 1})}, {2, 1, 0, 10, 11, 12, 21, 20, 22, 30, 31, 32}, 0, 0);
+  Model known(10);
+  known.input("x", kF32, {4, 3}).int64_init("l", {1, 5, 2}).node("ReverseSequence", {"x", "l"});
+  check_fails(known, ErrorCode::kOutOfBounds, "sequence length 5 outside [0, 4]");
 }
