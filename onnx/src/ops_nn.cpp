@@ -2,6 +2,7 @@
 // Softmax/LogSoftmax and LayerNormalization.
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <numeric>
 #include <optional>
 
@@ -225,58 +226,166 @@ Status lower_conv_transpose(NodeContext& n) {
   return n.set_output(0, y);
 }
 
-// MaxPool's Indices: each window's first maximum (row-major in the window, the ONNX
-// reference's order) as a flat index into x (storage_order 1: column-major within the
-// plane). The windows are gathered from x by a constant table of plane positions, arg_max
-// picks a slot, the table maps it back. A slot outside the input reads the window's first
-// valid element instead, so it can win only where that element would: the same index.
-Result<Tensor> max_pool_indices(NodeContext& n, const Tensor& x, const Window& w, const ir::Shape& pooled,
-                                int64_t storage_order) {
-  const ir::Shape& xs = x.type.shape;
-  const int64_t batch = xs[0], channels = xs[1], h = xs[2], wd = xs[3], oh = pooled[2], ow = pooled[3];
-  const int64_t kk = w.kernel[0] * w.kernel[1];
-  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kI64, ir::Shape{oh * ow * kk}}));
-  std::vector<int64_t> slots, plane;  // per window slot: the position read, its index in the plane
-  for (int64_t i = 0; i < oh; ++i) {
-    for (int64_t j = 0; j < ow; ++j) {
-      std::vector<int64_t> window;
-      int64_t first = -1;
-      for (int64_t a = 0; a < w.kernel[0]; ++a) {
-        for (int64_t b = 0; b < w.kernel[1]; ++b) {
-          const int64_t r = i * w.strides[0] - w.pads[0] + a, c = j * w.strides[1] - w.pads[1] + b;
-          const bool inside = r >= 0 && r < h && c >= 0 && c < wd;
-          window.push_back(inside ? r * wd + c : -1);
-          if (inside && first < 0) first = r * wd + c;
-        }
+// Max pools the kernels lack (3-D, dilations) and MaxPool's Indices, from windows
+// gathered out of x by a constant table of plane positions (all spatial dims flattened):
+// for each output position and kernel offset (both row-major, the ONNX reference's scan
+// order) the position read. A slot outside x reads its window's first valid element, so
+// it never changes the maximum and wins arg_max only where that element would: the same
+// index.
+struct PoolWindows {
+  std::vector<int64_t> in, out;  // spatial dims of x and of the output
+  std::vector<int64_t> slots;    // out-positions x kk plane positions
+  int64_t kk = 1;
+};
+
+Result<PoolWindows> pool_windows(const NodeContext& n, std::vector<int64_t> in, std::vector<int64_t> out,
+                                 const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                                 const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads_begin) {
+  PoolWindows pw{std::move(in), std::move(out), {}, 1};
+  const size_t d = pw.in.size();
+  int64_t windows = 1;
+  for (size_t i = 0; i < d; ++i) {
+    pw.kk *= kernel[i];
+    windows *= pw.out[i];
+  }
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kI64, ir::Shape{windows, pw.kk}}));
+  std::vector<int64_t> o(d, 0), k(d, 0), window(static_cast<size_t>(pw.kk));
+  for (int64_t wi = 0; wi < windows; ++wi) {
+    int64_t first = -1;
+    for (int64_t ki = 0; ki < pw.kk; ++ki) {
+      int64_t pos = 0;
+      bool inside = true;
+      int64_t rest = ki;
+      for (size_t i = 0; i < d; ++i) {  // ki's coordinates, row-major
+        int64_t after = 1;
+        for (size_t j = i + 1; j < d; ++j) after *= kernel[j];
+        k[i] = rest / after;
+        rest %= after;
+        const int64_t at = o[i] * strides[i] - pads_begin[i] + k[i] * dilations[i];
+        inside = inside && at >= 0 && at < pw.in[i];
+        pos = pos * pw.in[i] + at;
       }
-      if (first < 0) return n.unsupported(fmt::format("output ({}, {}) pools a window holding no input element", i, j));
-      for (int64_t at : window) {
-        const int64_t pos = at < 0 ? first : at;
-        slots.push_back(pos);
-        plane.push_back(storage_order == 0 ? pos : (pos % wd) * h + pos / wd);
-      }
+      window[static_cast<size_t>(ki)] = inside ? pos : -1;
+      if (inside && first < 0) first = pos;
+    }
+    if (first < 0) return n.unsupported(fmt::format("output position {} pools a window holding no input element", wi));
+    for (int64_t at : window) pw.slots.push_back(at < 0 ? first : at);
+    for (size_t i = d; i-- > 0;) {  // next output position
+      if (++o[i] < pw.out[i]) break;
+      o[i] = 0;
     }
   }
-  const int64_t windows = oh * ow;
-  CARVE_ASSIGN_OR_RETURN(Tensor flat, n.op(OpKind::kReshape, {x}, {{"shape", std::vector<int64_t>{batch, channels, h * wd}}}));
-  Tensor table = n.constant_ints(ir::DType::kI64, ir::Shape{windows * kk}, slots);
+  return pw;
+}
+
+// x [N, C, spatial...] as [N, C, windows, kk].
+Result<Tensor> gather_windows(NodeContext& n, const Tensor& x, const PoolWindows& pw) {
+  const ir::Shape& xs = x.type.shape;
+  const int64_t plane = static_cast<int64_t>(pw.slots.size()) / std::max<int64_t>(pw.kk, 1);
+  int64_t in_plane = 1;
+  for (int64_t v : pw.in) in_plane *= v;
+  CARVE_ASSIGN_OR_RETURN(Tensor flat, n.op(OpKind::kReshape, {x}, {{"shape", std::vector<int64_t>{xs[0], xs[1], in_plane}}}));
+  Tensor table = n.constant_ints(ir::DType::kI64, ir::Shape{static_cast<int64_t>(pw.slots.size())}, pw.slots);
   CARVE_ASSIGN_OR_RETURN(Tensor gathered, n.op(OpKind::kGather, {flat, table}, {{"axis", int64_t{2}}}));
-  CARVE_ASSIGN_OR_RETURN(gathered, n.op(OpKind::kReshape, {gathered}, {{"shape", std::vector<int64_t>{batch, channels, windows, kk}}}));
+  return n.op(OpKind::kReshape, {gathered}, {{"shape", std::vector<int64_t>{xs[0], xs[1], plane, pw.kk}}});
+}
+
+// MaxPool's Indices: the slot arg_max picks in each gathered window, mapped to a flat
+// index into x (storage_order 1: column-major within the plane), shaped [N, C, out...].
+Result<Tensor> window_indices(NodeContext& n, const Tensor& gathered, const ir::Shape& xs, const PoolWindows& pw,
+                              int64_t storage_order) {
+  const int64_t windows = static_cast<int64_t>(pw.slots.size()) / std::max<int64_t>(pw.kk, 1);
+  int64_t in_plane = 1;
+  for (int64_t v : pw.in) in_plane *= v;
+  std::vector<int64_t> plane_index = pw.slots;
+  if (storage_order != 0) {
+    std::vector<int64_t> coord(pw.in.size());
+    for (int64_t& p : plane_index) {
+      int64_t rest = p, column_major = 0, stride = 1;
+      for (size_t i = pw.in.size(); i-- > 0;) {
+        coord[i] = rest % pw.in[i];
+        rest /= pw.in[i];
+      }
+      for (size_t i = 0; i < pw.in.size(); ++i) {  // column-major: the first dim varies fastest
+        column_major += coord[i] * stride;
+        stride *= pw.in[i];
+      }
+      p = column_major;
+    }
+  }
   CARVE_ASSIGN_OR_RETURN(Tensor slot, n.op(OpKind::kArgMax, {gathered}, {{"axis", int64_t{3}}, {"keepdims", int64_t{0}}}));
   std::vector<int64_t> window_base(static_cast<size_t>(windows));
-  for (int64_t p = 0; p < windows; ++p) window_base[static_cast<size_t>(p)] = p * kk;
+  for (int64_t p = 0; p < windows; ++p) window_base[static_cast<size_t>(p)] = p * pw.kk;
   CARVE_ASSIGN_OR_RETURN(slot, n.op(OpKind::kAdd, {slot, n.constant_ints(ir::DType::kI64, ir::Shape{windows}, window_base)}));
-  CARVE_ASSIGN_OR_RETURN(Tensor index, n.op(OpKind::kGather, {n.constant_ints(ir::DType::kI64, ir::Shape{windows * kk}, plane), slot}));
-  std::vector<int64_t> plane_base(static_cast<size_t>(batch * channels));
-  for (int64_t p = 0; p < batch * channels; ++p) plane_base[static_cast<size_t>(p)] = p * h * wd;
-  CARVE_ASSIGN_OR_RETURN(index, n.op(OpKind::kAdd, {index, n.constant_ints(ir::DType::kI64, ir::Shape{batch, channels, 1}, plane_base)}));
-  return n.op(OpKind::kReshape, {index}, {{"shape", std::vector<int64_t>{batch, channels, oh, ow}}});
+  Tensor table = n.constant_ints(ir::DType::kI64, ir::Shape{static_cast<int64_t>(plane_index.size())}, plane_index);
+  CARVE_ASSIGN_OR_RETURN(Tensor index, n.op(OpKind::kGather, {table, slot}));
+  std::vector<int64_t> plane_base(static_cast<size_t>(xs[0] * xs[1]));
+  for (size_t p = 0; p < plane_base.size(); ++p) plane_base[p] = static_cast<int64_t>(p) * in_plane;
+  CARVE_ASSIGN_OR_RETURN(index, n.op(OpKind::kAdd, {index, n.constant_ints(ir::DType::kI64, ir::Shape{xs[0], xs[1], 1}, plane_base)}));
+  std::vector<int64_t> dims = {xs[0], xs[1]};
+  dims.insert(dims.end(), pw.out.begin(), pw.out.end());
+  return n.op(OpKind::kReshape, {index}, {{"shape", dims}});
+}
+
+// MaxPool over any number of spatial dims, with dilations: reduce_max of the gathered
+// windows (KK times x's size in between, so only where max_pool cannot run).
+Status lower_max_pool_gathered(NodeContext& n, const Tensor& x) {
+  const ir::Shape& xs = x.type.shape;
+  const int d = xs.rank() - 2;
+  const auto ud = static_cast<size_t>(d);
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, n.attr_ints("kernel_shape"));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> strides, n.attr_ints("strides", std::vector<int64_t>(ud, 1)));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, n.attr_ints("dilations", std::vector<int64_t>(ud, 1)));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> pads, n.attr_ints("pads", std::vector<int64_t>(2 * ud, 0)));
+  CARVE_ASSIGN_OR_RETURN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
+  CARVE_ASSIGN_OR_RETURN(int64_t ceil_mode, n.attr_int("ceil_mode", 0));
+  CARVE_ASSIGN_OR_RETURN(int64_t storage_order, n.attr_int("storage_order", 0));
+  if (kernel.size() != ud || strides.size() != ud || dilations.size() != ud || pads.size() != 2 * ud)
+    return n.invalid(fmt::format("kernel_shape, strides, dilations need {} values, pads {}", d, 2 * d));
+  std::vector<int64_t> in(xs.dims().begin() + 2, xs.dims().end()), out(ud);
+  for (size_t i = 0; i < ud; ++i) {
+    if (kernel[i] < 1 || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[i + ud] < 0)
+      return n.invalid("kernel_shape, strides and dilations must be >= 1, pads >= 0");
+    const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out[i] = (in[i] + strides[i] - 1) / strides[i];
+      const int64_t total = std::max<int64_t>((out[i] - 1) * strides[i] + extent - in[i], 0);
+      pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + ud] = total - pads[i];
+      continue;
+    }
+    if (auto_pad == "VALID") {
+      pads[i] = pads[i + ud] = 0;
+    } else if (auto_pad != "NOTSET") {
+      return n.unsupported(fmt::format("auto_pad='{}'", auto_pad));
+    }
+    const int64_t span = in[i] + pads[i] + pads[i + ud] - extent;
+    if (span < 0) return n.invalid(fmt::format("the window ({}) exceeds the padded input ({}) on spatial axis {}", extent, span + extent, i));
+    out[i] = (ceil_mode != 0 ? (span + strides[i] - 1) / strides[i] : span / strides[i]) + 1;
+    if (ceil_mode != 0 && (out[i] - 1) * strides[i] >= in[i] + pads[i]) --out[i];  // a window starting in the end pad
+  }
+  CARVE_ASSIGN_OR_RETURN(PoolWindows pw, pool_windows(n, in, out, kernel, strides, dilations, pads));
+  CARVE_ASSIGN_OR_RETURN(Tensor gathered, gather_windows(n, x, pw));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kReduceMax, {gathered}, {{"axes", std::vector<int64_t>{3}}, {"keepdims", int64_t{0}}}));
+  std::vector<int64_t> dims = {xs[0], xs[1]};
+  dims.insert(dims.end(), out.begin(), out.end());
+  CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kReshape, {y}, {{"shape", dims}}));
+  if (n.num_outputs() > 1 && n.output_used(1)) {
+    CARVE_ASSIGN_OR_RETURN(Tensor index, window_indices(n, gathered, xs, pw, storage_order));
+    CARVE_RETURN_IF_ERROR(n.set_output(1, index));
+  }
+  return n.set_output(0, y);
 }
 
 template <OpKind kind>
 Status lower_pool(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   const bool indices = kind == OpKind::kMaxPool && n.num_outputs() > 1 && n.output_used(1);
+  if (kind == OpKind::kMaxPool && x.type.shape.rank() >= 3) {
+    CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, n.attr_ints("dilations", std::vector<int64_t>{}));
+    const bool dilated = std::any_of(dilations.begin(), dilations.end(), [](int64_t v) { return v != 1; });
+    if (x.type.shape.rank() > 4 || dilated) return lower_max_pool_gathered(n, x);
+  }
   CARVE_ASSIGN_OR_RETURN(int spatial, spatial_rank(n, x, "input"));
   CARVE_ASSIGN_OR_RETURN(x, lift_1d(n, x));
   CARVE_ASSIGN_OR_RETURN(Window w, read_window(n, x.type.shape, {0, 0}, spatial));
@@ -295,7 +404,12 @@ Status lower_pool(NodeContext& n) {
   }
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(kind, {x}, std::move(attrs)));
   if (indices) {
-    CARVE_ASSIGN_OR_RETURN(Tensor index, max_pool_indices(n, x, w, y.type.shape, storage_order));
+    const ir::Shape& ys = y.type.shape;
+    CARVE_ASSIGN_OR_RETURN(PoolWindows pw, pool_windows(n, {x.type.shape[2], x.type.shape[3]}, {ys[2], ys[3]},
+                                                        {w.kernel[0], w.kernel[1]}, {w.strides[0], w.strides[1]}, {1, 1},
+                                                        {w.pads[0], w.pads[1]}));
+    CARVE_ASSIGN_OR_RETURN(Tensor gathered, gather_windows(n, x, pw));
+    CARVE_ASSIGN_OR_RETURN(Tensor index, window_indices(n, gathered, x.type.shape, pw, storage_order));
     CARVE_ASSIGN_OR_RETURN(index, lower_1d(n, index, spatial == 1));
     CARVE_RETURN_IF_ERROR(n.set_output(1, index));
   }

@@ -1,7 +1,9 @@
 // ONNX operators the importer composes from other carve ops (activations, logic, Mean,
 // CastLike, the composed reductions, layout and normalization ops, EyeLike, Hardmax, Mod,
 // Clip with bounds computed at run time, DynamicQuantizeLinear, LayerNormalization's
-// Mean/InvStdDev, the NLL and softmax cross-entropy losses) and ArgMax/ArgMin/GatherElements:
+// Mean/InvStdDev, the NLL and softmax cross-entropy losses), ArgMax/ArgMin/GatherElements and
+// the indexing ops (GatherND, Scatter*, TopK, Einsum, Compress, MaxUnpool, ReverseSequence,
+// MaxPool's Indices and its gathered 3-D/dilated form):
 // one-node models built here with the ONNX protobuf classes, run through the reference
 // interpreter and (with the CPU JIT) a Session, against values computed here in double.
 #include <doctest/doctest.h>
@@ -9,6 +11,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -940,6 +943,32 @@ TEST_CASE("onnx/ops/max_pool_indices") {
     padded.result = 1;
     check_close(padded, {x}, order == 0 ? Values{0, 1, 3, 7, 9, 11, 15, 13} : Values{0, 3, 1, 5, 9, 15, 11, 13}, 0, 0);
   }
+}
+
+TEST_CASE("onnx/ops/max_pool_dilated_and_3d") {
+  std::vector<float> v(16);
+  std::iota(v.begin(), v.end(), 0.0f);
+  Model dilated(12);  // 2x2 windows with dilation 2 over 4x4: values and Indices
+  dilated.input("x", kF32, {1, 1, 4, 4}).node("MaxPool", {"x"}, 2).ints("kernel_shape", {2, 2}).ints("dilations", {2, 2});
+  check_close(dilated, {f32s({1, 1, 4, 4}, v)}, {10, 11, 14, 15}, 0, 0);
+  dilated.result = 1;
+  check_close(dilated, {f32s({1, 1, 4, 4}, v)}, {10, 11, 14, 15}, 0, 0);
+  const HostTensor x3 = f32s({1, 1, 2, 2, 2}, {3, -1, 7, 2, 0, 5, -4, 1});
+  Model planes(12);  // 3-D: one 2x2 window per depth
+  planes.input("x", kF32, {1, 1, 2, 2, 2}).node("MaxPool", {"x"}, 2).ints("kernel_shape", {1, 2, 2});
+  check_close(planes, {x3}, {7, 5}, 0, 0);
+  planes.result = 1;
+  check_close(planes, {x3}, {2, 5}, 0, 0);
+  Model padded(12);  // 2x2x2 windows, depth padded by 1 at the start: the pad slots never win
+  padded.input("x", kF32, {1, 1, 2, 2, 2}).node("MaxPool", {"x"}, 2).ints("kernel_shape", {2, 2, 2})
+      .ints("pads", {1, 0, 0, 0, 0, 0});
+  check_close(padded, {x3}, {7, 7}, 0, 0);
+  padded.result = 1;
+  check_close(padded, {x3}, {2, 2}, 0, 0);
+  Model ceil(12);  // 1-D with ceil_mode: the last window is cut by the end
+  ceil.input("x", kF32, {1, 1, 6}).node("MaxPool", {"x"}).ints("kernel_shape", {2}).ints("strides", {2}).ints("dilations", {2})
+      .i("ceil_mode", 1);
+  check_close(ceil, {f32s({1, 1, 6}, {1, 9, 3, 4, 2, 8})}, {3, 3, 2}, 0, 0);
 }
 
 TEST_CASE("onnx/ops/compress") {
