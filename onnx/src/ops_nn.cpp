@@ -236,12 +236,14 @@ struct PoolWindows {
   std::vector<int64_t> in, out;  // spatial dims of x and of the output
   std::vector<int64_t> slots;    // out-positions x kk plane positions
   int64_t kk = 1;
+  std::vector<double> inside;    // per slot: 1 inside x, else 0
+  std::vector<double> valid, padded;  // per window: slots inside x, inside x and its pads
 };
 
 Result<PoolWindows> pool_windows(const NodeContext& n, std::vector<int64_t> in, std::vector<int64_t> out,
                                  const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
-                                 const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads_begin) {
-  PoolWindows pw{std::move(in), std::move(out), {}, 1};
+                                 const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads) {
+  PoolWindows pw{std::move(in), std::move(out), {}, 1, {}, {}, {}};
   const size_t d = pw.in.size();
   int64_t windows = 1;
   for (size_t i = 0; i < d; ++i) {
@@ -251,25 +253,34 @@ Result<PoolWindows> pool_windows(const NodeContext& n, std::vector<int64_t> in, 
   CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kI64, ir::Shape{windows, pw.kk}}));
   std::vector<int64_t> o(d, 0), k(d, 0), window(static_cast<size_t>(pw.kk));
   for (int64_t wi = 0; wi < windows; ++wi) {
-    int64_t first = -1;
+    int64_t first = -1, padded = 0;
     for (int64_t ki = 0; ki < pw.kk; ++ki) {
       int64_t pos = 0;
-      bool inside = true;
+      bool inside = true, in_pads = true;
       int64_t rest = ki;
       for (size_t i = 0; i < d; ++i) {  // ki's coordinates, row-major
         int64_t after = 1;
         for (size_t j = i + 1; j < d; ++j) after *= kernel[j];
         k[i] = rest / after;
         rest %= after;
-        const int64_t at = o[i] * strides[i] - pads_begin[i] + k[i] * dilations[i];
+        const int64_t at = o[i] * strides[i] - pads[i] + k[i] * dilations[i];
         inside = inside && at >= 0 && at < pw.in[i];
+        in_pads = in_pads && at >= -pads[i] && at < pw.in[i] + pads[i + d];
         pos = pos * pw.in[i] + at;
       }
       window[static_cast<size_t>(ki)] = inside ? pos : -1;
       if (inside && first < 0) first = pos;
+      padded += in_pads ? 1 : 0;
     }
     if (first < 0) return n.unsupported(fmt::format("output position {} pools a window holding no input element", wi));
-    for (int64_t at : window) pw.slots.push_back(at < 0 ? first : at);
+    double valid = 0;
+    for (int64_t at : window) {
+      pw.slots.push_back(at < 0 ? first : at);
+      pw.inside.push_back(at < 0 ? 0.0 : 1.0);
+      valid += at < 0 ? 0 : 1;
+    }
+    pw.valid.push_back(valid);
+    pw.padded.push_back(static_cast<double>(padded));
     for (size_t i = d; i-- > 0;) {  // next output position
       if (++o[i] < pw.out[i]) break;
       o[i] = 0;
@@ -327,9 +338,11 @@ Result<Tensor> window_indices(NodeContext& n, const Tensor& gathered, const ir::
   return n.op(OpKind::kReshape, {index}, {{"shape", dims}});
 }
 
-// MaxPool over any number of spatial dims, with dilations: reduce_max of the gathered
-// windows (KK times x's size in between, so only where max_pool cannot run).
-Status lower_max_pool_gathered(NodeContext& n, const Tensor& x) {
+// MaxPool/AveragePool over any number of spatial dims, with dilations: reduce_max of the
+// gathered windows, or the sum of their slots inside x over the count (count_include_pad:
+// the slots inside x and its pads). KK times x's size in between, so only where
+// max_pool/avg_pool cannot run.
+Status lower_pool_gathered(NodeContext& n, const Tensor& x, bool average) {
   const ir::Shape& xs = x.type.shape;
   const int d = xs.rank() - 2;
   const auto ud = static_cast<size_t>(d);
@@ -366,11 +379,22 @@ Status lower_max_pool_gathered(NodeContext& n, const Tensor& x) {
   }
   CARVE_ASSIGN_OR_RETURN(PoolWindows pw, pool_windows(n, in, out, kernel, strides, dilations, pads));
   CARVE_ASSIGN_OR_RETURN(Tensor gathered, gather_windows(n, x, pw));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kReduceMax, {gathered}, {{"axes", std::vector<int64_t>{3}}, {"keepdims", int64_t{0}}}));
+  const ir::Attrs last_axis{{"axes", std::vector<int64_t>{3}}, {"keepdims", int64_t{0}}};
+  Tensor y;
+  if (average) {
+    CARVE_ASSIGN_OR_RETURN(int64_t include_pad, n.attr_int("count_include_pad", 0));
+    const auto windows = static_cast<int64_t>(pw.valid.size());
+    const ir::DType dt = x.type.dtype;
+    CARVE_ASSIGN_OR_RETURN(Tensor kept, n.op(OpKind::kMul, {gathered, n.constant_doubles(dt, ir::Shape{windows, pw.kk}, pw.inside)}));
+    CARVE_ASSIGN_OR_RETURN(Tensor sum, n.op(OpKind::kReduceSum, {kept}, last_axis));
+    CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kDiv, {sum, n.constant_doubles(dt, ir::Shape{windows}, include_pad != 0 ? pw.padded : pw.valid)}));
+  } else {
+    CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kReduceMax, {gathered}, last_axis));
+  }
   std::vector<int64_t> dims = {xs[0], xs[1]};
   dims.insert(dims.end(), out.begin(), out.end());
   CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kReshape, {y}, {{"shape", dims}}));
-  if (n.num_outputs() > 1 && n.output_used(1)) {
+  if (!average && n.num_outputs() > 1 && n.output_used(1)) {
     CARVE_ASSIGN_OR_RETURN(Tensor index, window_indices(n, gathered, xs, pw, storage_order));
     CARVE_RETURN_IF_ERROR(n.set_output(1, index));
   }
@@ -381,10 +405,10 @@ template <OpKind kind>
 Status lower_pool(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   const bool indices = kind == OpKind::kMaxPool && n.num_outputs() > 1 && n.output_used(1);
-  if (kind == OpKind::kMaxPool && x.type.shape.rank() >= 3) {
+  if (x.type.shape.rank() >= 3) {
     CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, n.attr_ints("dilations", std::vector<int64_t>{}));
     const bool dilated = std::any_of(dilations.begin(), dilations.end(), [](int64_t v) { return v != 1; });
-    if (x.type.shape.rank() > 4 || dilated) return lower_max_pool_gathered(n, x);
+    if (x.type.shape.rank() > 4 || dilated) return lower_pool_gathered(n, x, kind == OpKind::kAvgPool);
   }
   CARVE_ASSIGN_OR_RETURN(int spatial, spatial_rank(n, x, "input"));
   CARVE_ASSIGN_OR_RETURN(x, lift_1d(n, x));
@@ -407,7 +431,7 @@ Status lower_pool(NodeContext& n) {
     const ir::Shape& ys = y.type.shape;
     CARVE_ASSIGN_OR_RETURN(PoolWindows pw, pool_windows(n, {x.type.shape[2], x.type.shape[3]}, {ys[2], ys[3]},
                                                         {w.kernel[0], w.kernel[1]}, {w.strides[0], w.strides[1]}, {1, 1},
-                                                        {w.pads[0], w.pads[1]}));
+                                                        {w.pads[0], w.pads[1], w.pads[2], w.pads[3]}));
     CARVE_ASSIGN_OR_RETURN(Tensor gathered, gather_windows(n, x, pw));
     CARVE_ASSIGN_OR_RETURN(Tensor index, window_indices(n, gathered, x.type.shape, pw, storage_order));
     CARVE_ASSIGN_OR_RETURN(index, lower_1d(n, index, spatial == 1));

@@ -3,7 +3,7 @@
 // Clip with bounds computed at run time, DynamicQuantizeLinear, LayerNormalization's
 // Mean/InvStdDev, the NLL and softmax cross-entropy losses), ArgMax/ArgMin/GatherElements and
 // the indexing ops (GatherND, Scatter*, TopK, Einsum, Compress, MaxUnpool, ReverseSequence,
-// MaxPool's Indices and its gathered 3-D/dilated form):
+// MaxPool's Indices, pools over 3-D inputs or with dilations):
 // one-node models built here with the ONNX protobuf classes, run through the reference
 // interpreter and (with the CPU JIT) a Session, against values computed here in double.
 #include <doctest/doctest.h>
@@ -945,7 +945,7 @@ TEST_CASE("onnx/ops/max_pool_indices") {
   }
 }
 
-TEST_CASE("onnx/ops/max_pool_dilated_and_3d") {
+TEST_CASE("onnx/ops/pools_dilated_and_3d") {
   std::vector<float> v(16);
   std::iota(v.begin(), v.end(), 0.0f);
   Model dilated(12);  // 2x2 windows with dilation 2 over 4x4: values and Indices
@@ -965,6 +965,15 @@ TEST_CASE("onnx/ops/max_pool_dilated_and_3d") {
   check_close(padded, {x3}, {7, 7}, 0, 0);
   padded.result = 1;
   check_close(padded, {x3}, {2, 2}, 0, 0);
+  for (int64_t include : {0, 1}) {  // AveragePool 3-D: pad slots count only with count_include_pad
+    Model average(12);
+    average.input("x", kF32, {1, 1, 2, 2, 2}).node("AveragePool", {"x"}).ints("kernel_shape", {2, 2, 2})
+        .ints("pads", {1, 0, 0, 0, 0, 0}).i("count_include_pad", include);
+    check_close(average, {x3}, {include ? 1.375 : 2.75, 1.625}, 1e-6, 0);
+  }
+  Model average_plain(12);
+  average_plain.input("x", kF32, {1, 1, 2, 2, 2}).node("AveragePool", {"x"}).ints("kernel_shape", {1, 2, 2});
+  check_close(average_plain, {x3}, {2.75, 0.5}, 1e-6, 0);
   Model ceil(12);  // 1-D with ceil_mode: the last window is cut by the end
   ceil.input("x", kF32, {1, 1, 6}).node("MaxPool", {"x"}).ints("kernel_shape", {2}).ints("strides", {2}).ints("dilations", {2})
       .i("ceil_mode", 1);
