@@ -198,9 +198,22 @@ Status lower_max_unpool(NodeContext& n) {
     return n.invalid(fmt::format("kernel_shape, strides and pads need {} values per spatial axis", spatial));
   }
   std::vector<int64_t> out = {xs[0], xs[1]};
+  constexpr int64_t kMax = int64_t{1} << 31;  // keeps the output size arithmetic in int64
+  for (int64_t v : kernel) {
+    if (v < 1 || v > kMax) return n.invalid(fmt::format("kernel_shape entry {} outside [1, 2^31]", v));
+  }
+  for (int64_t v : strides) {
+    if (v < 1 || v > kMax) return n.invalid(fmt::format("strides entry {} outside [1, 2^31]", v));
+  }
+  for (int64_t v : pads) {
+    if (v < 0 || v > kMax) return n.invalid(fmt::format("pads entry {} outside [0, 2^31]", v));
+  }
   for (int d = 0; d < spatial; ++d) {
     const auto i = static_cast<size_t>(d);
-    out.push_back((xs[d + 2] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + static_cast<size_t>(spatial)]);
+    int64_t span = 0;
+    if (!ir::checked_mul(xs[d + 2] - 1, strides[i], &span)) return n.invalid("the output size overflows int64");
+    if (!ir::checked_add(span, kernel[i], &span)) return n.invalid("the output size overflows int64");
+    out.push_back(span - pads[i] - pads[i + static_cast<size_t>(spatial)]);
   }
   if (n.has_input(2)) {
     // Another output_shape places the values ambiguously: ONNX's own example reads I as

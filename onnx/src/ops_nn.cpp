@@ -245,12 +245,15 @@ Result<PoolWindows> pool_windows(const NodeContext& n, std::vector<int64_t> in, 
                                  const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads) {
   PoolWindows pw{std::move(in), std::move(out), {}, 1, {}, {}, {}};
   const size_t d = pw.in.size();
+  // The table's size, checked (overflow included) before anything multiplies the dims.
+  std::vector<int64_t> table_dims = pw.out;
+  table_dims.insert(table_dims.end(), kernel.begin(), kernel.end());
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kI64, ir::Shape(table_dims)}));
   int64_t windows = 1;
   for (size_t i = 0; i < d; ++i) {
     pw.kk *= kernel[i];
     windows *= pw.out[i];
   }
-  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kI64, ir::Shape{windows, pw.kk}}));
   std::vector<int64_t> o(d, 0), k(d, 0), window(static_cast<size_t>(pw.kk));
   for (int64_t wi = 0; wi < windows; ++wi) {
     int64_t first = -1, padded = 0;
@@ -266,7 +269,7 @@ Result<PoolWindows> pool_windows(const NodeContext& n, std::vector<int64_t> in, 
         const int64_t at = o[i] * strides[i] - pads[i] + k[i] * dilations[i];
         inside = inside && at >= 0 && at < pw.in[i];
         in_pads = in_pads && at >= -pads[i] && at < pw.in[i] + pads[i + d];
-        pos = pos * pw.in[i] + at;
+        if (inside) pos = pos * pw.in[i] + at;  // only then below x's size
       }
       window[static_cast<size_t>(ki)] = inside ? pos : -1;
       if (inside && first < 0) first = pos;
@@ -357,8 +360,11 @@ Status lower_pool_gathered(NodeContext& n, const Tensor& x, bool average) {
     return n.invalid(fmt::format("kernel_shape, strides, dilations need {} values, pads {}", d, 2 * d));
   std::vector<int64_t> in(xs.dims().begin() + 2, xs.dims().end()), out(ud);
   for (size_t i = 0; i < ud; ++i) {
-    if (kernel[i] < 1 || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[i + ud] < 0)
-      return n.invalid("kernel_shape, strides and dilations must be >= 1, pads >= 0");
+    if (in[i] > (int64_t{1} << 61)) return n.unsupported(fmt::format("spatial dim {} of {} is too large", i, xs.to_string()));
+    constexpr int64_t kMax = int64_t{1} << 31;  // keeps the size arithmetic below in int64
+    if (kernel[i] < 1 || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[i + ud] < 0 || kernel[i] > kMax ||
+        strides[i] > kMax || dilations[i] > kMax || pads[i] > kMax || pads[i + ud] > kMax)
+      return n.invalid("kernel_shape, strides and dilations must be in [1, 2^31], pads in [0, 2^31]");
     const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       out[i] = (in[i] + strides[i] - 1) / strides[i];

@@ -974,6 +974,10 @@ TEST_CASE("onnx/ops/pools_dilated_and_3d") {
   Model average_plain(12);
   average_plain.input("x", kF32, {1, 1, 2, 2, 2}).node("AveragePool", {"x"}).ints("kernel_shape", {1, 2, 2});
   check_close(average_plain, {x3}, {2.75, 0.5}, 1e-6, 0);
+  Model huge(12);  // attributes that would overflow the size arithmetic are refused
+  huge.input("x", kF32, {1, 1, 2, 2, 2}).node("MaxPool", {"x"}).ints("kernel_shape", {1, 1, 1})
+      .ints("pads", {int64_t{1} << 40, 0, 0, 0, 0, 0});
+  check_fails(huge, ErrorCode::kInvalidArgument, "pads in [0, 2^31]");
   Model ceil(12);  // 1-D with ceil_mode: the last window is cut by the end
   ceil.input("x", kF32, {1, 1, 6}).node("MaxPool", {"x"}).ints("kernel_shape", {2}).ints("strides", {2}).ints("dilations", {2})
       .i("ceil_mode", 1);
@@ -1020,6 +1024,10 @@ TEST_CASE("onnx/ops/max_unpool") {
   wider.input("x", kF32, {1, 1, 2, 2}).input("i", kI64, {1, 1, 2, 2}).int64_init("s", {1, 1, 5, 5})
       .node("MaxUnpool", {"x", "i", "s"}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2});
   check_fails(wider, ErrorCode::kUnsupported, "output_shape [1, 1, 5, 5] other than the default [1, 1, 4, 4]");
+  Model big_stride(11);
+  big_stride.input("x", kF32, {1, 1, 2, 2}).input("i", kI64, {1, 1, 2, 2}).node("MaxUnpool", {"x", "i"})
+      .ints("kernel_shape", {2, 2}).ints("strides", {int64_t{1} << 62, 2});
+  check_fails(big_stride, ErrorCode::kInvalidArgument, "strides entry 4611686018427387904 outside [1, 2^31]");
   Model known(11);  // I not of X's shape
   known.input("x", kF32, {1, 1, 1, 1}).int64_init("i", {4}).node("MaxUnpool", {"x", "i"}).ints("kernel_shape", {2, 2});
   check_fails(known, ErrorCode::kInvalidArgument, "I i64[1] must be int64 of X's shape");
