@@ -96,7 +96,7 @@ Status lower_scatter_elements(NodeContext& n) {
   }
   std::vector<int64_t> column = is.dims();
   column.push_back(1);
-  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{DType::kI64, ir::Shape(column)}));
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{DType::kI64, ir::Shape(column)}));  // per coordinate
   const int64_t count = *is.num_elements();
   std::vector<Tensor> coords;
   for (int d = 0; d < rank; ++d) {
@@ -277,7 +277,7 @@ Status lower_reverse_sequence(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor reversed, n.op(OpKind::kSub, {last, t}));
   CARVE_ASSIGN_OR_RETURN(Tensor index, n.op(OpKind::kWhere, {inside, reversed, t}));
   // Broadcast to x's shape (gather_elements takes indices of data's rank and extents).
-  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{DType::kBool, xs}));
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{DType::kBool, xs}, sizeof(int64_t)));  // built from int64s
   const int64_t count = *xs.num_elements();
   Tensor everywhere = n.constant_ints(DType::kBool, xs, std::vector<int64_t>(static_cast<size_t>(count), 1));
   CARVE_ASSIGN_OR_RETURN(index, n.op(OpKind::kWhere, {everywhere, index, index}));

@@ -333,6 +333,7 @@ Result<Tensor> window_indices(NodeContext& n, const Tensor& gathered, const ir::
   CARVE_ASSIGN_OR_RETURN(slot, n.op(OpKind::kAdd, {slot, n.constant_ints(ir::DType::kI64, ir::Shape{windows}, window_base)}));
   Tensor table = n.constant_ints(ir::DType::kI64, ir::Shape{static_cast<int64_t>(plane_index.size())}, plane_index);
   CARVE_ASSIGN_OR_RETURN(Tensor index, n.op(OpKind::kGather, {table, slot}));
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kI64, ir::Shape{xs[0], xs[1], 1}}));
   std::vector<int64_t> plane_base(static_cast<size_t>(xs[0] * xs[1]));
   for (size_t p = 0; p < plane_base.size(); ++p) plane_base[p] = static_cast<int64_t>(p) * in_plane;
   CARVE_ASSIGN_OR_RETURN(index, n.op(OpKind::kAdd, {index, n.constant_ints(ir::DType::kI64, ir::Shape{xs[0], xs[1], 1}, plane_base)}));
