@@ -293,6 +293,15 @@ ValueId GraphBuilder::gather(ValueId data, ValueId indices, int64_t axis) {
 ValueId GraphBuilder::gather_elements(ValueId data, ValueId indices, int64_t axis) {
   return op1(OpKind::kGatherElements, {data, indices}, {{"axis", axis}});
 }
+ValueId GraphBuilder::gather_nd(ValueId data, ValueId indices, int64_t batch_dims) {
+  return op1(OpKind::kGatherNd, {data, indices}, {{"batch_dims", batch_dims}});
+}
+ValueId GraphBuilder::scatter_nd(ValueId data, ValueId indices, ValueId updates, std::string reduction) {
+  return op1(OpKind::kScatterNd, {data, indices, updates}, {{"reduction", std::move(reduction)}});
+}
+std::vector<ValueId> GraphBuilder::top_k(ValueId x, int64_t k, int64_t axis, bool largest) {
+  return op(OpKind::kTopK, {x}, {{"axis", axis}, {"k", k}, {"largest", int64_t{largest}}});
+}
 
 ValueId GraphBuilder::reshape(ValueId x, std::vector<int64_t> shape) {
   return op1(OpKind::kReshape, {x}, {{"shape", std::move(shape)}});

@@ -272,6 +272,84 @@ Result<Types> infer_unsqueeze(const TensorType& x, const AttrReader& attrs) {
   return Types{TensorType{x.dtype, Shape(std::move(dims))}};
 }
 
+// ---- indexing ops: gather_nd, scatter_nd, top_k ----
+
+Status expect_index_dtype(const TensorType& indices) {
+  if (indices.dtype == DType::kI32 || indices.dtype == DType::kI64) return Status();
+  return type_error(fmt::format("indices must be i32 or i64, got {}", dtype_name(indices.dtype)));
+}
+
+// gather_nd: indices [b..., n..., k] pick slices data[b..., i_1..i_k, :] (ONNX GatherND).
+Result<Types> infer_gather_nd(const TensorType& data, const TensorType& indices, const AttrReader& attrs) {
+  CARVE_RETURN_IF_ERROR(expect_min_rank(data, 1, "data"));
+  CARVE_RETURN_IF_ERROR(expect_min_rank(indices, 1, "indices"));
+  CARVE_RETURN_IF_ERROR(expect_index_dtype(indices));
+  CARVE_ASSIGN_OR_RETURN(int64_t batch_dims, attrs.get_int("batch_dims", 0));
+  const int r = data.shape.rank(), q = indices.shape.rank();
+  if (batch_dims < 0 || batch_dims >= std::min(r, q)) {
+    return attr_error(fmt::format("batch_dims {} must be in [0, {})", batch_dims, std::min(r, q)));
+  }
+  const auto b = static_cast<int>(batch_dims);
+  const int64_t k = indices.shape[q - 1];
+  if (k < 1 || b + k > r) {
+    return shape_error(fmt::format("indices {} index {} dims of data {} after {} batch dims (must be 1..{})",
+                                   indices.shape.to_string(), k, data.shape.to_string(), b, r - b));
+  }
+  for (int d = 0; d < b; ++d) {
+    if (indices.shape[d] != data.shape[d]) {
+      return shape_error(fmt::format("batch dim {} differs: indices {} vs data {}", d, indices.shape.to_string(),
+                                     data.shape.to_string()));
+    }
+  }
+  std::vector<int64_t> dims(indices.shape.dims().begin(), indices.shape.dims().end() - 1);
+  for (int d = b + static_cast<int>(k); d < r; ++d) dims.push_back(data.shape[d]);
+  return Types{TensorType{data.dtype, Shape(std::move(dims))}};
+}
+
+Result<Types> infer_scatter_nd(const TensorType& data, const TensorType& indices, const TensorType& updates,
+                               const AttrReader& attrs) {
+  CARVE_RETURN_IF_ERROR(expect_min_rank(data, 1, "data"));
+  CARVE_RETURN_IF_ERROR(expect_min_rank(indices, 1, "indices"));
+  CARVE_RETURN_IF_ERROR(expect_index_dtype(indices));
+  CARVE_RETURN_IF_ERROR(expect_same_dtype(data, updates, "data and updates"));
+  std::string reduction = "none";  // the default when absent
+  if (attrs.has("reduction")) {
+    CARVE_ASSIGN_OR_RETURN(reduction, attrs.get_string("reduction"));
+  }
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min") {
+    return attr_error(fmt::format("reduction '{}' is not one of none, add, mul, max, min", reduction));
+  }
+  if (reduction != "none") CARVE_RETURN_IF_ERROR(expect_numeric(data, "data (with a reduction)"));
+  const int r = data.shape.rank(), q = indices.shape.rank();
+  const int64_t k = indices.shape[q - 1];
+  if (k < 1 || k > r) {
+    return shape_error(fmt::format("indices {} index {} dims of data {} (must be 1..{})", indices.shape.to_string(), k,
+                                   data.shape.to_string(), r));
+  }
+  std::vector<int64_t> expected(indices.shape.dims().begin(), indices.shape.dims().end() - 1);
+  for (int d = static_cast<int>(k); d < r; ++d) expected.push_back(data.shape[d]);
+  if (updates.shape != Shape(expected)) {
+    return shape_error(fmt::format("updates {} must be {} (indices {} into data {})", updates.shape.to_string(),
+                                   Shape(expected).to_string(), indices.shape.to_string(), data.shape.to_string()));
+  }
+  return Types{data};
+}
+
+Result<Types> infer_top_k(const TensorType& x, const AttrReader& attrs) {
+  CARVE_RETURN_IF_ERROR(expect_numeric(x, "input"));
+  CARVE_RETURN_IF_ERROR(expect_min_rank(x, 1, "input"));
+  CARVE_ASSIGN_OR_RETURN(int64_t raw_axis, attrs.get_int("axis", -1));
+  CARVE_ASSIGN_OR_RETURN(int axis, normalize_axis(raw_axis, x.shape.rank(), "axis"));
+  CARVE_ASSIGN_OR_RETURN(int64_t k, attrs.get_int("k"));
+  CARVE_RETURN_IF_ERROR(attrs.get_flag("largest", true).status());
+  if (k < 0 || k > x.shape[axis]) {
+    return attr_error(fmt::format("k {} outside [0, {}] (axis {} of {})", k, x.shape[axis], axis, x.shape.to_string()));
+  }
+  std::vector<int64_t> dims = x.shape.dims();
+  dims[static_cast<size_t>(axis)] = k;
+  return Types{TensorType{x.dtype, Shape(dims)}, TensorType{DType::kI64, Shape(dims)}};
+}
+
 }  // namespace
 
 Result<Types> infer_layout(OpKind op, Inputs in, const AttrReader& attrs) {
@@ -290,6 +368,12 @@ Result<Types> infer_layout(OpKind op, Inputs in, const AttrReader& attrs) {
       return infer_gather(in[0], in[1], attrs);
     case OpKind::kGatherElements:
       return infer_gather_elements(in[0], in[1], attrs);
+    case OpKind::kGatherNd:
+      return infer_gather_nd(in[0], in[1], attrs);
+    case OpKind::kScatterNd:
+      return infer_scatter_nd(in[0], in[1], in[2], attrs);
+    case OpKind::kTopK:
+      return infer_top_k(in[0], attrs);
     case OpKind::kReshape:
       return infer_reshape(in[0], attrs);
     case OpKind::kFlatten:

@@ -30,6 +30,9 @@ constexpr SV kPad[] = {"pads", "value"};
 constexpr SV kShape[] = {"shape"};
 constexpr SV kAxes[] = {"axes"};
 constexpr SV kHandle[] = {"handle"};
+constexpr SV kGatherNd[] = {"batch_dims"};
+constexpr SV kScatterNd[] = {"reduction"};
+constexpr SV kTopK[] = {"axis", "k", "largest"};
 constexpr SV kHandleAxis[] = {"handle", "axis"};
 
 enum Flags : unsigned { kView = 1, kElem = 2, kState = 4, kSink = 8 };
@@ -117,6 +120,9 @@ constexpr std::array<OpTraits, kNumOps> kTable = {{
     One(K::kPad, "pad", kPad),
     One(K::kGather, "gather", kAxis, 2, 2),
     One(K::kGatherElements, "gather_elements", kAxis, 2, 2),
+    One(K::kGatherNd, "gather_nd", kGatherNd, 2, 2),
+    One(K::kScatterNd, "scatter_nd", kScatterNd, 3, 3),
+    T(K::kTopK, "top_k", 1, 1, 2, 2, 0, kTopK),
     T(K::kReshape, "reshape", 1, 1, 1, 1, kView, kShape),
     T(K::kFlatten, "flatten", 1, 1, 1, 1, kView, kAxis),
     T(K::kSqueeze, "squeeze", 1, 1, 1, 1, kView, kAxes),

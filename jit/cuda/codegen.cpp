@@ -163,6 +163,9 @@ Result<KernelSource> generate_kernel(const ir::Graph& graph, const KernelGroup& 
       case ir::OpKind::kMatmul:
       case ir::OpKind::kGemm: s = detail::emit_gemm(w); break;
       case ir::OpKind::kConv2d: s = detail::emit_conv(w); break;
+      case ir::OpKind::kGatherNd:
+      case ir::OpKind::kScatterNd:
+      case ir::OpKind::kTopK: s = detail::emit_index(w); break;
       default: s = detail::emit_layout(w); break;
     }
   }

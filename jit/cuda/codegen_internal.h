@@ -130,5 +130,6 @@ Status emit_batch_norm(KernelWriter& w);
 Status emit_pool(KernelWriter& w);         // max_pool, avg_pool
 Status emit_gemm(KernelWriter& w);         // matmul, gemm (+ epilogue)
 Status emit_conv(KernelWriter& w);         // conv2d (+ epilogue)
+Status emit_index(KernelWriter& w);        // gather_nd, scatter_nd, top_k
 
 }  // namespace carve::jit::cuda::detail

@@ -61,6 +61,7 @@ Status emit_reduction(EmitContext& ec, const ir::Node& node);                // 
 Status emit_matmul(EmitContext& ec, const ir::Node& node, const Epilogue& epilogue);  // matmul, gemm
 Status emit_conv(EmitContext& ec, const ir::Node& node, const Epilogue& epilogue);    // conv2d
 Status emit_pool(EmitContext& ec, const ir::Node& node);                     // max_pool, avg_pool
+Status emit_index(EmitContext& ec, const ir::Node& node);                    // gather_nd, scatter_nd, top_k (emit_layout.cpp)
 
 Status emit_attention(EmitContext& ec);  // [matmul, chain..., softmax, matmul] (tiling::attention_shape)
 

@@ -73,6 +73,10 @@ Status emit_group(EmitContext& ec) {
     case ir::OpKind::kGlobalAvgPool:
     case ir::OpKind::kBatchNorm:
       return emit_reduction(ec, anchor);
+    case ir::OpKind::kGatherNd:
+    case ir::OpKind::kScatterNd:
+    case ir::OpKind::kTopK:
+      return emit_index(ec, anchor);
     default:
       return emit_layout(ec, anchor);
   }

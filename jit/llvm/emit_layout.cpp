@@ -1,8 +1,9 @@
 // Layout ops: transpose, concat, split, slice (any steps, negative included), pad, gather,
 // gather_elements, views materialised as copies (reshape, flatten, squeeze, unsqueeze,
-// identity), and the state ops read_handle / write_handle / write_handle_at.
+// identity), and the state ops read_handle / write_handle / write_handle_at; at the end
+// the indexing ops gather_nd, scatter_nd and top_k (emit_index).
 //
-// Everything is a copy of raw element bits (no value conversion), so every dtype works.
+// Everything but scatter_nd's reductions and top_k is a copy of raw element bits (no value conversion), so every dtype works.
 // Most ops are "strided regions": out[i] = in[base + sum(idx_j * stride_j)], walked row by
 // row along the innermost dim (contiguous rows become memcpy). Tiles split the op's item
 // space (output elements; for concat and the handle writes, the elements copied) into
@@ -466,6 +467,213 @@ Status emit_layout(EmitContext& ec, const ir::Node& node) {
   }
   return Status(ErrorCode::kUnsupported,
                 fmt::format("group '{}': no emitter for {}", ec.group.name, ir::describe_node(g, node.id)));
+}
+
+// ---- indexing ops: gather_nd, scatter_nd, top_k ----
+//
+//  - gather_nd: one output element per item (tile_items), walked by slice rows so the
+//    index tuple of a row is read once; an index outside [-n, n) reads zeros for that
+//    slice (like gather), the reference reports it.
+//  - scatter_nd: one tile (fusion gives ops outside its families one): data is copied to
+//    the output, then the updates are applied in row-major order of the indices, so
+//    duplicate indices with a reduction give the same result at any thread count. An
+//    update whose index is outside [-n, n) is skipped.
+//  - top_k: one tile; each element's rank in its row is counted (the elements that
+//    precede it: the better values, NaN after every number, ties by lower index) and the
+//    element is stored at its rank when that is below k: O(len^2) a row, no scratch.
+namespace {
+
+// Index row `row` of indices [rows, k]: coordinates into data dims [first, first + k),
+// negative ones wrapped. offset: their element offset in data (out-of-range coordinates
+// count as 0); ok: every coordinate in range.
+struct IndexRow {
+  Value* offset;
+  Value* ok;
+};
+IndexRow index_row(EmitContext& ec, const ir::Node& node, Value* row, int first) {
+  auto& b = ec.b;
+  const ir::TensorType& data = ec.graph.value(node.inputs[0]).type;
+  const ir::TensorType& indices = ec.graph.value(node.inputs[1]).type;
+  const std::vector<int64_t>& dims = data.shape.dims();
+  const std::vector<int64_t> strides = contiguous_strides(dims);
+  const int64_t k = indices.shape[indices.shape.rank() - 1];
+  Value* ptr = operand_ptr(ec, node.inputs[1]);
+  Value* offset = i64c(ec, 0);
+  Value* ok = b.getTrue();
+  for (int64_t j = 0; j < k; ++j) {
+    const auto d = static_cast<size_t>(first + j);
+    Value* raw = load_elem(ec, indices.dtype, ptr, b.CreateAdd(b.CreateMul(row, i64c(ec, k)), i64c(ec, j)));
+    raw = b.CreateSExtOrTrunc(raw, b.getInt64Ty());
+    Value* v = b.CreateSelect(b.CreateICmpSLT(raw, i64c(ec, 0)), b.CreateAdd(raw, i64c(ec, dims[d])), raw);
+    Value* in = b.CreateAnd(b.CreateICmpSGE(v, i64c(ec, 0)), b.CreateICmpSLT(v, i64c(ec, dims[d])));
+    ok = b.CreateAnd(ok, in);
+    offset = b.CreateAdd(offset, b.CreateMul(b.CreateSelect(in, v, i64c(ec, 0)), i64c(ec, strides[d])));
+  }
+  return {offset, ok};
+}
+
+Status emit_gather_nd(EmitContext& ec, const ir::Node& node) {
+  auto& b = ec.b;
+  const ir::TensorType& data = ec.graph.value(node.inputs[0]).type;
+  const ir::TensorType& indices = ec.graph.value(node.inputs[1]).type;
+  const std::vector<int64_t>& dd = data.shape.dims();
+  const auto batch_dims = static_cast<size_t>(attr_int(node, "batch_dims", 0));
+  const auto k = static_cast<size_t>(indices.shape[indices.shape.rank() - 1]);
+  const int64_t slice = product(dd, batch_dims + k, dd.size());
+  const int64_t batch_stride = product(dd, batch_dims, dd.size());
+  const std::vector<int64_t>& id = indices.shape.dims();
+  const int64_t rows_per_batch = product(id, batch_dims, id.size() - 1);
+  const int64_t total = product(id, 0, id.size() - 1) * slice;
+  Type* et = bits_type(ec.ctx, data.dtype);
+  Value* src = operand_ptr(ec, node.inputs[0]);
+  Value* out = operand_ptr(ec, node.outputs[0]);
+  Range range = tile_items(ec, total);
+  if (total == 0) return Status();
+  const bool empty_data = product(dd, 0, dd.size()) == 0;  // every index is out of range
+  Value* base = nullptr;
+  Value* ok = nullptr;
+  for_rows(ec, range.lo, range.hi, slice, [&](Value* row) {
+    if (empty_data) return;
+    IndexRow ir = index_row(ec, node, row, static_cast<int>(batch_dims));
+    Value* batch = b.CreateUDiv(row, i64c(ec, rows_per_batch));
+    base = b.CreateAdd(b.CreateMul(batch, i64c(ec, batch_stride)), ir.offset);
+    ok = ir.ok;
+  }, [&](Value* row_start, Value* col) {
+    Value* v = zero(et);
+    if (!empty_data) {
+      Value* ld = b.CreateLoad(et, b.CreateInBoundsGEP(et, src, b.CreateAdd(base, col)));
+      v = b.CreateSelect(ok, ld, zero(et));  // base is in range even when !ok
+    }
+    b.CreateStore(v, b.CreateInBoundsGEP(et, out, b.CreateAdd(row_start, col)));
+  });
+  return Status();
+}
+
+std::string reduction_of(const ir::Node& node) {
+  auto it = node.attrs.find("reduction");
+  return it != node.attrs.end() && it->second.is_string() ? it->second.as_string() : std::string("none");
+}
+
+// old (op) upd in the compute type; max/min: NaN if either is NaN (the reference's rule).
+Value* scatter_combine(EmitContext& ec, ir::DType dtype, const std::string& reduction, Value* old, Value* upd) {
+  auto& b = ec.b;
+  if (reduction == "add") return add(ec, old, upd);
+  if (reduction == "mul") return mul(ec, old, upd);
+  if (reduction == "max") return max(ec, dtype, old, upd);
+  Value* less = is_fp(dtype) ? b.CreateFCmpOLT(upd, old)
+                             : (is_signed_int(dtype) ? b.CreateICmpSLT(upd, old) : b.CreateICmpULT(upd, old));
+  Value* r = b.CreateSelect(less, upd, old);
+  if (!is_fp(dtype)) return r;
+  return b.CreateSelect(b.CreateFCmpUNO(old, upd), b.CreateFAdd(old, upd), r);
+}
+
+Status emit_scatter_nd(EmitContext& ec, const ir::Node& node) {
+  auto& b = ec.b;
+  const ir::TensorType& data = ec.graph.value(node.inputs[0]).type;
+  const ir::TensorType& indices = ec.graph.value(node.inputs[1]).type;
+  const std::vector<int64_t>& dd = data.shape.dims();
+  const std::vector<int64_t>& id = indices.shape.dims();
+  const auto k = static_cast<size_t>(id.back());
+  const int64_t slice = product(dd, k, dd.size());
+  const int64_t rows = product(id, 0, id.size() - 1);
+  const std::string reduction = reduction_of(node);
+  const ir::DType dt = data.dtype;
+  Type* et = bits_type(ec.ctx, dt);
+  Value* src = operand_ptr(ec, node.inputs[0]);
+  Value* upd = operand_ptr(ec, node.inputs[2]);
+  Value* out = operand_ptr(ec, node.outputs[0]);
+  Range once = tile_items(ec, 1);
+  for_range(ec, once.lo, once.hi, 1, [&](Value*) {
+    if_then(ec, b.CreateICmpNE(src, out), [&] { copy_run(ec, et, out, src, i64c(ec, product(dd, 0, dd.size()))); });
+    if (slice == 0) return;
+    for_range(ec, i64c(ec, 0), i64c(ec, rows), 1, [&](Value* row) {
+      IndexRow ir = index_row(ec, node, row, 0);
+      if_then(ec, ir.ok, [&] {
+        Value* from = b.CreateMul(row, i64c(ec, slice));
+        for_range(ec, i64c(ec, 0), i64c(ec, slice), 1, [&](Value* s) {
+          Value* at = b.CreateAdd(ir.offset, s);
+          Value* u = b.CreateAdd(from, s);
+          if (reduction == "none") {
+            b.CreateStore(b.CreateLoad(et, b.CreateInBoundsGEP(et, upd, u)), b.CreateInBoundsGEP(et, out, at));
+            return;
+          }
+          Value* r = scatter_combine(ec, dt, reduction, load_elem(ec, dt, out, at), load_elem(ec, dt, upd, u));
+          store_elem(ec, dt, out, at, r);
+        }, "ss");
+      });
+    }, "sr");
+  }, "s1");
+  return Status();
+}
+
+// Whether x_j (at j) precedes x_i (at i) in top_k's order.
+Value* precedes(EmitContext& ec, ir::DType dtype, bool largest, Value* xj, Value* j, Value* xi, Value* i) {
+  auto& b = ec.b;
+  Value* lower = b.CreateICmpSLT(j, i);
+  if (!is_fp(dtype)) {
+    const bool s = is_signed_int(dtype);
+    Value* better = largest ? (s ? b.CreateICmpSGT(xj, xi) : b.CreateICmpUGT(xj, xi))
+                            : (s ? b.CreateICmpSLT(xj, xi) : b.CreateICmpULT(xj, xi));
+    return b.CreateOr(better, b.CreateAnd(b.CreateICmpEQ(xj, xi), lower));
+  }
+  Value* better = largest ? b.CreateFCmpOGT(xj, xi) : b.CreateFCmpOLT(xj, xi);
+  Value* j_num = b.CreateFCmpORD(xj, xj);
+  Value* numbers = b.CreateAnd(j_num, b.CreateOr(better, b.CreateAnd(b.CreateFCmpOEQ(xj, xi), lower)));
+  return b.CreateSelect(b.CreateFCmpUNO(xi, xi), b.CreateOr(j_num, lower), numbers);
+}
+
+Status emit_top_k(EmitContext& ec, const ir::Node& node) {
+  auto& b = ec.b;
+  const ir::TensorType& tx = ec.graph.value(node.inputs[0]).type;
+  const std::vector<int64_t>& dims = tx.shape.dims();
+  const int rank = tx.shape.rank();
+  int64_t axis = attr_int(node, "axis", -1);
+  if (axis < 0) axis += rank;
+  const auto ax = static_cast<size_t>(axis);
+  const int64_t k = attr_int(node, "k", 0);
+  const bool largest = attr_int(node, "largest", 1) != 0;
+  const int64_t outer = product(dims, 0, ax), len = dims[ax], inner = product(dims, ax + 1, dims.size());
+  const ir::DType dt = tx.dtype;
+  Value* X = operand_ptr(ec, node.inputs[0]);
+  Value* values = operand_ptr(ec, node.outputs[0]);
+  Value* indices = operand_ptr(ec, node.outputs[1]);
+  Range once = tile_items(ec, 1);
+  if (k == 0) return Status();
+  for_range(ec, once.lo, once.hi, 1, [&](Value*) {
+    for_range(ec, i64c(ec, 0), i64c(ec, outer * inner), 1, [&](Value* u) {
+      Value* o = b.CreateUDiv(u, i64c(ec, inner));
+      Value* c = b.CreateURem(u, i64c(ec, inner));
+      Value* base = b.CreateAdd(b.CreateMul(o, i64c(ec, len * inner)), c);
+      Value* out_base = b.CreateAdd(b.CreateMul(o, i64c(ec, k * inner)), c);
+      for_range(ec, i64c(ec, 0), i64c(ec, len), 1, [&](Value* i) {
+        Value* xi = load_elem(ec, dt, X, b.CreateAdd(base, b.CreateMul(i, i64c(ec, inner))));
+        auto rank_of = for_range_carry(ec, i64c(ec, 0), i64c(ec, len), 1, {i64c(ec, 0)},
+                                       [&](Value* j, const std::vector<Value*>& count) {
+          Value* xj = load_elem(ec, dt, X, b.CreateAdd(base, b.CreateMul(j, i64c(ec, inner))));
+          Value* before = precedes(ec, dt, largest, xj, j, xi, i);
+          return std::vector<Value*>{b.CreateAdd(count[0], b.CreateZExt(before, b.getInt64Ty()))};
+        }, "tj");
+        if_then(ec, b.CreateICmpSLT(rank_of[0], i64c(ec, k)), [&] {
+          Value* at = b.CreateAdd(out_base, b.CreateMul(rank_of[0], i64c(ec, inner)));
+          store_elem(ec, dt, values, at, xi);
+          store_elem(ec, ir::DType::kI64, indices, at, i);
+        });
+      }, "ti");
+    }, "tu");
+  }, "t1");
+  return Status();
+}
+
+}  // namespace
+
+Status emit_index(EmitContext& ec, const ir::Node& node) {
+  switch (node.op) {
+    case ir::OpKind::kGatherNd: return emit_gather_nd(ec, node);
+    case ir::OpKind::kScatterNd: return emit_scatter_nd(ec, node);
+    case ir::OpKind::kTopK: return emit_top_k(ec, node);
+    default: break;
+  }
+  return Status(ErrorCode::kInternal, fmt::format("emit_index called for {}", ir::describe_node(ec.graph, node.id)));
 }
 
 }  // namespace carve::jit::detail

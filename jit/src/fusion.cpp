@@ -25,6 +25,7 @@ bool is_layout_like(ir::OpKind op) {
     case ir::OpKind::kPad:
     case ir::OpKind::kGather:
     case ir::OpKind::kGatherElements:
+    case ir::OpKind::kGatherNd:
     case ir::OpKind::kReadHandle:
     case ir::OpKind::kWriteHandle:
     case ir::OpKind::kWriteHandleAt:

@@ -25,13 +25,15 @@ constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 18;
 // Opsets 1..6 are imported only for models made of these ops: their versions before 7
 // differ from the later ones only by legacy attributes (consumed_inputs), which
-// check_attributes rejects, or not at all (ArgMax/ArgMin). Other ops changed (broadcast
+// check_attributes rejects, or not at all (ArgMax/ArgMin, TopK: opset 1 is the form of
+// 7..9, k as an attribute). Other ops changed (broadcast
 // attributes, Cast's string 'to').
 constexpr int64_t kMinLegacyOpset = 1;
 constexpr std::string_view kLegacyOps[] = {"Abs", "ArgMax", "ArgMin", "Ceil", "Elu", "Exp", "Floor",
                                            "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "Identity",
                                            "InstanceNormalization", "LeakyRelu", "Log", "Neg", "Not", "Reciprocal",
-                                           "Relu", "Selu", "Sigmoid", "Softplus", "Softsign", "Sqrt", "Tanh"};
+                                           "Relu", "Selu", "Sigmoid", "Softplus", "Softsign", "Sqrt", "Tanh",
+                                           "TopK"};
 
 const std::map<std::string, OpEntry, std::less<>>& op_table() {
   static const auto* table = [] {
@@ -45,6 +47,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_tensor_ops(*t);
     detail::register_loss_ops(*t);
     detail::register_recurrent_ops(*t);
+    detail::register_index_ops(*t);
     return t;
   }();
   return *table;
@@ -211,6 +214,9 @@ Arity arity(std::string_view op) {
       {"ReduceLogSumExp", {1, 2}}, {"InstanceNormalization", {3, 3}}, {"EyeLike", {1, 1}}, {"Mod", {2, 2}},
       {"NegativeLogLikelihoodLoss", {2, 3}}, {"SoftmaxCrossEntropyLoss", {2, 3}},
       {"RNN", {3, 6}}, {"GRU", {3, 6}}, {"LSTM", {3, 8}},
+      {"GatherND", {2, 2}}, {"ScatterND", {3, 3}}, {"ScatterElements", {3, 3}}, {"Scatter", {3, 3}},
+      {"TopK", {1, 2}}, {"Einsum", {1, kMany}}, {"Compress", {2, 2}}, {"MaxUnpool", {2, 3}},
+      {"ReverseSequence", {2, 2}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary

@@ -2,6 +2,7 @@
 // Softmax/LogSoftmax and LayerNormalization.
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <numeric>
 #include <optional>
 
@@ -225,17 +226,204 @@ Status lower_conv_transpose(NodeContext& n) {
   return n.set_output(0, y);
 }
 
+// Max pools the kernels lack (3-D, dilations) and MaxPool's Indices, from windows
+// gathered out of x by a constant table of plane positions (all spatial dims flattened):
+// for each output position and kernel offset (both row-major, the ONNX reference's scan
+// order) the position read. A slot outside x reads its window's first valid element, so
+// it never changes the maximum and wins arg_max only where that element would: the same
+// index.
+struct PoolWindows {
+  std::vector<int64_t> in, out;  // spatial dims of x and of the output
+  std::vector<int64_t> slots;    // out-positions x kk plane positions
+  int64_t kk = 1;
+  std::vector<double> inside;    // per slot: 1 inside x, else 0
+  std::vector<double> valid, padded;  // per window: slots inside x, inside x and its pads
+};
+
+Result<PoolWindows> pool_windows(const NodeContext& n, std::vector<int64_t> in, std::vector<int64_t> out,
+                                 const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                                 const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads) {
+  PoolWindows pw{std::move(in), std::move(out), {}, 1, {}, {}, {}};
+  const size_t d = pw.in.size();
+  // The table's size, checked (overflow included) before anything multiplies the dims.
+  std::vector<int64_t> table_dims = pw.out;
+  table_dims.insert(table_dims.end(), kernel.begin(), kernel.end());
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kI64, ir::Shape(table_dims)}));
+  int64_t windows = 1;
+  for (size_t i = 0; i < d; ++i) {
+    pw.kk *= kernel[i];
+    windows *= pw.out[i];
+  }
+  std::vector<int64_t> o(d, 0), k(d, 0), window(static_cast<size_t>(pw.kk));
+  for (int64_t wi = 0; wi < windows; ++wi) {
+    int64_t first = -1, padded = 0;
+    for (int64_t ki = 0; ki < pw.kk; ++ki) {
+      int64_t pos = 0;
+      bool inside = true, in_pads = true;
+      int64_t rest = ki;
+      for (size_t i = 0; i < d; ++i) {  // ki's coordinates, row-major
+        int64_t after = 1;
+        for (size_t j = i + 1; j < d; ++j) after *= kernel[j];
+        k[i] = rest / after;
+        rest %= after;
+        const int64_t at = o[i] * strides[i] - pads[i] + k[i] * dilations[i];
+        inside = inside && at >= 0 && at < pw.in[i];
+        in_pads = in_pads && at >= -pads[i] && at < pw.in[i] + pads[i + d];
+        if (inside) pos = pos * pw.in[i] + at;  // only then below x's size
+      }
+      window[static_cast<size_t>(ki)] = inside ? pos : -1;
+      if (inside && first < 0) first = pos;
+      padded += in_pads ? 1 : 0;
+    }
+    if (first < 0) return n.unsupported(fmt::format("output position {} pools a window holding no input element", wi));
+    double valid = 0;
+    for (int64_t at : window) {
+      pw.slots.push_back(at < 0 ? first : at);
+      pw.inside.push_back(at < 0 ? 0.0 : 1.0);
+      valid += at < 0 ? 0 : 1;
+    }
+    pw.valid.push_back(valid);
+    pw.padded.push_back(static_cast<double>(padded));
+    for (size_t i = d; i-- > 0;) {  // next output position
+      if (++o[i] < pw.out[i]) break;
+      o[i] = 0;
+    }
+  }
+  return pw;
+}
+
+// x [N, C, spatial...] as [N, C, windows, kk].
+Result<Tensor> gather_windows(NodeContext& n, const Tensor& x, const PoolWindows& pw) {
+  const ir::Shape& xs = x.type.shape;
+  const int64_t plane = static_cast<int64_t>(pw.slots.size()) / std::max<int64_t>(pw.kk, 1);
+  int64_t in_plane = 1;
+  for (int64_t v : pw.in) in_plane *= v;
+  CARVE_ASSIGN_OR_RETURN(Tensor flat, n.op(OpKind::kReshape, {x}, {{"shape", std::vector<int64_t>{xs[0], xs[1], in_plane}}}));
+  Tensor table = n.constant_ints(ir::DType::kI64, ir::Shape{static_cast<int64_t>(pw.slots.size())}, pw.slots);
+  CARVE_ASSIGN_OR_RETURN(Tensor gathered, n.op(OpKind::kGather, {flat, table}, {{"axis", int64_t{2}}}));
+  return n.op(OpKind::kReshape, {gathered}, {{"shape", std::vector<int64_t>{xs[0], xs[1], plane, pw.kk}}});
+}
+
+// MaxPool's Indices: the slot arg_max picks in each gathered window, mapped to a flat
+// index into x (storage_order 1: column-major within the plane), shaped [N, C, out...].
+Result<Tensor> window_indices(NodeContext& n, const Tensor& gathered, const ir::Shape& xs, const PoolWindows& pw,
+                              int64_t storage_order) {
+  const int64_t windows = static_cast<int64_t>(pw.slots.size()) / std::max<int64_t>(pw.kk, 1);
+  int64_t in_plane = 1;
+  for (int64_t v : pw.in) in_plane *= v;
+  std::vector<int64_t> plane_index = pw.slots;
+  if (storage_order != 0) {
+    std::vector<int64_t> coord(pw.in.size());
+    for (int64_t& p : plane_index) {
+      int64_t rest = p, column_major = 0, stride = 1;
+      for (size_t i = pw.in.size(); i-- > 0;) {
+        coord[i] = rest % pw.in[i];
+        rest /= pw.in[i];
+      }
+      for (size_t i = 0; i < pw.in.size(); ++i) {  // column-major: the first dim varies fastest
+        column_major += coord[i] * stride;
+        stride *= pw.in[i];
+      }
+      p = column_major;
+    }
+  }
+  CARVE_ASSIGN_OR_RETURN(Tensor slot, n.op(OpKind::kArgMax, {gathered}, {{"axis", int64_t{3}}, {"keepdims", int64_t{0}}}));
+  std::vector<int64_t> window_base(static_cast<size_t>(windows));
+  for (int64_t p = 0; p < windows; ++p) window_base[static_cast<size_t>(p)] = p * pw.kk;
+  CARVE_ASSIGN_OR_RETURN(slot, n.op(OpKind::kAdd, {slot, n.constant_ints(ir::DType::kI64, ir::Shape{windows}, window_base)}));
+  Tensor table = n.constant_ints(ir::DType::kI64, ir::Shape{static_cast<int64_t>(plane_index.size())}, plane_index);
+  CARVE_ASSIGN_OR_RETURN(Tensor index, n.op(OpKind::kGather, {table, slot}));
+  CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kI64, ir::Shape{xs[0], xs[1], 1}}));
+  std::vector<int64_t> plane_base(static_cast<size_t>(xs[0] * xs[1]));
+  for (size_t p = 0; p < plane_base.size(); ++p) plane_base[p] = static_cast<int64_t>(p) * in_plane;
+  CARVE_ASSIGN_OR_RETURN(index, n.op(OpKind::kAdd, {index, n.constant_ints(ir::DType::kI64, ir::Shape{xs[0], xs[1], 1}, plane_base)}));
+  std::vector<int64_t> dims = {xs[0], xs[1]};
+  dims.insert(dims.end(), pw.out.begin(), pw.out.end());
+  return n.op(OpKind::kReshape, {index}, {{"shape", dims}});
+}
+
+// MaxPool/AveragePool over any number of spatial dims, with dilations: reduce_max of the
+// gathered windows, or the sum of their slots inside x over the count (count_include_pad:
+// the slots inside x and its pads). KK times x's size in between, so only where
+// max_pool/avg_pool cannot run.
+Status lower_pool_gathered(NodeContext& n, const Tensor& x, bool average) {
+  const ir::Shape& xs = x.type.shape;
+  const int d = xs.rank() - 2;
+  const auto ud = static_cast<size_t>(d);
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, n.attr_ints("kernel_shape"));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> strides, n.attr_ints("strides", std::vector<int64_t>(ud, 1)));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, n.attr_ints("dilations", std::vector<int64_t>(ud, 1)));
+  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> pads, n.attr_ints("pads", std::vector<int64_t>(2 * ud, 0)));
+  CARVE_ASSIGN_OR_RETURN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
+  CARVE_ASSIGN_OR_RETURN(int64_t ceil_mode, n.attr_int("ceil_mode", 0));
+  CARVE_ASSIGN_OR_RETURN(int64_t storage_order, n.attr_int("storage_order", 0));
+  if (kernel.size() != ud || strides.size() != ud || dilations.size() != ud || pads.size() != 2 * ud)
+    return n.invalid(fmt::format("kernel_shape, strides, dilations need {} values, pads {}", d, 2 * d));
+  std::vector<int64_t> in(xs.dims().begin() + 2, xs.dims().end()), out(ud);
+  for (size_t i = 0; i < ud; ++i) {
+    if (in[i] > (int64_t{1} << 61)) return n.unsupported(fmt::format("spatial dim {} of {} is too large", i, xs.to_string()));
+    constexpr int64_t kMax = int64_t{1} << 31;  // keeps the size arithmetic below in int64
+    if (kernel[i] < 1 || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[i + ud] < 0 || kernel[i] > kMax ||
+        strides[i] > kMax || dilations[i] > kMax || pads[i] > kMax || pads[i + ud] > kMax)
+      return n.invalid("kernel_shape, strides and dilations must be in [1, 2^31], pads in [0, 2^31]");
+    const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out[i] = (in[i] + strides[i] - 1) / strides[i];
+      const int64_t total = std::max<int64_t>((out[i] - 1) * strides[i] + extent - in[i], 0);
+      pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + ud] = total - pads[i];
+      continue;
+    }
+    if (auto_pad == "VALID") {
+      pads[i] = pads[i + ud] = 0;
+    } else if (auto_pad != "NOTSET") {
+      return n.unsupported(fmt::format("auto_pad='{}'", auto_pad));
+    }
+    const int64_t span = in[i] + pads[i] + pads[i + ud] - extent;
+    if (span < 0) return n.invalid(fmt::format("the window ({}) exceeds the padded input ({}) on spatial axis {}", extent, span + extent, i));
+    out[i] = (ceil_mode != 0 ? (span + strides[i] - 1) / strides[i] : span / strides[i]) + 1;
+    if (ceil_mode != 0 && (out[i] - 1) * strides[i] >= in[i] + pads[i]) --out[i];  // a window starting in the end pad
+  }
+  CARVE_ASSIGN_OR_RETURN(PoolWindows pw, pool_windows(n, in, out, kernel, strides, dilations, pads));
+  CARVE_ASSIGN_OR_RETURN(Tensor gathered, gather_windows(n, x, pw));
+  const ir::Attrs last_axis{{"axes", std::vector<int64_t>{3}}, {"keepdims", int64_t{0}}};
+  Tensor y;
+  if (average) {
+    CARVE_ASSIGN_OR_RETURN(int64_t include_pad, n.attr_int("count_include_pad", 0));
+    const auto windows = static_cast<int64_t>(pw.valid.size());
+    const ir::DType dt = x.type.dtype;
+    CARVE_ASSIGN_OR_RETURN(Tensor kept, n.op(OpKind::kMul, {gathered, n.constant_doubles(dt, ir::Shape{windows, pw.kk}, pw.inside)}));
+    CARVE_ASSIGN_OR_RETURN(Tensor sum, n.op(OpKind::kReduceSum, {kept}, last_axis));
+    CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kDiv, {sum, n.constant_doubles(dt, ir::Shape{windows}, include_pad != 0 ? pw.padded : pw.valid)}));
+  } else {
+    CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kReduceMax, {gathered}, last_axis));
+  }
+  std::vector<int64_t> dims = {xs[0], xs[1]};
+  dims.insert(dims.end(), out.begin(), out.end());
+  CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kReshape, {y}, {{"shape", dims}}));
+  if (!average && n.num_outputs() > 1 && n.output_used(1)) {
+    CARVE_ASSIGN_OR_RETURN(Tensor index, window_indices(n, gathered, xs, pw, storage_order));
+    CARVE_RETURN_IF_ERROR(n.set_output(1, index));
+  }
+  return n.set_output(0, y);
+}
+
 template <OpKind kind>
 Status lower_pool(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
-  if (n.output_used(1)) return n.unsupported("the Indices output is not supported");
+  const bool indices = kind == OpKind::kMaxPool && n.num_outputs() > 1 && n.output_used(1);
+  if (x.type.shape.rank() >= 3) {
+    CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, n.attr_ints("dilations", std::vector<int64_t>{}));
+    const bool dilated = std::any_of(dilations.begin(), dilations.end(), [](int64_t v) { return v != 1; });
+    if (x.type.shape.rank() > 4 || dilated) return lower_pool_gathered(n, x, kind == OpKind::kAvgPool);
+  }
   CARVE_ASSIGN_OR_RETURN(int spatial, spatial_rank(n, x, "input"));
   CARVE_ASSIGN_OR_RETURN(x, lift_1d(n, x));
   CARVE_ASSIGN_OR_RETURN(Window w, read_window(n, x.type.shape, {0, 0}, spatial));
   if (w.kernel[0] <= 0 || w.kernel[1] <= 0) return n.invalid("attribute 'kernel_shape' is required");
   if (w.dilations != std::array<int64_t, 2>{1, 1}) return n.unsupported("dilations other than 1");
   CARVE_ASSIGN_OR_RETURN(int64_t storage_order, n.attr_int("storage_order", 0));
-  if (storage_order != 0) return n.unsupported("storage_order=1");
+  if (storage_order != 0 && storage_order != 1) return n.invalid(fmt::format("storage_order={}", storage_order));
   CARVE_ASSIGN_OR_RETURN(int64_t ceil_mode, n.attr_int("ceil_mode", 0));
   ir::Attrs attrs{{"kernel", std::vector<int64_t>(w.kernel.begin(), w.kernel.end())},
                   {"strides", std::vector<int64_t>(w.strides.begin(), w.strides.end())},
@@ -246,6 +434,16 @@ Status lower_pool(NodeContext& n) {
     attrs["count_include_pad"] = include;
   }
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(kind, {x}, std::move(attrs)));
+  if (indices) {
+    const ir::Shape& ys = y.type.shape;
+    CARVE_ASSIGN_OR_RETURN(PoolWindows pw, pool_windows(n, {x.type.shape[2], x.type.shape[3]}, {ys[2], ys[3]},
+                                                        {w.kernel[0], w.kernel[1]}, {w.strides[0], w.strides[1]}, {1, 1},
+                                                        {w.pads[0], w.pads[1], w.pads[2], w.pads[3]}));
+    CARVE_ASSIGN_OR_RETURN(Tensor gathered, gather_windows(n, x, pw));
+    CARVE_ASSIGN_OR_RETURN(Tensor index, window_indices(n, gathered, x.type.shape, pw, storage_order));
+    CARVE_ASSIGN_OR_RETURN(index, lower_1d(n, index, spatial == 1));
+    CARVE_RETURN_IF_ERROR(n.set_output(1, index));
+  }
   CARVE_ASSIGN_OR_RETURN(y, lower_1d(n, y, spatial == 1));
   return n.set_output(0, y);
 }

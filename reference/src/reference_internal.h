@@ -88,6 +88,13 @@ void store(ir::DType dtype, std::span<const V> values, void* data) {
   }
 }
 
+// NaN test for the V of load<V> (integers are never NaN).
+template <typename V>
+bool is_nan_value(V v) {
+  if constexpr (std::is_same_v<V, double>) return v != v;
+  return false;
+}
+
 // memcpy/memmove that tolerate n == 0 with null pointers.
 inline void copy_bytes(void* dst, const void* src, size_t n) {
   if (n != 0) std::memmove(dst, src, n);
@@ -110,6 +117,7 @@ inline int64_t wrap_neg(int64_t a) { return static_cast<int64_t>(0 - static_cast
 Status run_elementwise(const Ctx& ctx);  // unary, binary, comparisons, where, cast
 Status run_nn(const Ctx& ctx);           // reductions .. batch_norm
 Status run_layout(const Ctx& ctx);       // concat .. gather, views
+Status run_index(const Ctx& ctx);        // gather_nd, scatter_nd, top_k
 Status run_state(const Ctx& ctx);        // read_handle, write_handle, write_handle_at
 
 }  // namespace carve::reference::ref

@@ -207,6 +207,9 @@ Status run_layout(const Ctx& ctx) {
     case OpKind::kPad: return pad(ctx);
     case OpKind::kGather: return gather(ctx);
     case OpKind::kGatherElements: return gather_elements(ctx);
+    case OpKind::kGatherNd:
+    case OpKind::kScatterNd:
+    case OpKind::kTopK: return run_index(ctx);
     case OpKind::kReshape:
     case OpKind::kFlatten:
     case OpKind::kSqueeze:

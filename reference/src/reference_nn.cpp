@@ -107,10 +107,7 @@ Status arg_select(const Ctx& ctx) {
   const int64_t len = tx.shape[axis];
   const int64_t inner = dims_product(tx.shape, axis + 1, rank);
   const std::vector<V> x = load<V>(tx.dtype, ctx.in[0], count(tx.shape));
-  auto is_nan = [](V v) {
-    if constexpr (std::is_same_v<V, double>) return std::isnan(v);
-    return false;
-  };
+  auto is_nan = [](V v) { return is_nan_value(v); };
   // Whether v replaces the best so far (seen at a lower index).
   auto better = [&](V v, V best) {
     if (is_nan(best)) return last && is_nan(v);

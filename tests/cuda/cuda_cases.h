@@ -190,6 +190,23 @@ std::vector<Case> layout_cases() {
                      b.output(b.gather_elements(b.input("x", DType::kF16, {3, 5}), i, 0));
                      b.output(b.gather_elements(b.input("y", DType::kI32, {2, 4}), i, -1));
                    }});
+  cases.push_back({"gather_nd scatter_nd top_k", [](GraphBuilder& b) {
+                     auto i64_const = [&](const char* name, std::vector<int64_t> shape, const std::vector<int64_t>& v) {
+                       std::vector<uint8_t> bytes(v.size() * 8);
+                       std::memcpy(bytes.data(), v.data(), bytes.size());
+                       return b.constant(name, DType::kI64, ir::Shape(std::move(shape)), bytes);
+                     };
+                     auto x = b.input("x", DType::kF32, {3, 4, 5});
+                     b.output(b.gather_nd(x, i64_const("g", {2, 2}, {-1, 0, 2, 3}), 0));
+                     b.output(b.gather_nd(x, i64_const("gb", {3, 2, 1}, {0, 3, -1, 1, 2, 2}), 1));
+                     // duplicate rows: the updates reduce in index order
+                     auto idx = i64_const("s", {4, 2}, {0, 1, 2, 3, 0, 1, -3, -4});
+                     b.output(b.scatter_nd(x, idx, b.input("u", DType::kF32, {4, 5}), "add"));
+                     b.output(b.scatter_nd(b.input("h", DType::kF16, {3, 4, 5}), idx, b.input("uh", DType::kF16, {4, 5}), "max"));
+                     b.output(b.scatter_nd(b.input("n", DType::kI32, {3, 4, 5}), idx, b.input("un", DType::kI32, {4, 5})));
+                     for (ValueId v : b.top_k(x, 3, 1, true)) b.output(v);
+                     for (ValueId v : b.top_k(b.input("t", DType::kI32, {2, 9}), 4, -1, false)) b.output(v);
+                   }});
   cases.push_back({"view copy of an input", [](GraphBuilder& b) {
                      b.output(b.reshape(b.input("x", DType::kF32, {4, 6}), {2, 12}));
                    }});

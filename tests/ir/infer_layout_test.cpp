@@ -243,3 +243,52 @@ TEST_CASE("ir/shape/gather_elements") {
         ErrorCode::kVerifyError);
   CHECK(infer_error(OpKind::kGatherElements, {f32({}), tt(DType::kI64, {})}) == ErrorCode::kShapeError);
 }
+
+TEST_CASE("ir/shape/gather_nd") {
+  const TensorType i64_23 = tt(DType::kI64, {2, 3});
+  // k = 3 of rank 3: scalars per row; k = 1: rows of [4, 3].
+  CHECK(infer1(OpKind::kGatherNd, {f32({5, 4, 3}), i64_23}) == f32({2}));
+  CHECK(infer1(OpKind::kGatherNd, {f32({5, 4, 3}), tt(DType::kI32, {7, 1})}) == f32({7, 4, 3}));
+  // batch_dims 1: indices [5, 2, 1] pick [3]-slices of data[b, i]
+  CHECK(infer1(OpKind::kGatherNd, {tt(DType::kI8, {5, 4, 3}), tt(DType::kI64, {5, 2, 1})}, {{"batch_dims", 1}}) ==
+        tt(DType::kI8, {5, 2, 3}));
+  CHECK(infer_error(OpKind::kGatherNd, {f32({5, 4}), f32({2, 1})}) == ErrorCode::kTypeMismatch);
+  CHECK(infer_error(OpKind::kGatherNd, {f32({5, 4}), tt(DType::kI64, {2, 3})}) == ErrorCode::kShapeError);  // k > rank
+  CHECK(infer_error(OpKind::kGatherNd, {f32({5, 4}), tt(DType::kI64, {2, 0})}) == ErrorCode::kShapeError);  // k = 0
+  CHECK(infer_error(OpKind::kGatherNd, {f32({5, 4}), tt(DType::kI64, {4, 1})}, {{"batch_dims", 1}}) ==
+        ErrorCode::kShapeError);  // batch dims differ
+  CHECK(infer_error(OpKind::kGatherNd, {f32({5, 4}), tt(DType::kI64, {5, 1})}, {{"batch_dims", 2}}) ==
+        ErrorCode::kVerifyError);
+  CHECK(infer_error(OpKind::kGatherNd, {f32({5, 4}), tt(DType::kI64, {})}) == ErrorCode::kShapeError);
+}
+
+TEST_CASE("ir/shape/scatter_nd") {
+  const TensorType data = f32({4, 3, 2});
+  CHECK(infer1(OpKind::kScatterNd, {data, tt(DType::kI64, {5, 1}), f32({5, 3, 2})}) == data);
+  CHECK(infer1(OpKind::kScatterNd, {data, tt(DType::kI32, {2, 2, 3}), f32({2, 2})}, {{"reduction", "max"}}) == data);
+  CHECK(infer_error(OpKind::kScatterNd, {data, tt(DType::kI64, {5, 1}), f32({5, 3})}) == ErrorCode::kShapeError);
+  CHECK(infer_error(OpKind::kScatterNd, {data, tt(DType::kI64, {5, 4}), f32({5})}) == ErrorCode::kShapeError);
+  CHECK(infer_error(OpKind::kScatterNd, {data, tt(DType::kI64, {5, 1}), tt(DType::kF64, {5, 3, 2})}) ==
+        ErrorCode::kTypeMismatch);
+  CHECK(infer_error(OpKind::kScatterNd, {data, tt(DType::kI64, {5, 1}), f32({5, 3, 2})}, {{"reduction", "sum"}}) ==
+        ErrorCode::kVerifyError);
+  const TensorType flags = tt(DType::kBool, {3});
+  CHECK(infer1(OpKind::kScatterNd, {flags, tt(DType::kI64, {1, 1}), tt(DType::kBool, {1})}) == flags);
+  CHECK(infer_error(OpKind::kScatterNd, {flags, tt(DType::kI64, {1, 1}), tt(DType::kBool, {1})}, {{"reduction", "add"}}) ==
+        ErrorCode::kTypeMismatch);
+}
+
+TEST_CASE("ir/shape/top_k") {
+  auto types = infer(OpKind::kTopK, {f32({3, 7})}, {{"k", 2}});
+  REQUIRE(types.ok());
+  CHECK(*types == std::vector<TensorType>{f32({3, 2}), tt(DType::kI64, {3, 2})});
+  types = infer(OpKind::kTopK, {tt(DType::kU8, {3, 7})}, {{"k", 0}, {"axis", 0}, {"largest", 0}});
+  REQUIRE(types.ok());
+  CHECK(*types == std::vector<TensorType>{tt(DType::kU8, {0, 7}), tt(DType::kI64, {0, 7})});
+  CHECK(infer_error(OpKind::kTopK, {f32({3, 7})}, {{"k", 8}}) == ErrorCode::kVerifyError);
+  CHECK(infer_error(OpKind::kTopK, {f32({3, 7})}, {{"k", -1}}) == ErrorCode::kVerifyError);
+  CHECK(infer_error(OpKind::kTopK, {f32({3, 7})}) == ErrorCode::kVerifyError);  // k is required
+  CHECK(infer_error(OpKind::kTopK, {f32({3, 7})}, {{"k", 1}, {"axis", 2}}) == ErrorCode::kVerifyError);
+  CHECK(infer_error(OpKind::kTopK, {tt(DType::kBool, {3})}, {{"k", 1}}) == ErrorCode::kTypeMismatch);
+  CHECK(infer_error(OpKind::kTopK, {f32({})}, {{"k", 1}}) == ErrorCode::kShapeError);
+}

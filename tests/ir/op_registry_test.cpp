@@ -70,6 +70,13 @@ TEST_CASE("ir/op/traits arity and flags") {
   CHECK(accepts_attr(OpKind::kArgMax, "select_last_index"));
   CHECK_FALSE(accepts_attr(OpKind::kArgMax, "axes"));
   CHECK_FALSE(is_view(OpKind::kGatherElements));
+  CHECK(op_from_name("gather_nd").value() == OpKind::kGatherNd);
+  CHECK(op_from_name("scatter_nd").value() == OpKind::kScatterNd);
+  CHECK(op_from_name("top_k").value() == OpKind::kTopK);
+  CHECK(op_traits(OpKind::kTopK).min_outputs == 2);
+  CHECK(op_traits(OpKind::kScatterNd).min_inputs == 3);
+  CHECK(accepts_attr(OpKind::kScatterNd, "reduction"));
+  CHECK_FALSE(accepts_attr(OpKind::kTopK, "sorted"));  // always sorted
   CHECK(accepts_attr(OpKind::kConv2d, "dilations"));
   CHECK_FALSE(accepts_attr(OpKind::kMaxPool, "count_include_pad"));
   CHECK(accepts_attr(OpKind::kAvgPool, "count_include_pad"));

@@ -344,6 +344,34 @@ class RandomGraph {
         add(b.gather_elements(x, leaf(coin() ? DType::kI32 : DType::kI64, Shape(dims)), axis));
         return;
       }
+      case OpKind::kGatherNd: {
+        ValueId x = pick(1, 3);
+        const int rank = type(x).shape.rank();
+        const int batch = pick_int(0, rank - 1);
+        Ints dims(type(x).shape.dims().begin(), type(x).shape.dims().begin() + batch);
+        dims.push_back(pick_int(0, 2));
+        dims.push_back(pick_int(1, rank - batch));
+        add(b.gather_nd(x, leaf(coin() ? DType::kI32 : DType::kI64, Shape(dims)), batch));
+        return;
+      }
+      case OpKind::kScatterNd: {
+        ValueId x = pick(1, 3);
+        const int rank = type(x).shape.rank();
+        const int k = pick_int(1, rank);
+        Ints idx = {pick_int(0, 3), k};
+        Ints upd = {idx[0]};
+        for (int d = k; d < rank; ++d) upd.push_back(type(x).shape[d]);
+        const char* reductions[] = {"none", "add", "mul", "max", "min"};
+        add(b.scatter_nd(x, leaf(DType::kI64, Shape(idx)), leaf(DType::kF32, Shape(upd)), reductions[pick_int(0, 4)]));
+        return;
+      }
+      case OpKind::kTopK: {
+        ValueId x = pick(1, 3);
+        const int axis = axis_of(type(x).shape.rank());
+        const int64_t extent = type(x).shape[axis < 0 ? axis + type(x).shape.rank() : axis];
+        for (ValueId v : b.top_k(x, pick_int(0, static_cast<int>(extent)), axis, coin())) add(v);
+        return;
+      }
       case OpKind::kReshape: {
         ValueId x = pick(0, 4);
         Ints target = type(x).shape.dims();

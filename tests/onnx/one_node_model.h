@@ -51,6 +51,14 @@ struct Model {
     for (int64_t v : values) t->add_int64_data(v);
     return *this;
   }
+  Model& bool_init(const std::string& name, const std::vector<int>& values) {
+    auto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::BOOL);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int v : values) t->add_int32_data(v);
+    return *this;
+  }
   // A float initializer (a constant input) of shape `dims`.
   Model& float_init(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values) {
     auto* t = g().add_initializer();

@@ -1,14 +1,17 @@
 // ONNX operators the importer composes from other carve ops (activations, logic, Mean,
 // CastLike, the composed reductions, layout and normalization ops, EyeLike, Hardmax, Mod,
 // Clip with bounds computed at run time, DynamicQuantizeLinear, LayerNormalization's
-// Mean/InvStdDev, the NLL and softmax cross-entropy losses) and ArgMax/ArgMin/GatherElements:
-// one-node models (one_node_model.h), run through the reference interpreter and (with
-// the CPU JIT) a Session, against values computed here in double.
+// Mean/InvStdDev, the NLL and softmax cross-entropy losses), ArgMax/ArgMin/GatherElements and
+// the indexing ops (GatherND, Scatter*, TopK, Einsum, Compress, MaxUnpool, ReverseSequence,
+// MaxPool's Indices, pools over 3-D inputs or with dilations): one-node models
+// (one_node_model.h), run through the reference interpreter and (with the CPU JIT) a
+// Session, against values computed here in double.
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -675,4 +678,245 @@ TEST_CASE("onnx/ops/losses") {
   Model bad(13);
   bad.input("x", kF32, {2, 3}).input("t", ::onnx::TensorProto::INT64, {2}).node("NegativeLogLikelihoodLoss", {"x", "t"}).s("reduction", "max");
   check_fails(bad, ErrorCode::kInvalidArgument, "reduction 'max'");
+}
+
+namespace {
+
+constexpr int kI64 = ::onnx::TensorProto::INT64;
+constexpr int kF64 = ::onnx::TensorProto::DOUBLE;
+
+HostTensor f32s(std::vector<int64_t> dims, std::vector<float> v) {
+  return HostTensor::from<float>(carve::ir::Shape(std::move(dims)), v);
+}
+HostTensor i64s(std::vector<int64_t> dims, std::vector<int64_t> v) {
+  return HostTensor::from<int64_t>(carve::ir::Shape(std::move(dims)), v);
+}
+
+}  // namespace
+
+TEST_CASE("onnx/ops/gather_nd") {
+  const HostTensor data = f32s({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  Model m(11);
+  m.input("x", kF32, {2, 2, 2}).input("i", kI64, {2, 2}).node("GatherND", {"x", "i"});
+  check_close(m, {data, i64s({2, 2}, {0, 1, -1, 0})}, {2, 3, 4, 5}, 0, 0);
+  Model batched(12);
+  batched.input("x", kF32, {2, 2, 2}).input("i", kI64, {2, 1}).node("GatherND", {"x", "i"}).i("batch_dims", 1);
+  check_close(batched, {data, i64s({2, 1}, {1, 0})}, {2, 3, 4, 5}, 0, 0);
+  Model known(13);
+  known.input("x", kF32, {2, 2}).int64_init("i", {0, 3}).node("GatherND", {"x", "i"});
+  check_fails(known, ErrorCode::kOutOfBounds, "index 3 outside [-2, 2)");
+}
+
+TEST_CASE("onnx/ops/scatter_nd_scatter_elements_and_scatter") {
+  const HostTensor data = f32s({2, 3}, {1, 2, 3, 4, 5, 6});
+  Model nd(11);
+  nd.input("x", kF32, {2, 3}).input("i", kI64, {1, 1}).input("u", kF32, {1, 3}).node("ScatterND", {"x", "i", "u"});
+  check_close(nd, {data, i64s({1, 1}, {-1}), f32s({1, 3}, {7, 8, 9})}, {1, 2, 3, 7, 8, 9}, 0, 0);
+  Model nd_add(16);  // a duplicate index adds twice
+  nd_add.input("x", kF32, {2, 3}).input("i", kI64, {2, 2}).input("u", kF32, {2}).node("ScatterND", {"x", "i", "u"}).s("reduction", "add");
+  check_close(nd_add, {data, i64s({2, 2}, {0, 2, 0, -1}), f32s({2}, {10, 100})}, {1, 2, 113, 4, 5, 6}, 0, 0);
+  // ScatterElements axis 1 with a negative index; the default axis 0 with mul; Scatter (opset 9).
+  Model el(13);
+  el.input("x", kF32, {2, 3}).input("i", kI64, {2, 2}).input("u", kF32, {2, 2}).node("ScatterElements", {"x", "i", "u"}).i("axis", 1);
+  check_close(el, {data, i64s({2, 2}, {-1, 0, 1, 1}), f32s({2, 2}, {10, 20, 30, 40})}, {20, 2, 10, 4, 40, 6}, 0, 0);
+  Model el_mul(16);
+  el_mul.input("x", kF32, {2, 3}).input("i", kI32, {1, 3}).input("u", kF32, {1, 3}).node("ScatterElements", {"x", "i", "u"}).s("reduction", "mul");
+  check_close(el_mul, {data, HostTensor::from<int32_t>(carve::ir::Shape{1, 3}, {1, 0, 1}), f32s({1, 3}, {2, 3, 4})},
+              {1, 6, 3, 8, 5, 24}, 0, 0);
+  Model old(9);
+  old.input("x", kF32, {2, 3}).input("i", kI64, {1, 2}).input("u", kF32, {1, 2}).node("Scatter", {"x", "i", "u"}).i("axis", -1);
+  check_close(old, {data, i64s({1, 2}, {2, 0}), f32s({1, 2}, {9, 8})}, {8, 2, 9, 4, 5, 6}, 0, 0);
+  Model bad(16);
+  bad.input("x", kF32, {2, 3}).input("i", kI64, {1, 1}).input("u", kF32, {1, 3}).node("ScatterND", {"x", "i", "u"}).s("reduction", "sum");
+  check_fails(bad, ErrorCode::kInvalidArgument, "reduction 'sum'");
+  Model known(13);
+  known.input("x", kF32, {3}).int64_init("i", {3}).input("u", kF32, {1}).node("ScatterElements", {"x", "i", "u"});
+  check_fails(known, ErrorCode::kOutOfBounds, "index 3 outside [-3, 3)");
+}
+
+TEST_CASE("onnx/ops/top_k") {
+  const HostTensor x = f32s({2, 4}, {3, 1, 3, 2, 5, 6, 5, 4});
+  Model attr_k(1);  // k as an attribute; values then indices
+  attr_k.input("x", kF32, {2, 4}).node("TopK", {"x"}, 2).i("k", 2);
+  check_close(attr_k, {x}, {3, 3, 6, 5}, 0, 0);
+  attr_k.result = 1;
+  check_close(attr_k, {x}, {0, 2, 1, 0}, 0, 0);
+  Model input_k(11);
+  input_k.input("x", kF32, {2, 4}).int64_init("k", {3}).node("TopK", {"x", "k"}, 2).i("largest", 0).i("axis", -1);
+  check_close(input_k, {x}, {1, 2, 3, 4, 5, 5}, 0, 0);
+  input_k.result = 1;
+  check_close(input_k, {x}, {1, 3, 0, 3, 0, 2}, 0, 0);
+  Model runtime_k(11);
+  runtime_k.input("x", kF32, {2, 4}).input("k", kI64, {1}).node("TopK", {"x", "k"}, 2);
+  check_fails(runtime_k, ErrorCode::kUnsupported, "must be a constant");
+  Model too_many(11);
+  too_many.input("x", kF32, {2, 4}).int64_init("k", {5}).node("TopK", {"x", "k"}, 2);
+  check_fails(too_many, ErrorCode::kInvalidArgument, "K 5 outside [0, 4]");
+}
+
+TEST_CASE("onnx/ops/einsum") {
+  const HostTensor a = HostTensor::from<double>(carve::ir::Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+  const HostTensor b = HostTensor::from<double>(carve::ir::Shape{3, 2}, {1, -1, 2, 0, 0.5, 3});
+  auto one = [](const std::string& eq, std::vector<int64_t> dims) {
+    Model m(12);
+    m.input("a", kF64, dims).node("Einsum", {"a"}).s("equation", eq);
+    return m;
+  };
+  auto two = [](const std::string& eq, std::vector<int64_t> da, std::vector<int64_t> db) {
+    Model m(12);
+    m.input("a", kF64, da).input("b", kF64, db).node("Einsum", {"a", "b"}).s("equation", eq);
+    return m;
+  };
+  check_close(one("ij->ji", {2, 3}), {a}, {1, 4, 2, 5, 3, 6}, 0, 0);
+  check_close(one("ij->i", {2, 3}), {a}, {6, 15}, 0, 0);
+  check_close(one("ij", {2, 3}), {a}, {1, 2, 3, 4, 5, 6}, 0, 0);  // implicit: sorted letters
+  check_close(one("ji", {2, 3}), {a}, {1, 4, 2, 5, 3, 6}, 0, 0);
+  check_close(one("ij->", {2, 3}), {a}, {21}, 0, 0);
+  // Diagonals: of [2, 2, 2] per batch, and a trace.
+  const HostTensor cube = HostTensor::from<double>(carve::ir::Shape{2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  check_close(one("... i i -> ... i", {2, 2, 2}), {cube}, {1, 4, 5, 8}, 0, 0);
+  check_close(one("bii->b", {2, 2, 2}), {cube}, {5, 13}, 0, 0);
+  check_close(one("iii", {2, 2, 2}), {cube}, {9}, 0, 0);  // i appears thrice: not in the output
+  // Contractions: matmul, implicit output, inner product, outer product, batch matmul.
+  check_close(two("ij,jk->ik", {2, 3}, {3, 2}), {a, b}, {6.5, 8, 17, 14}, 1e-12, 0);
+  check_close(two("ij,jk", {2, 3}, {3, 2}), {a, b}, {6.5, 8, 17, 14}, 1e-12, 0);
+  check_close(two("ij,kj->ik", {2, 3}, {2, 3}), {a, a}, {14, 32, 32, 77}, 1e-12, 0);
+  check_close(two("i,i", {3}, {3}), {HostTensor::from<double>(carve::ir::Shape{3}, {1, 2, 3}),
+                                      HostTensor::from<double>(carve::ir::Shape{3}, {4, 5, 6})}, {32}, 1e-12, 0);
+  check_close(two("i,j->ji", {2}, {3}), {HostTensor::from<double>(carve::ir::Shape{2}, {1, 2}),
+                                         HostTensor::from<double>(carve::ir::Shape{3}, {4, 5, 6})}, {4, 8, 5, 10, 6, 12}, 0, 0);
+  check_close(two("bij,bjk->bik", {2, 2, 2}, {2, 2, 1}), {cube, HostTensor::from<double>(carve::ir::Shape{2, 2, 1}, {1, -1, 2, 0.5})},
+              {-1, -1, 13, 18}, 1e-12, 0);
+  // ij,ij->i sums only the shared j; "ij,jk,kl->il" folds three operands.
+  check_close(two("ij,ij->i", {2, 3}, {2, 3}), {a, a}, {14, 77}, 1e-12, 0);
+  Model three(12);
+  three.input("a", kF64, {2, 3}).input("b", kF64, {3, 2}).input("c", kF64, {2, 1}).node("Einsum", {"a", "b", "c"})
+      .s("equation", "ij,jk,kl->il");
+  check_close(three, {a, b, HostTensor::from<double>(carve::ir::Shape{2, 1}, {1, 2})}, {22.5, 45}, 1e-12, 0);
+  check_fails(two("ij,jk->ik", {2, 3}, {4, 2}), ErrorCode::kUnsupported, "label 'j' has sizes 3 and 4");
+  check_fails(one("ij->k", {2, 3}), ErrorCode::kInvalidArgument, "output label 'k' is in no operand");
+  check_fails(one("ijk", {2, 3}), ErrorCode::kInvalidArgument, "does not match an operand of rank 2");
+}
+
+TEST_CASE("onnx/ops/max_pool_indices") {
+  // Two channels (the second the first negated) of 3x3; Indices are flat into x.
+  const std::vector<float> plane{1, 5, 2, 7, 3, 7, 0, 9, 9};
+  std::vector<float> v = plane;
+  for (float p : plane) v.push_back(-p);
+  const HostTensor x = f32s({1, 2, 3, 3}, v);
+  Model dense(12);  // 2x2 windows, stride 1: ties go to the first maximum in the window
+  dense.input("x", kF32, {1, 2, 3, 3}).node("MaxPool", {"x"}, 2).ints("kernel_shape", {2, 2});
+  check_close(dense, {x}, {7, 7, 9, 9, -1, -2, 0, -3}, 0, 0);
+  dense.result = 1;
+  check_close(dense, {x}, {3, 5, 7, 7, 9, 11, 15, 13}, 0, 0);
+  // Padding: slots outside x never win; storage_order 1 counts down the columns.
+  for (int64_t order : {0, 1}) {
+    Model padded(12);
+    padded.input("x", kF32, {1, 2, 3, 3}).node("MaxPool", {"x"}, 2).ints("kernel_shape", {2, 2}).ints("strides", {2, 2})
+        .ints("pads", {1, 1, 0, 0}).i("storage_order", order);
+    padded.result = 1;
+    check_close(padded, {x}, order == 0 ? Values{0, 1, 3, 7, 9, 11, 15, 13} : Values{0, 3, 1, 5, 9, 15, 11, 13}, 0, 0);
+  }
+}
+
+TEST_CASE("onnx/ops/pools_dilated_and_3d") {
+  std::vector<float> v(16);
+  std::iota(v.begin(), v.end(), 0.0f);
+  Model dilated(12);  // 2x2 windows with dilation 2 over 4x4: values and Indices
+  dilated.input("x", kF32, {1, 1, 4, 4}).node("MaxPool", {"x"}, 2).ints("kernel_shape", {2, 2}).ints("dilations", {2, 2});
+  check_close(dilated, {f32s({1, 1, 4, 4}, v)}, {10, 11, 14, 15}, 0, 0);
+  dilated.result = 1;
+  check_close(dilated, {f32s({1, 1, 4, 4}, v)}, {10, 11, 14, 15}, 0, 0);
+  const HostTensor x3 = f32s({1, 1, 2, 2, 2}, {3, -1, 7, 2, 0, 5, -4, 1});
+  Model planes(12);  // 3-D: one 2x2 window per depth
+  planes.input("x", kF32, {1, 1, 2, 2, 2}).node("MaxPool", {"x"}, 2).ints("kernel_shape", {1, 2, 2});
+  check_close(planes, {x3}, {7, 5}, 0, 0);
+  planes.result = 1;
+  check_close(planes, {x3}, {2, 5}, 0, 0);
+  Model padded(12);  // 2x2x2 windows, depth padded by 1 at the start: the pad slots never win
+  padded.input("x", kF32, {1, 1, 2, 2, 2}).node("MaxPool", {"x"}, 2).ints("kernel_shape", {2, 2, 2})
+      .ints("pads", {1, 0, 0, 0, 0, 0});
+  check_close(padded, {x3}, {7, 7}, 0, 0);
+  padded.result = 1;
+  check_close(padded, {x3}, {2, 2}, 0, 0);
+  for (int64_t include : {0, 1}) {  // AveragePool 3-D: pad slots count only with count_include_pad
+    Model average(12);
+    average.input("x", kF32, {1, 1, 2, 2, 2}).node("AveragePool", {"x"}).ints("kernel_shape", {2, 2, 2})
+        .ints("pads", {1, 0, 0, 0, 0, 0}).i("count_include_pad", include);
+    check_close(average, {x3}, {include ? 1.375 : 2.75, 1.625}, 1e-6, 0);
+  }
+  Model average_plain(12);
+  average_plain.input("x", kF32, {1, 1, 2, 2, 2}).node("AveragePool", {"x"}).ints("kernel_shape", {1, 2, 2});
+  check_close(average_plain, {x3}, {2.75, 0.5}, 1e-6, 0);
+  Model huge(12);  // attributes that would overflow the size arithmetic are refused
+  huge.input("x", kF32, {1, 1, 2, 2, 2}).node("MaxPool", {"x"}).ints("kernel_shape", {1, 1, 1})
+      .ints("pads", {int64_t{1} << 40, 0, 0, 0, 0, 0});
+  check_fails(huge, ErrorCode::kInvalidArgument, "pads in [0, 2^31]");
+  Model ceil(12);  // 1-D with ceil_mode: the last window is cut by the end
+  ceil.input("x", kF32, {1, 1, 6}).node("MaxPool", {"x"}).ints("kernel_shape", {2}).ints("strides", {2}).ints("dilations", {2})
+      .i("ceil_mode", 1);
+  check_close(ceil, {f32s({1, 1, 6}, {1, 9, 3, 4, 2, 8})}, {3, 3, 2}, 0, 0);
+}
+
+TEST_CASE("onnx/ops/compress") {
+  const HostTensor x = f32s({2, 3}, {1, 2, 3, 4, 5, 6});
+  Model cols(11);  // a condition shorter than the axis drops the rest
+  cols.input("x", kF32, {2, 3}).bool_init("c", {0, 1}).node("Compress", {"x", "c"}).i("axis", -1);
+  check_close(cols, {x}, {2, 5}, 0, 0);
+  Model flat(11);
+  flat.input("x", kF32, {2, 3}).bool_init("c", {1, 0, 0, 1, 1}).node("Compress", {"x", "c"});
+  check_close(flat, {x}, {1, 4, 5}, 0, 0);
+  Model none(11);
+  none.input("x", kF32, {2, 3}).bool_init("c", {0, 0}).node("Compress", {"x", "c"}).i("axis", 0);
+  auto imported = import(none);
+  REQUIRE(imported.ok());
+  CHECK(imported->graph.value(imported->graph.outputs[0]).type.shape == carve::ir::Shape{0, 3});
+  Model long_condition(11);
+  long_condition.input("x", kF32, {2, 3}).bool_init("c", {1, 1, 1}).node("Compress", {"x", "c"}).i("axis", 0);
+  check_fails(long_condition, ErrorCode::kInvalidArgument, "condition has 3 entries, axis 0 only 2");
+  Model runtime(11);
+  runtime.input("x", kF32, {2, 3}).input("c", kBool, {3}).node("Compress", {"x", "c"}).i("axis", 1);
+  check_fails(runtime, ErrorCode::kUnsupported, "must be a constant");
+}
+
+TEST_CASE("onnx/ops/max_unpool") {
+  // 2x2 values back into 4x4 at MaxPool-style flat indices; the rest zeros.
+  Model m(11);
+  m.input("x", kF32, {1, 1, 2, 2}).input("i", kI64, {1, 1, 2, 2}).node("MaxUnpool", {"x", "i"})
+      .ints("kernel_shape", {2, 2}).ints("strides", {2, 2});
+  Values expected(16, 0.0);
+  expected[5] = 1;
+  expected[7] = 2;
+  expected[8] = 3;
+  expected[15] = 4;
+  check_close(m, {f32s({1, 1, 2, 2}, {1, 2, 3, 4}), i64s({1, 1, 2, 2}, {5, 7, 8, 15})}, expected, 0, 0);
+  Model same(11);  // output_shape equal to the default
+  same.input("x", kF32, {1, 1, 2, 2}).input("i", kI64, {1, 1, 2, 2}).int64_init("s", {1, 1, 4, 4})
+      .node("MaxUnpool", {"x", "i", "s"}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2});
+  check_close(same, {f32s({1, 1, 2, 2}, {1, 2, 3, 4}), i64s({1, 1, 2, 2}, {5, 7, 8, 15})}, expected, 0, 0);
+  Model wider(11);  // ONNX's example and ONNX Runtime place the values differently: refused
+  wider.input("x", kF32, {1, 1, 2, 2}).input("i", kI64, {1, 1, 2, 2}).int64_init("s", {1, 1, 5, 5})
+      .node("MaxUnpool", {"x", "i", "s"}).ints("kernel_shape", {2, 2}).ints("strides", {2, 2});
+  check_fails(wider, ErrorCode::kUnsupported, "output_shape [1, 1, 5, 5] other than the default [1, 1, 4, 4]");
+  Model big_stride(11);
+  big_stride.input("x", kF32, {1, 1, 2, 2}).input("i", kI64, {1, 1, 2, 2}).node("MaxUnpool", {"x", "i"})
+      .ints("kernel_shape", {2, 2}).ints("strides", {int64_t{1} << 62, 2});
+  check_fails(big_stride, ErrorCode::kInvalidArgument, "strides entry 4611686018427387904 outside [1, 2^31]");
+  Model known(11);  // I not of X's shape
+  known.input("x", kF32, {1, 1, 1, 1}).int64_init("i", {4}).node("MaxUnpool", {"x", "i"}).ints("kernel_shape", {2, 2});
+  check_fails(known, ErrorCode::kInvalidArgument, "I i64[1] must be int64 of X's shape");
+}
+
+TEST_CASE("onnx/ops/reverse_sequence") {
+  // time 0, batch 1: column b reverses its first lens[b] rows.
+  const HostTensor x = f32s({4, 3}, {0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32});
+  Model m(10);
+  m.input("x", kF32, {4, 3}).input("l", kI64, {3}).node("ReverseSequence", {"x", "l"});
+  check_close(m, {x, i64s({3}, {4, 1, 2})}, {30, 1, 12, 20, 11, 2, 10, 21, 22, 0, 31, 32}, 0, 0);
+  Model batch_first(10);  // batch 0, time 1
+  batch_first.input("x", kF32, {4, 3}).input("l", kI64, {4}).node("ReverseSequence", {"x", "l"}).i("time_axis", 1).i("batch_axis", 0);
+  check_close(batch_first, {x, i64s({4}, {3, 0, 2, 1})}, {2, 1, 0, 10, 11, 12, 21, 20, 22, 30, 31, 32}, 0, 0);
+  Model known(10);
+  known.input("x", kF32, {4, 3}).int64_init("l", {1, 5, 2}).node("ReverseSequence", {"x", "l"});
+  check_fails(known, ErrorCode::kOutOfBounds, "sequence length 5 outside [0, 4]");
 }

@@ -135,6 +135,10 @@ class GraphBuilder {
   ValueId pad(ValueId x, std::vector<int64_t> pads, double value = 0.0);
   ValueId gather(ValueId data, ValueId indices, int64_t axis = 0);
   ValueId gather_elements(ValueId data, ValueId indices, int64_t axis = 0);
+  ValueId gather_nd(ValueId data, ValueId indices, int64_t batch_dims = 0);
+  ValueId scatter_nd(ValueId data, ValueId indices, ValueId updates, std::string reduction = "none");
+  // top_k: {values, indices}.
+  std::vector<ValueId> top_k(ValueId x, int64_t k, int64_t axis = -1, bool largest = true);
 
   // --- views ---
   ValueId reshape(ValueId x, std::vector<int64_t> shape);

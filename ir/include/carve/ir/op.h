@@ -61,6 +61,16 @@ enum class OpKind : uint16_t {
   kGather,      // (data, indices: i32/i64); attr axis (0)
   kGatherElements,  // (data, indices: i32/i64, same rank as data); attr axis (0); output
                     // = indices' shape, out[i] = data[i with i[axis] = indices[i]]
+  // indexing ops (ONNX GatherND, ScatterND/ScatterElements, TopK). Index values are data:
+  // negative ones count from the end; out of range the reference reports kOutOfBounds and
+  // the kernels read zeros (gather_nd) or skip the update (scatter_nd).
+  kGatherNd,   // (data, indices: i32/i64 [..., k]); attr batch_dims (0); output indices.shape[:-1]
+               // + data.shape[batch_dims + k:]
+  kScatterNd,  // (data, indices [..., k], updates = indices.shape[:-1] + data.shape[k:]);
+               // attr reduction ("none", "add", "mul", "max", "min"); output = data with the
+               // updates applied in row-major order of indices (so duplicates are deterministic)
+  kTopK,       // attrs axis (-1), k (required, 0..dim), largest (1); outputs values and i64
+               // indices, sorted (ties: lower index first; NaN after every number)
   // views: the output aliases the input's memory
   kReshape,    // attr shape: -1 = inferred (at most one), 0 = copy the input dim
   kFlatten,    // attr axis (1), in [-rank, rank]
