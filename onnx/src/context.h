@@ -187,11 +187,11 @@ void register_shape_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_loss_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_recurrent_ops(std::map<std::string, OpEntry, std::less<>>& table);
+void register_index_ops(std::map<std::string, OpEntry, std::less<>>& table);
 
 // Softplus(x) = log(1 + exp(x)) without overflow (ops_elementwise.cpp; the recurrent ops'
 // activations use it too).
 Result<Tensor> softplus(NodeContext& n, const Tensor& x);
-void register_index_ops(std::map<std::string, OpEntry, std::less<>>& table);
 
 // import_model_bytes that, when the import fails because an operand computed from graph
 // inputs must be known, adds those inputs to *needs_values (onnx::Model then retries
