@@ -28,14 +28,25 @@ Model::Model(std::vector<std::byte> bytes, std::string name, ModelOptions option
 Result<std::unique_ptr<Model>> Model::load_file(const std::string& path, ModelOptions options) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}'", path));
-  std::vector<char> chars((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (file.bad()) return Status(ErrorCode::kIoError, fmt::format("cannot read '{}'", path));
+  // Read straight into the bytes the model keeps: a model's weights are most of its file.
+  file.seekg(0, std::ios::end);
+  const std::streamoff size = file.tellg();
+  file.seekg(0, std::ios::beg);
+  if (size < 0 || !file) return Status(ErrorCode::kIoError, fmt::format("cannot read '{}'", path));
+  std::vector<std::byte> bytes(static_cast<size_t>(size));
+  file.read(reinterpret_cast<char*>(bytes.data()), size);
+  if (file.gcount() != size) return Status(ErrorCode::kIoError, fmt::format("cannot read '{}'", path));
   if (options.import.external_data_dir.empty())
     options.import.external_data_dir = std::filesystem::path(path).parent_path().string();
-  return load_bytes(std::as_bytes(std::span(chars)), path, std::move(options));
+  return load_owned(std::move(bytes), path, std::move(options));
 }
 
 Result<std::unique_ptr<Model>> Model::load_bytes(std::span<const std::byte> bytes, std::string_view name,
+                                                 ModelOptions options) {
+  return load_owned(std::vector<std::byte>(bytes.begin(), bytes.end()), name, std::move(options));
+}
+
+Result<std::unique_ptr<Model>> Model::load_owned(std::vector<std::byte> bytes, std::string_view name,
                                                  ModelOptions options) {
   return no_exceptions(fmt::format("loading '{}'", name), [&]() -> Result<std::unique_ptr<Model>> {
     if (options.max_programs < 1) return Status(ErrorCode::kInvalidArgument, "ModelOptions::max_programs must be >= 1");
@@ -44,8 +55,7 @@ Result<std::unique_ptr<Model>> Model::load_bytes(std::span<const std::byte> byte
     ::onnx::ModelProto proto;
     if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || !proto.has_graph())
       return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model", name));
-    std::unique_ptr<Model> model(
-        new Model(std::vector<std::byte>(bytes.begin(), bytes.end()), std::string(name), std::move(options)));
+    std::unique_ptr<Model> model(new Model(std::move(bytes), std::string(name), std::move(options)));
     const auto& graph = proto.graph();
     std::set<std::string, std::less<>> initializers;
     for (const auto& init : graph.initializer()) initializers.insert(init.name());

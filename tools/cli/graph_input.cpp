@@ -37,8 +37,12 @@ Result<LoadedGraph> load_onnx_file(const std::string& path, const LoadGraphOptio
   import.load_weights = options.weights;
   LoadedGraph loaded;
   onnx::ImportedModel model;
-  if (options.inputs.empty()) {
-    CARVE_ASSIGN_OR_RETURN(model, onnx::import_model_file(path, import));
+  for (const auto& [name, buffer] : options.inputs) import.input_shapes[name] = buffer.shape();
+  // A plain import first: onnx::Model, which learns which inputs the import needs as
+  // values, keeps the file's bytes beside the import (the weights twice at the peak).
+  Result<onnx::ImportedModel> plain = onnx::import_model_file(path, import);
+  if (plain.ok() || options.inputs.empty()) {
+    CARVE_ASSIGN_OR_RETURN(model, std::move(plain));
   } else {  // the inputs' shapes, and values where the import needs them
     CARVE_ASSIGN_OR_RETURN(auto specialising, onnx::Model::load_file(path, {.import = import}));
     CARVE_ASSIGN_OR_RETURN(model, specialising->import_for(options.inputs));

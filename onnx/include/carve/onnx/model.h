@@ -122,6 +122,9 @@ class Model {
     std::shared_ptr<runtime::CompiledProgram> program;
   };
   Model(std::vector<std::byte> bytes, std::string name, ModelOptions options);
+  // load_bytes and load_file: the model takes `bytes` (one copy of a file's bytes).
+  static Result<std::unique_ptr<Model>> load_owned(std::vector<std::byte> bytes, std::string_view name,
+                                                   ModelOptions options);
   Status check_inputs(const NamedBuffers& inputs) const;
   Result<ImportedModel> import_locked(const NamedBuffers& inputs);
   Result<std::string> key_locked(const runtime::Session& session, const NamedBuffers& inputs) const;
