@@ -66,6 +66,39 @@ TEST_CASE("tools/run/npy inputs give the reference outputs") {
   }
 }
 
+TEST_CASE("tools/run/an ONNX input whose value the import needs is read from its npy") {
+  // reshape_by_input.onnx: y = Reshape(x f32[2,3], shape i64[rank]); the plain import
+  // cannot fold the shape, so the run imports again with the shape's value.
+#ifndef CARVE_HAVE_ONNX
+  test::skip("carve was built without the ONNX importer (CARVE_WITH_ONNX=OFF)");
+  return;
+#endif
+  if (!jit::cpu_jit_available()) {
+    test::skip("carve was built without the LLVM CPU JIT (CARVE_WITH_LLVM=OFF)");
+    return;
+  }
+  const fs::path dir = temp_dir();
+  auto x = reference::HostTensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto shape = reference::HostTensor::from<int64_t>({2}, {3, 2});
+  for (auto [name, tensor] : {std::pair{"x", &x}, std::pair{"shape", &shape}}) {
+    std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(tensor->bytes.data()), tensor->bytes.size());
+    auto buffer = runtime::Buffer::borrow(bytes, tensor->type.dtype, tensor->type.shape);
+    REQUIRE(runtime::write_npy((dir / (std::string(name) + ".npy")).string(), *buffer).ok());
+  }
+  std::string out, err;
+  const std::string model = test::source_dir() + "/tests/onnx/models/reshape_by_input.onnx";
+  int code = carve_cli({"run", model, "--input", "x=" + (dir / "x.npy").string(), "--input",
+                        "shape=" + (dir / "shape.npy").string(), "--output-dir", (dir / "reshaped").string()},
+                       &out, &err);
+  INFO(out, err);
+  REQUIRE(code == 0);
+  auto y = runtime::read_npy((dir / "reshaped" / "y.npy").string());
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  CHECK(y->shape() == ir::Shape({3, 2}));
+  auto values = *y->span<float>();
+  CHECK(std::vector<float>(values.begin(), values.end()) == std::vector<float>{1, 2, 3, 4, 5, 6});
+}
+
 TEST_CASE("tools/run/missing and unknown inputs are clear errors") {
   const fs::path dir = temp_dir();
   std::ofstream(dir / "small.carve") << kSmallGraph;
