@@ -83,15 +83,47 @@ bool LaunchOperands::positions_in_range(const Program& program, int32_t launch) 
   return true;
 }
 
+bool LaunchOperands::indices_in_range(const Program& program, int32_t launch) const {
+  const Launch& l = program.launches[static_cast<size_t>(launch)];
+  void* const* ptrs = operands(launch);
+  for (size_t c = 0; c < l.index_checks.size(); ++c) {
+    const IndexCheck& check = l.index_checks[c];
+    const auto* bytes = static_cast<const std::byte*>(ptrs[check.operand]);
+    const size_t components = check.bounds.size();
+    for (int64_t e = 0; e < check.count; ++e) {
+      int64_t index = 0;
+      if (check.dtype == ir::DType::kI32) {
+        int32_t narrow = 0;
+        std::memcpy(&narrow, bytes + e * 4, sizeof(narrow));
+        index = narrow;
+      } else {
+        std::memcpy(&index, bytes + e * 8, sizeof(index));
+      }
+      const int64_t bound = check.bounds[static_cast<size_t>(e) % components];
+      if (index >= -bound && index < bound) continue;
+      int32_t none = -1;
+      if (failed_->launch.compare_exchange_strong(none, launch, std::memory_order_acq_rel)) {
+        failed_->check = static_cast<int32_t>(l.position_checks.size() + c);
+        failed_->position = index;
+        failed_->element = e;
+      }
+      return false;
+    }
+  }
+  return true;
+}
+
 Status LaunchOperands::failed_check(const Program& program) const {
   if (failed_->cancelled.load(std::memory_order_acquire))
     return Status(ErrorCode::kCancelled, fmt::format("run of '{}' cancelled: launches after the stop request did "
                                                      "not run", program.graph.name));
   const int32_t launch = failed_->launch.load(std::memory_order_acquire);
   if (launch < 0) return Status();
-  const PositionCheck& c =
-      program.launches[static_cast<size_t>(launch)].position_checks[static_cast<size_t>(failed_->check)];
-  return c.out_of_range(failed_->position);
+  const Launch& l = program.launches[static_cast<size_t>(launch)];
+  const auto check = static_cast<size_t>(failed_->check);
+  if (check >= l.position_checks.size())
+    return l.index_checks[check - l.position_checks.size()].out_of_range(failed_->element, failed_->position);
+  return l.position_checks[check].out_of_range(failed_->position);
 }
 
 void execute_launch(const Program& program, const LaunchOperands& operands, int32_t launch, int64_t tile_begin,
@@ -108,6 +140,7 @@ void execute_launch(const Program& program, const LaunchOperands& operands, int3
     return;
   }
   if (!l.position_checks.empty() && !operands.positions_in_range(program, launch)) return;
+  if (!l.index_checks.empty() && !operands.indices_in_range(program, launch)) return;
   program.kernels[static_cast<size_t>(l.kernel)].run(ptrs, tile_begin, tile_end);
 }
 

@@ -381,6 +381,56 @@ Status add_position_checks(const Program& p, const jit::KernelGroup& group, Laun
   return Status();
 }
 
+// The run-time check of every gather-family node's indices in the group (IndexCheck).
+// Indices computed inside the group (no launch operand) cannot be read before it runs:
+// such a group is refused, so no out-of-range index goes unreported.
+Status add_index_checks(const Program& p, const jit::KernelGroup& group, Launch& launch) {
+  for (ir::NodeId id : group.nodes) {
+    const ir::Node& node = p.graph.node(id);
+    if (node.op != ir::OpKind::kGather && node.op != ir::OpKind::kGatherElements && node.op != ir::OpKind::kGatherNd &&
+        node.op != ir::OpKind::kScatterNd)
+      continue;
+    const ir::TensorType& data = p.graph.value(node.inputs[0]).type;
+    const ir::Value& indices = p.graph.value(node.inputs[1]);
+    auto attr = [&](const char* name) {
+      auto it = node.attrs.find(name);
+      return it != node.attrs.end() && it->second.is_int() ? it->second.as_int() : int64_t{0};
+    };
+    IndexCheck check;
+    check.dtype = indices.type.dtype;
+    CARVE_ASSIGN_OR_RETURN(check.count, indices.type.shape.num_elements());
+    const int rank = data.shape.rank();
+    std::string along;
+    if (node.op == ir::OpKind::kGather || node.op == ir::OpKind::kGatherElements) {
+      int64_t axis = attr("axis");
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) continue;  // the verifier rejects it
+      check.bounds = {data.shape[static_cast<int>(axis)]};
+      along = fmt::format("along axis {}", axis);
+    } else {  // the last index dim picks k leading dims (after gather_nd's batch dims)
+      const int ir = indices.type.shape.rank();
+      const int64_t k = ir > 0 ? indices.type.shape[ir - 1] : 0;
+      const int64_t first = node.op == ir::OpKind::kGatherNd ? attr("batch_dims") : 0;
+      if (k <= 0 || first < 0 || first + k > rank) continue;  // nothing indexed, or rejected by inference
+      for (int64_t d = 0; d < k; ++d) check.bounds.push_back(data.shape[static_cast<int>(first + d)]);
+      along = fmt::format("into dims {}..{}", first, first + k - 1);
+    }
+    if (check.count == 0) continue;
+    auto operand = std::find_if(group.operands.begin(), group.operands.end(), [&](const jit::KernelOperand& o) {
+      return o.role == jit::OperandRole::kInput && o.value == indices.id;
+    });
+    if (operand == group.operands.end())
+      return Status(ErrorCode::kInternal, fmt::format("{}: its indices are computed inside kernel group '{}', where "
+                                                      "they cannot be checked before it runs",
+                                                      ir::describe_node(p.graph, id), group.name));
+    check.operand = static_cast<int32_t>(operand - group.operands.begin());
+    check.what = fmt::format("{} '{}': indices '{}' {} into data {} {}", ir::op_name(node.op), node.name,
+                             indices.name, indices.type.to_string(), data.to_string(), along);
+    launch.index_checks.push_back(std::move(check));
+  }
+  return Status();
+}
+
 // Operand references, aliasing pairs and the hazard sets of one kernel group.
 Result<Launch> bind_group(const Program& p, jit::KernelGroup& group, int32_t scratch_buffer, int32_t scratch_view) {
   Launch launch;
@@ -412,6 +462,7 @@ Result<Launch> bind_group(const Program& p, jit::KernelGroup& group, int32_t scr
       if (launch.operands[i].overlaps(launch.operands[j]))
         group.may_alias.emplace_back(static_cast<int32_t>(i), static_cast<int32_t>(j));
   CARVE_RETURN_IF_ERROR(add_position_checks(p, group, launch));
+  if (!p.on_device) CARVE_RETURN_IF_ERROR(add_index_checks(p, group, launch));
   launch.tile_begin = 0;
   launch.tile_end = group.num_tiles;
   return launch;

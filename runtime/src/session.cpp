@@ -37,6 +37,12 @@ Status PositionCheck::out_of_range(int64_t position) const {
                 fmt::format("{}: position {} is out of range: it needs 0 <= position <= {}", what, position, max));
 }
 
+Status IndexCheck::out_of_range(int64_t element, int64_t index) const {
+  const int64_t bound = bounds[static_cast<size_t>(element) % bounds.size()];
+  return Status(ErrorCode::kOutOfBounds, fmt::format("{}: index {} (element {}) is out of range: it needs {} <= index < {}",
+                                                     what, index, element, -bound, bound));
+}
+
 std::string_view launch_kind_name(LaunchKind kind) {
   switch (kind) {
     case LaunchKind::kKernel: return "kernel";

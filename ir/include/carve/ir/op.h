@@ -63,7 +63,8 @@ enum class OpKind : uint16_t {
                     // = indices' shape, out[i] = data[i with i[axis] = indices[i]]
   // indexing ops (ONNX GatherND, ScatterND/ScatterElements, TopK). Index values are data:
   // negative ones count from the end; out of range the reference reports kOutOfBounds and
-  // the kernels read zeros (gather_nd) or skip the update (scatter_nd).
+  // the kernels read zeros (gather_nd) or skip the update (scatter_nd); a CPU Session
+  // checks them before the launch and fails the run (runtime IndexCheck, as for gather).
   kGatherNd,   // (data, indices: i32/i64 [..., k]); attr batch_dims (0); output indices.shape[:-1]
                // + data.shape[batch_dims + k:]
   kScatterNd,  // (data, indices [..., k], updates = indices.shape[:-1] + data.shape[k:]);

@@ -49,6 +49,8 @@ class LaunchOperands {
   // Reads launch `launch`'s position checks; on the first value out of range records the
   // failure (kept until bind()) and returns false: the launch must not run.
   bool positions_in_range(const Program& program, int32_t launch) const;
+  // The same for its index checks (IndexCheck).
+  bool indices_in_range(const Program& program, int32_t launch) const;
   // Cancellation of the current run: once `stop` is requested, no further launch starts.
   // bind() clears it.
   void set_stop(std::stop_token stop) { stop_ = std::move(stop); }
@@ -62,8 +64,9 @@ class LaunchOperands {
  private:
   struct FailedCheck {
     std::atomic<int32_t> launch{-1};
-    int32_t check = -1;
-    int64_t position = 0;
+    int32_t check = -1;     // a position check, or position_checks.size() + an index check
+    int64_t position = 0;   // the position, or the index, out of range
+    int64_t element = 0;    // index checks: which index
     std::atomic<bool> cancelled{false};  // a launch was skipped for the stop request
   };
   std::stop_token stop_;

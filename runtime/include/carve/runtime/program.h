@@ -76,6 +76,22 @@ struct PositionCheck {
   Status out_of_range(int64_t position) const;
 };
 
+// The index tensor of a gather-family node (gather, gather_elements, gather_nd,
+// scatter_nd), checked by the CPU executor before the launch: index e (of `count`, its
+// component c = e % bounds.size()) must lie in [-bounds[c], bounds[c]). Outside, the
+// launch is skipped and the run fails with kOutOfBounds (the kernels read zeros or skip
+// the update there, so no byte outside the data is touched either way). Device programs
+// have none: their kernels read zeros / skip the update (not checked).
+struct IndexCheck {
+  int32_t operand = -1;  // the launch operand holding the indices (i32 or i64)
+  ir::DType dtype = ir::DType::kI64;
+  int64_t count = 0;
+  std::vector<int64_t> bounds;
+  std::string what;  // "gather 'g': indices 'i' i64[3] into data 'x' f32[4,2] along axis 0"
+  // kOutOfBounds "<what>: index I (element E) is out of range: it needs -B <= index < B".
+  Status out_of_range(int64_t element, int64_t index) const;
+};
+
 struct Launch {
   std::string name;
   LaunchKind kind = LaunchKind::kKernel;
@@ -86,6 +102,7 @@ struct Launch {
   // CPU kernels: checked by the executor before the launch. Device kernels check on the
   // GPU and report through their error word (cuda_codegen.h), read after the run.
   std::vector<PositionCheck> position_checks;
+  std::vector<IndexCheck> index_checks;  // CPU programs only (IndexCheck)
   // Device program only: a kernel placed on the CPU (mixed placement, device_program.h);
   // its operands are host regions and it runs with ProgramKernel::fn on the host.
   bool on_host = false;
