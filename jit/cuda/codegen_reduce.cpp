@@ -23,11 +23,11 @@ std::string fp(std::string_view acc) { return acc == "double" ? "d" : "f"; }
 
 // acc = acc + x in the accumulator type.
 std::string add_to(std::string_view acc, const std::string& a, const std::string& x) {
-  if (acc == "long long") return fmt::format("carve_wadd({}, {})", a, x);
+  if (is_int_acc(acc)) return fmt::format("carve_wadd({}, {})", a, x);
   return fmt::format("__{}add_rn({}, {})", fp(acc), a, x);
 }
 std::string max_of(std::string_view acc, const std::string& a, const std::string& x) {
-  if (acc == "long long") return fmt::format("carve_imax({}, {})", a, x);
+  if (is_int_acc(acc)) return fmt::format("carve_imax({}, {})", a, x);
   return fmt::format("carve_{}max({}, {})", fp(acc), a, x);
 }
 // An accumulator value converted to the dtype's compute value.

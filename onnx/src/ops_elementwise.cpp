@@ -168,7 +168,7 @@ Status lower_mod(NodeContext& n) {
   if (fmod == 0 && ir::is_float(dt))
     return n.invalid(fmt::format("fmod = 0 on {} (ONNX requires fmod = 1 for floats)", ir::dtype_name(dt)));
   CARVE_ASSIGN_OR_RETURN(Tensor r, n.op(OpKind::kFmod, in));
-  if (fmod == 1 || dt == ir::DType::kU8) return n.set_output(0, r);  // unsigned: no sign to fix
+  if (fmod == 1 || ir::is_unsigned_int(dt)) return n.set_output(0, r);  // unsigned: no sign to fix
   Tensor zero = n.constant_ints(dt, {}, {0});
   CARVE_ASSIGN_OR_RETURN(Tensor y_negative, n.op(OpKind::kLess, {in[1], zero}));
   CARVE_ASSIGN_OR_RETURN(Tensor r_positive, n.op(OpKind::kGreater, {r, zero}));
@@ -346,8 +346,8 @@ Status lower_shrink(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(double bias, n.attr_float("bias", 0.0));
   CARVE_ASSIGN_OR_RETURN(double lambd, n.attr_float("lambd", 0.5));
   const ir::DType dt = x.type.dtype;
-  // u8 would need negative thresholds, which it cannot hold.
-  if (dt == ir::DType::kBool || dt == ir::DType::kU8) return n.unsupported(fmt::format("{} input", ir::dtype_name(dt)));
+  // Unsigned types would need negative thresholds, which they cannot hold.
+  if (dt == ir::DType::kBool || ir::is_unsigned_int(dt)) return n.unsupported(fmt::format("{} input", ir::dtype_name(dt)));
   if (!ir::is_float(dt) && (bias != std::trunc(bias) || lambd != std::trunc(lambd)))
     return n.unsupported(fmt::format("{} input with fractional bias {} or lambd {}", ir::dtype_name(dt), bias, lambd));
   CARVE_ASSIGN_OR_RETURN(Tensor low, n.op(OpKind::kLess, {x, n.constant_doubles(dt, {}, {-lambd})}));
@@ -367,8 +367,8 @@ Status lower_sign(NodeContext& n) {
   Tensor zero = n.constant_doubles(dt, {}, {0.0});
   CARVE_ASSIGN_OR_RETURN(Tensor positive, n.op(OpKind::kGreater, {x, zero}));
   CARVE_ASSIGN_OR_RETURN(Tensor negative, n.op(OpKind::kLess, {x, zero}));
-  // u8 has no -1; its negative mask is always false, so any value does.
-  Tensor minus_one = n.constant_ints(dt, {}, {dt == ir::DType::kU8 ? 0 : -1});
+  // Unsigned types have no -1; their negative mask is always false, so any value does.
+  Tensor minus_one = n.constant_ints(dt, {}, {ir::is_unsigned_int(dt) ? 0 : -1});
   CARVE_ASSIGN_OR_RETURN(Tensor inner, n.op(OpKind::kWhere, {negative, minus_one, x}));
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {positive, n.constant_doubles(dt, {}, {1.0}), inner}));
   return n.set_output(0, y);

@@ -49,12 +49,12 @@ Result<Tensor> reduce(NodeContext& n, OpKind kind, const Tensor& x, const Reduct
 }
 
 // An order-reversing involution that cannot overflow, so min(x) = flip(max(flip(x))):
-// -x for floats, -1 - x for signed integers (-x overflows at the minimum), 255 - x for u8.
+// -x for floats, -1 - x for integers (-x overflows at the signed minimum; on unsigned
+// types the constant wraps to the maximum: max - x).
 Result<Tensor> flip(NodeContext& n, const Tensor& x) {
   const ir::DType dtype = x.type.dtype;
   if (ir::is_float(dtype)) return n.op(OpKind::kNeg, {x});
-  const int64_t c = dtype == ir::DType::kU8 ? 255 : -1;
-  return n.op(OpKind::kSub, {n.constant_ints(dtype, {}, {c}), x});
+  return n.op(OpKind::kSub, {n.constant_ints(dtype, {}, {-1}), x});
 }
 
 // log(sum(exp(x))) shifted by the maximum so exp cannot overflow. A non-finite maximum

@@ -15,21 +15,22 @@ using ir::OpKind;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// acc + a * b: plain double arithmetic, or wrap-around integer arithmetic.
+// acc + a * b: plain double or uint64 (wrapping) arithmetic, or int64 wrap-around
+// arithmetic without signed overflow.
 template <typename V>
 V mul_add(V acc, V a, V b) {
-  if constexpr (std::is_same_v<V, double>) {
-    return acc + a * b;
-  } else {
+  if constexpr (std::is_same_v<V, int64_t>) {
     return wrap_add(acc, wrap_mul(a, b));
+  } else {
+    return acc + a * b;
   }
 }
 template <typename V>
 V plus(V a, V b) {
-  if constexpr (std::is_same_v<V, double>) {
-    return a + b;
-  } else {
+  if constexpr (std::is_same_v<V, int64_t>) {
     return wrap_add(a, b);
+  } else {
+    return a + b;
   }
 }
 // max that propagates NaN.
@@ -45,15 +46,13 @@ template <typename V>
 V lowest(ir::DType dtype) {
   if constexpr (std::is_same_v<V, double>) {
     return -kInf;
+  } else if constexpr (std::is_same_v<V, uint64_t>) {
+    return 0;
   } else {
     std::vector<uint8_t> bytes = encode_double(dtype, -kInf);  // saturates to the minimum
     return load_i64(dtype, bytes.data(), 1)[0];
   }
 }
-
-// Runs f<double> for float dtypes and f<int64_t> otherwise.
-#define CARVE_REF_DISPATCH(dtype, fn, ...) \
-  (ir::is_float(dtype) ? fn<double>(__VA_ARGS__) : fn<int64_t>(__VA_ARGS__))
 
 // ---- reductions ----
 
@@ -291,12 +290,12 @@ Status gemm(const Ctx& ctx) {
     store_f64(ty.dtype, acc, ctx.out[0]);
   } else {
     if (alpha == 1.0 && beta == 1.0) {
-      for (size_t i = 0; i < acc.size(); ++i) acc[i] = wrap_add(acc[i], c[i]);
-      store_i64(ty.dtype, acc, ctx.out[0]);
+      for (size_t i = 0; i < acc.size(); ++i) acc[i] = plus(acc[i], c[i]);
+      store<V>(ty.dtype, acc, ctx.out[0]);
     } else {
       // alpha * acc + beta * c in double, acc first wrapped to the dtype's width.
-      store_i64(ty.dtype, acc, ctx.out[0]);
-      const std::vector<int64_t> wrapped = load_i64(ty.dtype, ctx.out[0], m * n);
+      store<V>(ty.dtype, acc, ctx.out[0]);
+      const std::vector<V> wrapped = load<V>(ty.dtype, ctx.out[0], m * n);
       std::vector<double> y(acc.size());
       for (size_t i = 0; i < y.size(); ++i) {
         y[i] = alpha * static_cast<double>(wrapped[i]) + beta * static_cast<double>(c[i]);

@@ -78,7 +78,8 @@ template <typename T>
 inline constexpr bool kIsReferenceHostType =
     std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int8_t> ||
     std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t> ||
-    std::is_same_v<T, bool>;
+    std::is_same_v<T, bool> || std::is_same_v<T, int16_t> || std::is_same_v<T, uint16_t> ||
+    std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>;
 
 template <typename T>
 constexpr ir::DType host_dtype() {
@@ -90,6 +91,10 @@ constexpr ir::DType host_dtype() {
   if constexpr (std::is_same_v<T, int64_t>) return ir::DType::kI64;
   if constexpr (std::is_same_v<T, uint8_t>) return ir::DType::kU8;
   if constexpr (std::is_same_v<T, bool>) return ir::DType::kBool;
+  if constexpr (std::is_same_v<T, int16_t>) return ir::DType::kI16;
+  if constexpr (std::is_same_v<T, uint16_t>) return ir::DType::kU16;
+  if constexpr (std::is_same_v<T, uint32_t>) return ir::DType::kU32;
+  if constexpr (std::is_same_v<T, uint64_t>) return ir::DType::kU64;
   return ir::DType::kF32;
 }
 
