@@ -138,6 +138,9 @@ __device__ __forceinline__ u64 carve_ipow(u64 b, u64 e) {
   return r;
 }
 __device__ __forceinline__ u64 carve_imax(u64 a, u64 b) { return a < b ? b : a; }
+// Logical shifts of unsigned values (u8..u32 arrive zero-extended); by the width or more: 0.
+__device__ __forceinline__ u64 carve_shl(u64 a, u64 s) { return s >= 64 ? 0 : a << s; }
+__device__ __forceinline__ u64 carve_shr(u64 a, u64 s) { return s >= 64 ? 0 : a >> s; }
 __device__ __forceinline__ u64 carve_imin(u64 a, u64 b) { return b < a ? b : a; }
 // ---- NaN-propagating max/min (std::max/std::min order for signed zeros) ----
 __device__ __forceinline__ float carve_fmax(float a, float b) { return (a != a || b != b) ? (float)carve_nan() : (a < b ? b : a); }
@@ -156,6 +159,10 @@ __device__ __forceinline__ double carve_warp_max(double v) { for (int o = 16; o 
 __device__ __forceinline__ float carve_warp_max(float v) { for (int o = 16; o > 0; o >>= 1) v = carve_fmax(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
 __device__ __forceinline__ long long carve_warp_max(long long v) { for (int o = 16; o > 0; o >>= 1) v = carve_imax(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
 __device__ __forceinline__ u64 carve_warp_sum(u64 v) { for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o); return v; }
+__device__ __forceinline__ double carve_warp_prod(double v) { for (int o = 16; o > 0; o >>= 1) v = __dmul_rn(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
+__device__ __forceinline__ float carve_warp_prod(float v) { for (int o = 16; o > 0; o >>= 1) v = __fmul_rn(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
+__device__ __forceinline__ long long carve_warp_prod(long long v) { for (int o = 16; o > 0; o >>= 1) v = carve_wmul(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
+__device__ __forceinline__ u64 carve_warp_prod(u64 v) { for (int o = 16; o > 0; o >>= 1) v *= __shfl_xor_sync(0xffffffffu, v, o); return v; }
 __device__ __forceinline__ u64 carve_warp_max(u64 v) { for (int o = 16; o > 0; o >>= 1) v = carve_imax(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
 )CUDA";
 
@@ -616,6 +623,9 @@ std::string int_op(const ir::Graph& g, const ir::Node& n, DType d, const std::st
     case OpKind::kMax: return fmt::format("carve_imax({}, {})", a, b);
     case OpKind::kMin: return fmt::format("carve_imin({}, {})", a, b);
     case OpKind::kFmod: return fmt::format("carve_irem({}, {})", a, b);
+    // unsigned only; the result is cut to the dtype by the caller's round_to
+    case OpKind::kBitShiftLeft: return fmt::format("carve_shl((u64)({}), (u64)({}))", a, b);
+    case OpKind::kBitShiftRight: return fmt::format("carve_shr((u64)({}), (u64)({}))", a, b);
     case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kTrunc:
       return a;  // integers are already integral
     default: return "";

@@ -369,6 +369,13 @@ Result<Value*> apply_elementwise(EmitContext& ec, const ir::Node& node, const st
       case OpKind::kPow: return int_pow(b, x, y, sgn);
       case OpKind::kMax: return b.CreateSelect(sgn ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y), x, y);
       case OpKind::kMin: return b.CreateSelect(sgn ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y), x, y);
+      case OpKind::kBitShiftLeft:
+      case OpKind::kBitShiftRight: {
+        // shl/lshr by the width or more is poison in LLVM (select drops it): they give 0.
+        Value* width = intc(t, t->getScalarSizeInBits());
+        Value* shifted = op == OpKind::kBitShiftLeft ? b.CreateShl(x, y) : b.CreateLShr(x, y);
+        return b.CreateSelect(b.CreateICmpUGE(y, width), intc(t, 0), shifted);
+      }
       default: break;
     }
   }

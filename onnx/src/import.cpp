@@ -209,6 +209,7 @@ Arity arity(std::string_view op) {
       {"ReduceL1", {1, 2}}, {"ReduceL2", {1, 2}}, {"ReduceSumSquare", {1, 2}}, {"ReduceLogSum", {1, 2}},
       {"ReduceLogSumExp", {1, 2}}, {"InstanceNormalization", {3, 3}}, {"EyeLike", {1, 1}}, {"Mod", {2, 2}},
       {"NegativeLogLikelihoodLoss", {2, 3}}, {"SoftmaxCrossEntropyLoss", {2, 3}},
+      {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary

@@ -432,6 +432,20 @@ Status lower_is_inf(NodeContext& n) {
 }
 
 // CastLike(x, like): Cast to like's dtype.
+// BitShift(x, y) with direction LEFT or RIGHT: unsigned integers only (ONNX's types);
+// shifts by the bit width or more give 0.
+Status lower_bit_shift(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs(n, 2));
+  CARVE_ASSIGN_OR_RETURN(std::string direction, n.attr_string("direction"));
+  if (direction != "LEFT" && direction != "RIGHT")
+    return n.invalid(fmt::format("direction = \"{}\" (must be \"LEFT\" or \"RIGHT\")", direction));
+  const ir::DType dt = in[0].type.dtype;
+  if (!ir::is_unsigned_int(dt))
+    return n.invalid(fmt::format("{} input (ONNX defines BitShift on unsigned integers)", ir::dtype_name(dt)));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(direction == "LEFT" ? OpKind::kBitShiftLeft : OpKind::kBitShiftRight, in));
+  return n.set_output(0, y);
+}
+
 Status lower_cast_like(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(ir::TensorType like, n.input_type(1));
@@ -537,6 +551,7 @@ void register_elementwise_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["IsNaN"] = {lower_is_nan, {}};
   t["IsInf"] = {lower_is_inf, {"detect_negative", "detect_positive"}};
   t["CastLike"] = {lower_cast_like, {}};
+  t["BitShift"] = {lower_bit_shift, {"direction"}};
   t["Identity"] = {lower_identity, {}};
   t["Dropout"] = {lower_dropout, {"ratio", "seed"}};
 }

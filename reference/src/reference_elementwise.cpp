@@ -167,6 +167,8 @@ uint64_t int_binary(OpKind op, uint64_t a, uint64_t b) {
     case OpKind::kMax: return std::max(a, b);
     case OpKind::kMin: return std::min(a, b);
     case OpKind::kFmod: return b == 0 ? 0 : a % b;
+    case OpKind::kBitShiftLeft: return b >= 64 ? 0 : a << b;
+    case OpKind::kBitShiftRight: return b >= 64 ? 0 : a >> b;
     default: return 0;
   }
 }
@@ -186,6 +188,11 @@ int64_t int_binary(OpKind op, int64_t a, int64_t b) {
     case OpKind::kFmod:
       if (b == 0 || b == -1) return 0;  // INT64_MIN % -1 would overflow
       return a % b;                     // the sign of a
+    // Unsigned types only (u8 u16 u32 here, zero-extended): a left shift past the width
+    // leaves no bits once the result is truncated to it.
+    case OpKind::kBitShiftLeft:
+    case OpKind::kBitShiftRight:
+      return static_cast<int64_t>(int_binary(op, static_cast<uint64_t>(a), static_cast<uint64_t>(b)));
     default: return 0;
   }
 }

@@ -33,6 +33,14 @@ V plus(V a, V b) {
     return a + b;
   }
 }
+template <typename V>
+V times(V a, V b) {
+  if constexpr (std::is_same_v<V, int64_t>) {
+    return wrap_mul(a, b);
+  } else {
+    return a * b;
+  }
+}
 // max that propagates NaN.
 template <typename V>
 V max_nan(V acc, V v) {
@@ -78,11 +86,16 @@ Status reduce(const Ctx& ctx) {
 
   const std::vector<V> x = load<V>(tx.dtype, ctx.in[0], count(tx.shape));
   const auto n_out = static_cast<size_t>(count(ty.shape));
-  std::vector<V> acc(n_out, op == OpKind::kReduceMax ? lowest<V>(tx.dtype) : V{0});
+  const V identity = op == OpKind::kReduceMax ? lowest<V>(tx.dtype) : op == OpKind::kReduceProd ? V{1} : V{0};
+  std::vector<V> acc(n_out, identity);
   IndexWalker walk(tx.shape, {out_strides});
   for (size_t i = 0; i < x.size(); ++i, walk.next()) {
     V& a = acc[static_cast<size_t>(walk.offset(0))];
-    a = op == OpKind::kReduceMax ? max_nan(a, x[i]) : plus(a, x[i]);
+    switch (op) {
+      case OpKind::kReduceMax: a = max_nan(a, x[i]); break;
+      case OpKind::kReduceProd: a = times(a, x[i]); break;
+      default: a = plus(a, x[i]); break;
+    }
   }
   if (op == OpKind::kReduceMean) {
     if constexpr (std::is_same_v<V, double>) {
@@ -440,6 +453,7 @@ Status run_nn(const Ctx& ctx) {
     case OpKind::kReduceSum:
     case OpKind::kReduceMean:
     case OpKind::kReduceMax:
+    case OpKind::kReduceProd:
       return CARVE_REF_DISPATCH(dtype, reduce, ctx);
     case OpKind::kArgMax:
     case OpKind::kArgMin:

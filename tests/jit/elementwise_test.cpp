@@ -114,6 +114,14 @@ void check_op(OpKind op, const std::vector<ir::TensorType>& types, ir::Attrs att
         inputs.push_back(HostTensor::from_doubles(types[k].dtype, types[k].shape, e));
         continue;
       }
+      if ((op == OpKind::kBitShiftLeft || op == OpKind::kBitShiftRight) && k == 1) {
+        // shift amounts from 0 to past the width (those give 0)
+        const uint64_t width = static_cast<uint64_t>(ir::dtype_size(types[k].dtype)) * 8;
+        std::vector<double> s(static_cast<size_t>(types[k].shape.num_elements().value()));
+        for (double& x : s) x = static_cast<double>(rng() % (width + 6));
+        inputs.push_back(HostTensor::from_doubles(types[k].dtype, types[k].shape, s));
+        continue;
+      }
       HostTensor t = random_tensor(rng, types[k].dtype, types[k].shape, lo, hi);
       if ((op == OpKind::kDiv || op == OpKind::kFmod) && k == 1 && ir::is_integer(types[k].dtype)) {
         std::vector<double> d = t.to_doubles();  // zeros and -1 divisors on purpose
@@ -217,6 +225,12 @@ TEST_CASE("jit/elementwise/pow all numeric dtypes and broadcasts") { check_binar
 TEST_CASE("jit/elementwise/max all numeric dtypes and broadcasts") { check_binary(OpKind::kMax, kNumeric); }
 TEST_CASE("jit/elementwise/min all numeric dtypes and broadcasts") { check_binary(OpKind::kMin, kNumeric); }
 TEST_CASE("jit/elementwise/fmod all numeric dtypes and broadcasts") { check_binary(OpKind::kFmod, kNumeric); }
+
+TEST_CASE("jit/elementwise/bit shifts unsigned dtypes and broadcasts") {
+  const std::vector<DType> unsigned_ints = {DType::kU8, DType::kU16, DType::kU32, DType::kU64};
+  check_binary(OpKind::kBitShiftLeft, unsigned_ints);
+  check_binary(OpKind::kBitShiftRight, unsigned_ints);
+}
 
 TEST_CASE("jit/elementwise/comparisons all dtypes and broadcasts") {
   for (OpKind op : {OpKind::kEqual, OpKind::kNotEqual, OpKind::kLess, OpKind::kLessEqual, OpKind::kGreater,

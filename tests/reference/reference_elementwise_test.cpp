@@ -457,3 +457,36 @@ TEST_CASE("reference/u64 reductions and argmax order past INT64_MAX") {
   CHECK(run1(OpKind::kArgMax, {x}, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}}).as<int64_t>() ==
         std::vector<int64_t>{1, 0});
 }
+
+// ---- bit shifts ----
+
+template <typename T>
+void check_bit_shifts() {
+  constexpr T kMax = std::numeric_limits<T>::max();
+  constexpr uint64_t kWidth = sizeof(T) * 8;
+  const std::vector<T> x = {1, 1, 1, kMax, kMax, 0x5a, 3, kMax};
+  const std::vector<T> s = {0, 1, static_cast<T>(kWidth - 1), 1, static_cast<T>(kWidth - 1), 4,
+                            static_cast<T>(kWidth), static_cast<T>(kWidth + 3)};
+  std::vector<T> left, right;
+  for (size_t i = 0; i < x.size(); ++i) {
+    // shifts by the width or more leave no bits (C++ leaves them undefined)
+    left.push_back(s[i] >= kWidth ? T{0} : static_cast<T>(static_cast<uint64_t>(x[i]) << s[i]));
+    right.push_back(s[i] >= kWidth ? T{0} : static_cast<T>(x[i] >> s[i]));
+  }
+  const ir::Shape shape{static_cast<int64_t>(x.size())};
+  const HostTensor tx = HostTensor::from<T>(shape, x), ts = HostTensor::from<T>(shape, s);
+  CHECK(run1(OpKind::kBitShiftLeft, {tx, ts}).as<T>() == left);
+  CHECK(run1(OpKind::kBitShiftRight, {tx, ts}).as<T>() == right);
+  CHECK(left[1] == 2);
+  CHECK(right[3] == kMax / 2);
+}
+
+TEST_CASE("reference/bit shifts of every unsigned dtype, by the width and past it") {
+  check_bit_shifts<uint8_t>();
+  check_bit_shifts<uint16_t>();
+  check_bit_shifts<uint32_t>();
+  check_bit_shifts<uint64_t>();
+  // broadcasting: one shift for a row
+  CHECK(run1(OpKind::kBitShiftLeft, {u8({2, 2}, {1, 2, 3, 4}), u8({1}, {2})}).as<uint8_t>() ==
+        std::vector<uint8_t>{4, 8, 12, 16});
+}
