@@ -481,7 +481,7 @@ void check_bit_shifts() {
   CHECK(right[3] == kMax / 2);
 }
 
-TEST_CASE("reference/bit shifts of every unsigned dtype, by the width and past it") {
+TEST_CASE("reference/bit shifts of every unsigned dtype by the width and past it") {
   check_bit_shifts<uint8_t>();
   check_bit_shifts<uint16_t>();
   check_bit_shifts<uint32_t>();

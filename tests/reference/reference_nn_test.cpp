@@ -369,7 +369,7 @@ TEST_CASE("reference/arg_max and arg_min: NaN wins, the first one (the last with
   }
 }
 
-TEST_CASE("reference/reduce_prod over axes: floats, integers wrap, u64 past INT64_MAX") {
+TEST_CASE("reference/reduce_prod over axes of floats and wrapping integers and u64 past INT64_MAX") {
   const HostTensor x = HostTensor::from<float>({2, 3}, {1, 2, 3, -4, 0.5f, 2});
   CHECK(run1(OpKind::kReduceProd, {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}}).as<float>() ==
         std::vector<float>{6, -4});
