@@ -16,7 +16,8 @@ namespace {
 static_assert(CARVE_INTERNAL == static_cast<int>(ErrorCode::kInternal) &&
                   CARVE_CANCELLED == static_cast<int>(ErrorCode::kCancelled),
               "carve_code mirrors carve::ErrorCode");
-static_assert(CARVE_BOOL == static_cast<int>(ir::DType::kBool) && CARVE_BOOL + 1 == ir::kNumDTypes,
+static_assert(CARVE_BOOL == static_cast<int>(ir::DType::kBool) &&
+                  CARVE_U64 == static_cast<int>(ir::DType::kU64) && CARVE_U64 + 1 == ir::kNumDTypes,
               "carve_dtype mirrors carve::ir::DType");
 
 carve_program::Info tensor_info(std::string name, const ir::TensorType& type) {

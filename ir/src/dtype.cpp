@@ -23,11 +23,15 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfos = {{
     {DType::kI64, "i64", 8},
     {DType::kU8, "u8", 1},
     {DType::kBool, "bool", 1},
+    {DType::kI16, "i16", 2},
+    {DType::kU16, "u16", 2},
+    {DType::kU32, "u32", 4},
+    {DType::kU64, "u64", 8},
 }};
 
-constexpr std::array<DType, kNumDTypes> kAll = {DType::kF32, DType::kF16, DType::kBf16,
-                                                DType::kF64, DType::kI8,  DType::kI32,
-                                                DType::kI64, DType::kU8,  DType::kBool};
+constexpr std::array<DType, kNumDTypes> kAll = {
+    DType::kF32, DType::kF16, DType::kBf16, DType::kF64, DType::kI8,  DType::kI32, DType::kI64,
+    DType::kU8,  DType::kBool, DType::kI16, DType::kU16, DType::kU32, DType::kU64};
 
 }  // namespace
 
@@ -50,8 +54,8 @@ Result<DType> parse_dtype(std::string_view name) {
     if (info.name == name) return info.dtype;
   }
   return Status(ErrorCode::kInvalidArgument,
-                fmt::format("unknown dtype '{}' (expected one of f32, f16, bf16, f64, i8, i32, "
-                            "i64, u8, bool)",
+                fmt::format("unknown dtype '{}' (expected one of f32, f16, bf16, f64, i8, i16, "
+                            "i32, i64, u8, u16, u32, u64, bool)",
                             name));
 }
 
@@ -60,7 +64,12 @@ bool is_float(DType dtype) {
 }
 
 bool is_integer(DType dtype) {
-  return dtype == DType::kI8 || dtype == DType::kI32 || dtype == DType::kI64 || dtype == DType::kU8;
+  return dtype == DType::kI8 || dtype == DType::kI16 || dtype == DType::kI32 || dtype == DType::kI64 ||
+         is_unsigned_int(dtype);
+}
+
+bool is_unsigned_int(DType dtype) {
+  return dtype == DType::kU8 || dtype == DType::kU16 || dtype == DType::kU32 || dtype == DType::kU64;
 }
 
 }  // namespace carve::ir

@@ -51,6 +51,9 @@ Result<Types> infer_elementwise(OpKind op, Inputs in, const AttrReader& attrs) {
   if (is_binary_elementwise(op)) {
     CARVE_RETURN_IF_ERROR(expect_same_dtype(in[0], in[1], "operands"));
     if (!is_comparison(op)) CARVE_RETURN_IF_ERROR(expect_numeric(in[0], "operands"));
+    if ((op == OpKind::kBitShiftLeft || op == OpKind::kBitShiftRight) && !is_unsigned_int(in[0].dtype)) {
+      return type_error(fmt::format("bit shifts take unsigned integers, got {}", dtype_name(in[0].dtype)));
+    }
     CARVE_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes(in[0].shape, in[1].shape));
     DType dtype = is_comparison(op) ? DType::kBool : in[0].dtype;
     return Types{TensorType{dtype, std::move(shape)}};

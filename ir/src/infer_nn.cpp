@@ -277,6 +277,7 @@ Result<Types> infer_nn(OpKind op, Inputs in, const AttrReader& attrs) {
     case OpKind::kReduceSum:
     case OpKind::kReduceMean:
     case OpKind::kReduceMax:
+    case OpKind::kReduceProd:
       return infer_reduce(op, in[0], attrs);
     case OpKind::kArgMax:
     case OpKind::kArgMin:

@@ -91,6 +91,8 @@ constexpr std::array<OpTraits, kNumOps> kTable = {{
     Binary(K::kMax, "max"),
     Binary(K::kMin, "min"),
     Binary(K::kFmod, "fmod"),
+    Binary(K::kBitShiftLeft, "bit_shift_left"),
+    Binary(K::kBitShiftRight, "bit_shift_right"),
     Binary(K::kEqual, "equal"),
     Binary(K::kNotEqual, "not_equal"),
     Binary(K::kLess, "less"),
@@ -102,6 +104,7 @@ constexpr std::array<OpTraits, kNumOps> kTable = {{
     One(K::kReduceSum, "reduce_sum", kReduce),
     One(K::kReduceMean, "reduce_mean", kReduce),
     One(K::kReduceMax, "reduce_max", kReduce),
+    One(K::kReduceProd, "reduce_prod", kReduce),
     One(K::kArgMax, "arg_max", kArg),
     One(K::kArgMin, "arg_min", kArg),
     One(K::kSoftmax, "softmax", kAxis),
@@ -183,7 +186,8 @@ bool is_comparison(OpKind op) {
   return i >= static_cast<int>(OpKind::kEqual) && i <= static_cast<int>(OpKind::kGreaterEqual);
 }
 bool is_reduction(OpKind op) {
-  return op == OpKind::kReduceSum || op == OpKind::kReduceMean || op == OpKind::kReduceMax;
+  return op == OpKind::kReduceSum || op == OpKind::kReduceMean || op == OpKind::kReduceMax ||
+         op == OpKind::kReduceProd;
 }
 
 bool accepts_attr(OpKind op, std::string_view attr_name) {

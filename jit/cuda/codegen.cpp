@@ -151,7 +151,8 @@ Result<KernelSource> generate_kernel(const ir::Graph& graph, const KernelGroup& 
     switch (op) {
       case ir::OpKind::kReduceSum:
       case ir::OpKind::kReduceMean:
-      case ir::OpKind::kReduceMax: s = detail::emit_reduce(w); break;
+      case ir::OpKind::kReduceMax:
+      case ir::OpKind::kReduceProd: s = detail::emit_reduce(w); break;
       case ir::OpKind::kArgMax:
       case ir::OpKind::kArgMin: s = detail::emit_arg(w); break;
       case ir::OpKind::kSoftmax:

@@ -76,6 +76,13 @@ __device__ __forceinline__ unsigned short carve_d2h(double d) { return carve_f2h
 __device__ __forceinline__ unsigned short carve_d2b(double d) { return carve_f2b(carve_odd_d2f(d)); }
 __device__ __forceinline__ unsigned short carve_ll2h(long long v) { return carve_f2h(carve_odd_ll2f(v)); }
 __device__ __forceinline__ unsigned short carve_ll2b(long long v) { return carve_f2b(carve_odd_ll2f(v)); }
+__device__ __forceinline__ float carve_odd_ull2f(u64 v) {
+  float f = __ull2float_rz(v);
+  if (__float2ull_rz(f) != v) f = __uint_as_float(__float_as_uint(f) | 1u);
+  return f;
+}
+__device__ __forceinline__ unsigned short carve_ull2h(u64 v) { return carve_f2h(carve_odd_ull2f(v)); }
+__device__ __forceinline__ unsigned short carve_ull2b(u64 v) { return carve_f2b(carve_odd_ull2f(v)); }
 // float -> int: truncate toward zero, saturate, NaN -> 0.
 __device__ __forceinline__ long long carve_d2i(double d, long long lo, long long hi, double limit) {
   if (d != d) return 0;
@@ -83,6 +90,14 @@ __device__ __forceinline__ long long carve_d2i(double d, long long lo, long long
   if (t >= limit) return hi;
   if (t < (double)lo) return lo;
   return (long long)t;
+}
+// float -> u64 (its range is past long long's): truncate, saturate, NaN -> 0.
+__device__ __forceinline__ u64 carve_d2u(double d) {
+  if (d != d) return 0;
+  const double t = trunc(d);
+  if (t >= 18446744073709551616.0) return ~0ull;
+  if (t < 0.0) return 0;
+  return (u64)t;
 }
 // ---- integer wrap-around arithmetic ----
 __device__ __forceinline__ long long carve_wadd(long long a, long long b) { return (long long)((u64)a + (u64)b); }
@@ -108,6 +123,25 @@ __device__ __forceinline__ long long carve_ipow(long long base, long long e) {
   }
   return (long long)r;
 }
+// u64 computes in u64: wrapping by itself, unsigned division and order.
+__device__ __forceinline__ u64 carve_wadd(u64 a, u64 b) { return a + b; }
+__device__ __forceinline__ u64 carve_wsub(u64 a, u64 b) { return a - b; }
+__device__ __forceinline__ u64 carve_wmul(u64 a, u64 b) { return a * b; }
+__device__ __forceinline__ u64 carve_wneg(u64 a) { return 0ull - a; }
+__device__ __forceinline__ u64 carve_idiv(u64 a, u64 b) { return b == 0 ? 0 : a / b; }
+__device__ __forceinline__ u64 carve_irem(u64 a, u64 b) { return b == 0 ? 0 : a % b; }
+__device__ __forceinline__ u64 carve_ipow(u64 b, u64 e) {
+  u64 r = 1;
+  for (; e != 0; e >>= 1, b *= b) {
+    if (e & 1ull) r *= b;
+  }
+  return r;
+}
+__device__ __forceinline__ u64 carve_imax(u64 a, u64 b) { return a < b ? b : a; }
+// Logical shifts of unsigned values (u8..u32 arrive zero-extended); by the width or more: 0.
+__device__ __forceinline__ u64 carve_shl(u64 a, u64 s) { return s >= 64 ? 0 : a << s; }
+__device__ __forceinline__ u64 carve_shr(u64 a, u64 s) { return s >= 64 ? 0 : a >> s; }
+__device__ __forceinline__ u64 carve_imin(u64 a, u64 b) { return b < a ? b : a; }
 // ---- NaN-propagating max/min (std::max/std::min order for signed zeros) ----
 __device__ __forceinline__ float carve_fmax(float a, float b) { return (a != a || b != b) ? (float)carve_nan() : (a < b ? b : a); }
 __device__ __forceinline__ float carve_fmin(float a, float b) { return (a != a || b != b) ? (float)carve_nan() : (b < a ? b : a); }
@@ -124,6 +158,12 @@ __device__ __forceinline__ long long carve_warp_sum(long long v) { for (int o = 
 __device__ __forceinline__ double carve_warp_max(double v) { for (int o = 16; o > 0; o >>= 1) v = carve_dmax(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
 __device__ __forceinline__ float carve_warp_max(float v) { for (int o = 16; o > 0; o >>= 1) v = carve_fmax(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
 __device__ __forceinline__ long long carve_warp_max(long long v) { for (int o = 16; o > 0; o >>= 1) v = carve_imax(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
+__device__ __forceinline__ u64 carve_warp_sum(u64 v) { for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o); return v; }
+__device__ __forceinline__ double carve_warp_prod(double v) { for (int o = 16; o > 0; o >>= 1) v = __dmul_rn(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
+__device__ __forceinline__ float carve_warp_prod(float v) { for (int o = 16; o > 0; o >>= 1) v = __fmul_rn(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
+__device__ __forceinline__ long long carve_warp_prod(long long v) { for (int o = 16; o > 0; o >>= 1) v = carve_wmul(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
+__device__ __forceinline__ u64 carve_warp_prod(u64 v) { for (int o = 16; o > 0; o >>= 1) v *= __shfl_xor_sync(0xffffffffu, v, o); return v; }
+__device__ __forceinline__ u64 carve_warp_max(u64 v) { for (int o = 16; o > 0; o >>= 1) v = carve_imax(v, __shfl_xor_sync(0xffffffffu, v, o)); return v; }
 )CUDA";
 
 struct IntRange {
@@ -131,19 +171,44 @@ struct IntRange {
   std::string limit;
 };
 
+// u64's maximum is past int64: its values are written by uint_literal, not from here.
 IntRange int_range(DType d) {
   switch (d) {
     case DType::kI8: return {-128, 127, "128.0"};
     case DType::kU8: return {0, 255, "256.0"};
+    case DType::kI16: return {-32768, 32767, "32768.0"};
+    case DType::kU16: return {0, 65535, "65536.0"};
+    case DType::kU32: return {0, 4294967295LL, "4294967296.0"};
     case DType::kI32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), "2147483648.0"};
     default:
       return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), "9223372036854775808.0"};
   }
 }
 
+// Integer dtype d's maximum + 1, exact in double.
+double int_limit(DType d) {
+  const int bits = static_cast<int>(ir::dtype_size(d)) * 8;
+  return std::ldexp(1.0, ir::is_unsigned_int(d) ? bits : bits - 1);
+}
+
+// `v` truncated and saturated to integer dtype d (NaN -> 0), as a literal of its stype.
+std::string int_literal(DType d, double v) {
+  if (std::isnan(v)) return fmt::format("({})0", stype(d));
+  const double t = std::trunc(v);
+  if (d == DType::kU64) {
+    const uint64_t u = t >= int_limit(d) ? ~uint64_t{0} : t <= 0 ? 0 : static_cast<uint64_t>(t);
+    return fmt::format("({}ULL)", u);
+  }
+  IntRange r = int_range(d);
+  const int64_t i = t >= int_limit(d) ? r.hi : t < static_cast<double>(r.lo) ? r.lo : static_cast<int64_t>(t);
+  return fmt::format("({}){}", stype(d), ilit(i));
+}
+
 }  // namespace
 
 std::string_view prelude() { return kPrelude; }
+
+bool is_int_acc(std::string_view acc) { return acc == "long long" || acc == "unsigned long long"; }
 
 std::string_view stype(DType d) {
   switch (d) {
@@ -152,8 +217,12 @@ std::string_view stype(DType d) {
     case DType::kF16:
     case DType::kBf16: return "unsigned short";
     case DType::kI8: return "signed char";
+    case DType::kI16: return "short";
+    case DType::kU16: return "unsigned short";
     case DType::kI32: return "int";
+    case DType::kU32: return "unsigned int";
     case DType::kI64: return "long long";
+    case DType::kU64: return "unsigned long long";
     case DType::kU8:
     case DType::kBool: return "unsigned char";
   }
@@ -164,13 +233,14 @@ std::string_view ctype(DType d) {
   if (d == DType::kF64) return "double";
   if (ir::is_float(d)) return "float";
   if (d == DType::kBool) return "bool";
+  if (d == DType::kU64) return "unsigned long long";
   return "long long";
 }
 
 std::string_view acc_type(DType d, bool wide) {
   if (d == DType::kF64) return "double";
   if (ir::is_float(d)) return wide ? "double" : "float";
-  return "long long";
+  return ctype(d);
 }
 
 std::string dlit(double v) {
@@ -191,7 +261,7 @@ std::string load(DType d, std::string_view ptr, std::string_view idx) {
     case DType::kF16: return fmt::format("carve_h2f({}[{}])", ptr, idx);
     case DType::kBf16: return fmt::format("carve_b2f({}[{}])", ptr, idx);
     case DType::kBool: return fmt::format("({}[{}] != 0)", ptr, idx);
-    default: return fmt::format("(long long){}[{}]", ptr, idx);
+    default: return fmt::format("({}){}[{}]", ctype(d), ptr, idx);
   }
 }
 
@@ -213,6 +283,11 @@ std::string round_to(DType d, std::string_view x) {
     case DType::kI8: return fmt::format("(long long)(signed char)({})", x);
     case DType::kI32: return fmt::format("(long long)(int)({})", x);
     case DType::kU8: return fmt::format("(long long)(unsigned char)({})", x);
+    case DType::kI16: return fmt::format("(long long)(short)({})", x);
+    case DType::kU16: return fmt::format("(long long)(unsigned short)({})", x);
+    case DType::kU32: return fmt::format("(long long)(unsigned int)({})", x);
+    case DType::kI64: return fmt::format("(long long)({})", x);
+    case DType::kU64: return fmt::format("(u64)({})", x);
     default: return std::string(x);
   }
 }
@@ -224,6 +299,7 @@ std::string from_double(DType d, std::string_view x) {
     case DType::kF16: return fmt::format("carve_h2f(carve_d2h({}))", x);
     case DType::kBf16: return fmt::format("carve_b2f(carve_d2b({}))", x);
     case DType::kBool: return fmt::format("(({}) != 0.0)", x);
+    case DType::kU64: return fmt::format("carve_d2u({})", x);
     default: {
       IntRange r = int_range(d);
       return fmt::format("carve_d2i({}, {}, {}, {})", x, ilit(r.lo), ilit(r.hi), r.limit);
@@ -231,12 +307,13 @@ std::string from_double(DType d, std::string_view x) {
   }
 }
 
-std::string from_int(DType d, std::string_view v) {
+std::string from_int(DType d, std::string_view v, bool from_u64) {
+  const char* s = from_u64 ? "ull" : "ll";
   switch (d) {
-    case DType::kF32: return fmt::format("__ll2float_rn({})", v);
-    case DType::kF64: return fmt::format("__ll2double_rn({})", v);
-    case DType::kF16: return fmt::format("carve_h2f(carve_ll2h({}))", v);
-    case DType::kBf16: return fmt::format("carve_b2f(carve_ll2b({}))", v);
+    case DType::kF32: return fmt::format("__{}2float_rn({})", s, v);
+    case DType::kF64: return fmt::format("__{}2double_rn({})", s, v);
+    case DType::kF16: return fmt::format("carve_h2f(carve_{}2h({}))", s, v);
+    case DType::kBf16: return fmt::format("carve_b2f(carve_{}2b({}))", s, v);
     case DType::kBool: return fmt::format("(({}) != 0)", v);
     default: return round_to(d, v);
   }
@@ -252,22 +329,14 @@ std::string storage_literal(DType d, double value) {
     case DType::kF16: return fmt::format("(unsigned short){}u", ir::double_to_f16(value));
     case DType::kBf16: return fmt::format("(unsigned short){}u", ir::double_to_bf16(value));
     case DType::kBool: return value != 0 ? "(unsigned char)1" : "(unsigned char)0";
-    default: {
-      int64_t v = 0;
-      if (!std::isnan(value)) {
-        IntRange r = int_range(d);
-        const double t = std::trunc(value);
-        const double limit = std::ldexp(1.0, d == DType::kI8 ? 7 : d == DType::kU8 ? 8 : d == DType::kI32 ? 31 : 63);
-        v = t >= limit ? r.hi : t < static_cast<double>(r.lo) ? r.lo : static_cast<int64_t>(t);
-      }
-      return fmt::format("({}){}", stype(d), ilit(v));
-    }
+    default: return int_literal(d, value);
   }
 }
 
 std::string lowest_literal(DType d) {
   if (d == DType::kF64) return "(-carve_inf())";
   if (ir::is_float(d)) return "(float)(-carve_inf())";
+  if (d == DType::kU64) return "0ULL";
   return ilit(int_range(d).lo);
 }
 
@@ -533,20 +602,18 @@ std::string int_op(const ir::Graph& g, const ir::Node& n, DType d, const std::st
   (void)g;
   switch (n.op) {
     case OpKind::kNeg: return fmt::format("carve_wneg({})", a);
-    case OpKind::kAbs: return fmt::format("({0} < 0 ? carve_wneg({0}) : {0})", a);
-    case OpKind::kRelu: return fmt::format("({0} < 0 ? 0LL : {0})", a);
+    case OpKind::kAbs:
+      if (ir::is_unsigned_int(d)) return a;
+      return fmt::format("({0} < 0 ? carve_wneg({0}) : {0})", a);
+    case OpKind::kRelu:
+      if (ir::is_unsigned_int(d)) return a;
+      return fmt::format("({0} < 0 ? 0LL : {0})", a);
     case OpKind::kClip: {
-      // [ceil(min), floor(max)] saturated to the dtype.
+      // [ceil(min), floor(max)] saturated to the dtype, compared in its compute type.
       const double inf = std::numeric_limits<double>::infinity();
-      IntRange r = int_range(d);
-      auto sat = [&](double v) -> int64_t {
-        if (std::isnan(v)) return 0;
-        const double limit = std::ldexp(1.0, d == DType::kI8 ? 7 : d == DType::kU8 ? 8 : d == DType::kI32 ? 31 : 63);
-        return v >= limit ? r.hi : v < static_cast<double>(r.lo) ? r.lo : static_cast<int64_t>(v);
-      };
-      const int64_t lo = sat(std::ceil(attr_float(n, "min", -inf)));
-      const int64_t hi = sat(std::floor(attr_float(n, "max", inf)));
-      return fmt::format("({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))", a, ilit(lo), ilit(hi));
+      const std::string lo = fmt::format("({}){}", ctype(d), int_literal(d, std::ceil(attr_float(n, "min", -inf))));
+      const std::string hi = fmt::format("({}){}", ctype(d), int_literal(d, std::floor(attr_float(n, "max", inf))));
+      return fmt::format("({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))", a, lo, hi);
     }
     case OpKind::kAdd: return fmt::format("carve_wadd({}, {})", a, b);
     case OpKind::kSub: return fmt::format("carve_wsub({}, {})", a, b);
@@ -556,6 +623,9 @@ std::string int_op(const ir::Graph& g, const ir::Node& n, DType d, const std::st
     case OpKind::kMax: return fmt::format("carve_imax({}, {})", a, b);
     case OpKind::kMin: return fmt::format("carve_imin({}, {})", a, b);
     case OpKind::kFmod: return fmt::format("carve_irem({}, {})", a, b);
+    // unsigned only; the result is cut to the dtype by the caller's round_to
+    case OpKind::kBitShiftLeft: return fmt::format("carve_shl((u64)({}), (u64)({}))", a, b);
+    case OpKind::kBitShiftRight: return fmt::format("carve_shr((u64)({}), (u64)({}))", a, b);
     case OpKind::kFloor: case OpKind::kCeil: case OpKind::kRound: case OpKind::kTrunc:
       return a;  // integers are already integral
     default: return "";
@@ -593,7 +663,7 @@ std::string cast_expr(DType from, DType to, const std::string& x) {
   }
   // int or bool source
   const std::string v = from == DType::kBool ? fmt::format("(long long)({})", x) : x;
-  return from_int(to, v);
+  return from_int(to, v, from == DType::kU64);
 }
 
 }  // namespace

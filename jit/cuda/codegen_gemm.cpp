@@ -42,7 +42,7 @@ struct GemmSpec {
 };
 
 std::string mul_add(std::string_view acc, const std::string& s, const std::string& a, const std::string& b) {
-  if (acc == "long long") return fmt::format("{0} = carve_wadd({0}, carve_wmul({1}, {2}));", s, a, b);
+  if (is_int_acc(acc)) return fmt::format("{0} = carve_wadd({0}, carve_wmul({1}, {2}));", s, a, b);
   return fmt::format("{0} += {1} * {2};", s, a, b);  // contraction to FMA allowed here
 }
 
@@ -174,7 +174,7 @@ std::string conv_value(KernelWriter& w, std::string_view acc) {
   const DType dt = g.value(n.inputs[0]).type.dtype;
   if (n.inputs.size() <= 2) return sum_to_value(dt, acc, "sum");
   const std::string bias = load(dt, KernelWriter::param(w.operand(n.inputs[2], OperandRole::kInput)), "oc");
-  if (acc == "long long") return sum_to_value(dt, acc, fmt::format("carve_wadd(sum, {})", bias));
+  if (is_int_acc(acc)) return sum_to_value(dt, acc, fmt::format("carve_wadd(sum, {})", bias));
   return sum_to_value(dt, acc, fmt::format("__{}add_rn(sum, ({}){})", acc == "double" ? "d" : "f", acc, bias));
 }
 

@@ -13,10 +13,14 @@ namespace carve::jit::cuda::detail {
 
 // Storage type of a dtype in generated code (f16/bf16: unsigned short, bool: unsigned char).
 std::string_view stype(ir::DType dtype);
-// Compute type: float for f32/f16/bf16, double for f64, long long for ints, bool for bool.
+// Compute type: float for f32/f16/bf16, double for f64, bool for bool, unsigned long long
+// for u64 (its values and order are past long long's), long long for the other ints.
 std::string_view ctype(ir::DType dtype);
-// Accumulator for sums: double (f64, or f32/f16/bf16 with wide), float, or long long.
+// Accumulator for sums: double (f64, or f32/f16/bf16 with wide), float, or the integer
+// compute type.
 std::string_view acc_type(ir::DType dtype, bool wide);
+// Whether an accumulator type is an integer one (wrapping carve_w* arithmetic).
+bool is_int_acc(std::string_view acc);
 
 // Exact double literal (hex float; inf/nan through helpers).
 std::string dlit(double v);
@@ -27,7 +31,8 @@ std::string load(ir::DType dtype, std::string_view ptr, std::string_view idx);  
 std::string store(ir::DType dtype, std::string_view ptr, std::string_view idx, std::string_view x);
 std::string round_to(ir::DType dtype, std::string_view x);     // a compute value rounded to dtype
 std::string from_double(ir::DType dtype, std::string_view d);  // double -> ctype, rounded once
-std::string from_int(ir::DType dtype, std::string_view v);     // long long -> ctype, cast rules
+// An integer compute value (long long, or u64 when from_u64) -> ctype, cast rules.
+std::string from_int(ir::DType dtype, std::string_view v, bool from_u64 = false);
 // A storage-typed literal for `value` converted with the cast rules (pad's value).
 std::string storage_literal(ir::DType dtype, double value);
 // The dtype's lowest value as a compute literal (-inf, or the integer minimum).

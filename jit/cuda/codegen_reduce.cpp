@@ -23,11 +23,15 @@ std::string fp(std::string_view acc) { return acc == "double" ? "d" : "f"; }
 
 // acc = acc + x in the accumulator type.
 std::string add_to(std::string_view acc, const std::string& a, const std::string& x) {
-  if (acc == "long long") return fmt::format("carve_wadd({}, {})", a, x);
+  if (is_int_acc(acc)) return fmt::format("carve_wadd({}, {})", a, x);
   return fmt::format("__{}add_rn({}, {})", fp(acc), a, x);
 }
+std::string times(std::string_view acc, const std::string& a, const std::string& x) {
+  if (is_int_acc(acc)) return fmt::format("carve_wmul({}, {})", a, x);
+  return fmt::format("__{}mul_rn({}, {})", fp(acc), a, x);
+}
 std::string max_of(std::string_view acc, const std::string& a, const std::string& x) {
-  if (acc == "long long") return fmt::format("carve_imax({}, {})", a, x);
+  if (is_int_acc(acc)) return fmt::format("carve_imax({}, {})", a, x);
   return fmt::format("carve_{}max({}, {})", fp(acc), a, x);
 }
 // An accumulator value converted to the dtype's compute value.
@@ -75,19 +79,20 @@ Status emit_reduce(KernelWriter& w) {
   }
   const int64_t outs = numel(kept_dims), len = numel(red_dims);
   const bool is_max = n.op == OpKind::kReduceMax;
+  const bool is_prod = n.op == OpKind::kReduceProd;
   const std::string_view acc = is_max ? ctype(dt) : acc_type(dt, w.options().double_accumulation);
   const int lanes = len > kWarpThreshold ? 32 : 1;
   const int in_op = w.operand(n.inputs[0], OperandRole::kInput);
   std::string code;
   code += decompose(kept_dims, "row", "k", "    ");
   code += fmt::format("    const long long base = {};\n", offset_of(kept_dims, kept_strides, "k"));
-  code += fmt::format("    {} acc = {};\n", acc, is_max ? lowest_literal(dt) : fmt::format("({})0", acc));
+  code += fmt::format("    {} acc = {};\n", acc, is_max ? lowest_literal(dt) : fmt::format("({}){}", acc, is_prod ? 1 : 0));
   code += fmt::format("    for (long long r = lane; r < {}LL; r += {}) {{\n", len, lanes);
   code += decompose(red_dims, "r", "q", "      ");
   code += fmt::format("      const {} x = ({}){};\n", acc, acc,
                       load(dt, KernelWriter::param(in_op), "base + " + offset_of(red_dims, red_strides, "q")));
-  code += fmt::format("      acc = {};\n    }}\n", is_max ? max_of(acc, "acc", "x") : add_to(acc, "acc", "x"));
-  if (lanes == 32) code += fmt::format("    acc = carve_warp_{}(acc);\n", is_max ? "max" : "sum");
+  code += fmt::format("      acc = {};\n    }}\n", is_max ? max_of(acc, "acc", "x") : is_prod ? times(acc, "acc", "x") : add_to(acc, "acc", "x"));
+  if (lanes == 32) code += fmt::format("    acc = carve_warp_{}(acc);\n", is_max ? "max" : is_prod ? "prod" : "sum");
   std::string value = "acc";
   if (n.op == OpKind::kReduceMean) value = fmt::format("__{}div_rn(acc, ({}){}LL)", fp(acc), acc, len);
   code += fmt::format("    if (lane == 0) {{\n      const {} v{} = {};\n", ctype(ty.dtype), n.outputs[0],

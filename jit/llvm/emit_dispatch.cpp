@@ -66,6 +66,7 @@ Status emit_group(EmitContext& ec) {
     case ir::OpKind::kReduceSum:
     case ir::OpKind::kReduceMean:
     case ir::OpKind::kReduceMax:
+    case ir::OpKind::kReduceProd:
     case ir::OpKind::kArgMax:
     case ir::OpKind::kArgMin:
     case ir::OpKind::kSoftmax:

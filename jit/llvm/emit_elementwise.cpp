@@ -127,24 +127,9 @@ Value* int_pow(llvm::IRBuilder<>& b, Value* x, Value* e, bool is_signed) {
   return b.CreateSelect(neg_e, neg_result, result);
 }
 
-// Integer clip bounds: [ceil(min), floor(max)] saturated to the dtype.
-std::pair<int64_t, int64_t> int_bounds(DType d, double lo, double hi) {
-  double tmin = 0, tmax = 0;
-  switch (d) {
-    case DType::kI8: tmin = -128; tmax = 127; break;
-    case DType::kU8: tmin = 0; tmax = 255; break;
-    case DType::kI32: tmin = std::numeric_limits<int32_t>::min(); tmax = std::numeric_limits<int32_t>::max(); break;
-    default: tmin = -9223372036854775808.0; tmax = 9223372036854775807.0; break;
-  }
-  auto sat = [&](double v) -> int64_t {
-    if (!(v > tmin)) return static_cast<int64_t>(tmin);
-    if (v >= tmax) {
-      if (d == DType::kI64) return std::numeric_limits<int64_t>::max();
-      return static_cast<int64_t>(tmax);
-    }
-    return static_cast<int64_t>(v);
-  };
-  return {sat(std::ceil(lo)), sat(std::floor(hi))};
+// Integer clip bounds: [ceil(min), floor(max)] saturated to the dtype, as its bits.
+std::pair<uint64_t, uint64_t> int_bounds(DType d, double lo, double hi) {
+  return {saturated_int_bits(d, std::ceil(lo)), saturated_int_bits(d, std::floor(hi))};
 }
 
 // A double constant rounded to float dtype `d`, as a compute-type constant.
@@ -176,7 +161,7 @@ Value* cast_value(EmitContext& ec, DType from, DType to, Value* v) {
     return to == DType::kF32 ? v : round_to(ec, to, v);
   }
   if (is_fp(from)) {  // -> integer: truncate, saturate, NaN -> 0
-    auto id = to == DType::kU8 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
+    auto id = ir::is_unsigned_int(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
     return b.CreateIntrinsic(id, {dst, v->getType()}, {v});
   }
   bool sgn = is_signed_int(from);
@@ -185,8 +170,8 @@ Value* cast_value(EmitContext& ec, DType from, DType to, Value* v) {
     // f16/bf16: round once from the integer value
     Type* dt = like_shape(b.getDoubleTy(), v->getType());
     Value* d = nullptr;
-    if (from == DType::kI64) {
-      d = i64_to_f64_round_odd(ec, v, true);
+    if (from == DType::kI64 || from == DType::kU64) {
+      d = i64_to_f64_round_odd(ec, v, sgn);
     } else {
       d = sgn ? b.CreateSIToFP(v, dt) : b.CreateUIToFP(v, dt);  // exact
     }
@@ -278,8 +263,8 @@ Result<Value*> apply_elementwise(EmitContext& ec, const ir::Node& node, const st
         return b.CreateSelect(b.CreateFCmpOGT(r, h), h, r);
       }
       auto [li, hi_i] = int_bounds(in, lo, hi);
-      Value* l = intc(t, static_cast<uint64_t>(li));
-      Value* h = intc(t, static_cast<uint64_t>(hi_i));
+      Value* l = intc(t, li);
+      Value* h = intc(t, hi_i);
       Value* below = sgn ? b.CreateICmpSLT(x, l) : b.CreateICmpULT(x, l);
       Value* r = b.CreateSelect(below, l, x);
       Value* above = sgn ? b.CreateICmpSGT(r, h) : b.CreateICmpUGT(r, h);
@@ -384,6 +369,13 @@ Result<Value*> apply_elementwise(EmitContext& ec, const ir::Node& node, const st
       case OpKind::kPow: return int_pow(b, x, y, sgn);
       case OpKind::kMax: return b.CreateSelect(sgn ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y), x, y);
       case OpKind::kMin: return b.CreateSelect(sgn ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y), x, y);
+      case OpKind::kBitShiftLeft:
+      case OpKind::kBitShiftRight: {
+        // shl/lshr by the width or more is poison in LLVM (select drops it): they give 0.
+        Value* width = intc(t, t->getScalarSizeInBits());
+        Value* shifted = op == OpKind::kBitShiftLeft ? b.CreateShl(x, y) : b.CreateLShr(x, y);
+        return b.CreateSelect(b.CreateICmpUGE(y, width), intc(t, 0), shifted);
+      }
       default: break;
     }
   }

@@ -144,25 +144,14 @@ int norm_axis(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis 
 
 // The pad fill value's bits for `dtype` (cast rules of the reference).
 uint64_t fill_bits(ir::DType d, double v) {
-  auto sat = [&](double lo, double hi) -> int64_t {
-    if (std::isnan(v)) return 0;
-    double t = std::trunc(v);
-    if (t <= lo) return static_cast<int64_t>(lo);
-    if (t >= hi) return d == ir::DType::kI64 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(hi);
-    return static_cast<int64_t>(t);
-  };
   switch (d) {
     case ir::DType::kF32: return std::bit_cast<uint32_t>(static_cast<float>(v));
     case ir::DType::kF64: return std::bit_cast<uint64_t>(v);
     case ir::DType::kF16: return ir::double_to_f16(v);
     case ir::DType::kBf16: return ir::double_to_bf16(v);
-    case ir::DType::kI8: return static_cast<uint8_t>(sat(-128, 127));
-    case ir::DType::kU8: return static_cast<uint8_t>(sat(0, 255));
-    case ir::DType::kI32: return static_cast<uint32_t>(sat(-2147483648.0, 2147483647.0));
-    case ir::DType::kI64: return static_cast<uint64_t>(sat(-9223372036854775808.0, 9223372036854775807.0));
     case ir::DType::kBool: return v != 0 ? 1 : 0;
+    default: return saturated_int_bits(d, v);
   }
-  return 0;
 }
 
 Status emit_pad(EmitContext& ec, const ir::Node& node) {

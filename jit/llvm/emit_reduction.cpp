@@ -130,11 +130,13 @@ Status emit_reduce(EmitContext& ec, const ir::Node& node) {
   const tiling::ReduceShape rs = tiling::reduce_shape(g, node);
   const bool fp = is_fp(dtype);
   const bool is_max = op == ir::OpKind::kReduceMax;
+  const bool is_prod = op == ir::OpKind::kReduceProd;
   auto f = [&](Value* acc, Value* x) -> Value* {
+    if (is_prod) return mul(ec, acc, x);
     if (!is_max) return add(ec, acc, x);
     return fp ? fmax_nan(ec, acc, x) : max(ec, dtype, acc, x);
   };
-  Value* identity = is_max ? lowest(ec, dtype, ct) : zero(ct);
+  Value* identity = is_max ? lowest(ec, dtype, ct) : is_prod ? (fp ? fpc(ct, 1.0) : intc(ct, 1)) : zero(ct);
   auto finish = [&](Value* v) -> Value* {
     if (op != ir::OpKind::kReduceMean) return v;
     return b.CreateFDiv(v, fpc(v->getType(), static_cast<double>(rs.reduced_elements)));
@@ -413,6 +415,7 @@ Status emit_reduction(EmitContext& ec, const ir::Node& node) {
     case ir::OpKind::kReduceSum:
     case ir::OpKind::kReduceMean:
     case ir::OpKind::kReduceMax:
+    case ir::OpKind::kReduceProd:
       return emit_reduce(ec, node);
     case ir::OpKind::kArgMax:
     case ir::OpKind::kArgMin: return emit_arg(ec, node);

@@ -21,8 +21,12 @@ Type* compute_type(EmitContext& ec, ir::DType dtype) {
     case ir::DType::kF64: return Type::getDoubleTy(ec.ctx);
     case ir::DType::kI8:
     case ir::DType::kU8: return Type::getInt8Ty(ec.ctx);
-    case ir::DType::kI32: return Type::getInt32Ty(ec.ctx);
-    case ir::DType::kI64: return Type::getInt64Ty(ec.ctx);
+    case ir::DType::kI16:
+    case ir::DType::kU16: return Type::getInt16Ty(ec.ctx);
+    case ir::DType::kI32:
+    case ir::DType::kU32: return Type::getInt32Ty(ec.ctx);
+    case ir::DType::kI64:
+    case ir::DType::kU64: return Type::getInt64Ty(ec.ctx);
     case ir::DType::kBool: return Type::getInt1Ty(ec.ctx);
   }
   return Type::getInt8Ty(ec.ctx);
@@ -43,8 +47,22 @@ Type* like_shape(Type* elem, Type* like) {
 }
 
 bool is_fp(ir::DType dtype) { return ir::is_float(dtype); }
-bool is_signed_int(ir::DType dtype) {
-  return dtype == ir::DType::kI8 || dtype == ir::DType::kI32 || dtype == ir::DType::kI64;
+bool is_signed_int(ir::DType dtype) { return ir::is_integer(dtype) && !ir::is_unsigned_int(dtype); }
+
+uint64_t saturated_int_bits(ir::DType d, double v) {
+  if (std::isnan(v)) return 0;
+  const double t = std::trunc(v);
+  const int bits = static_cast<int>(ir::dtype_size(d)) * 8;
+  const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  if (ir::is_unsigned_int(d)) {
+    if (t <= 0) return 0;
+    if (t >= std::ldexp(1.0, bits)) return mask;  // max + 1, exact
+    return static_cast<uint64_t>(t);
+  }
+  const double half = std::ldexp(1.0, bits - 1);  // -min = max + 1, exact
+  if (t <= -half) return (uint64_t{1} << (bits - 1)) & mask;  // the minimum's bits
+  if (t >= half) return mask >> 1;
+  return static_cast<uint64_t>(static_cast<int64_t>(t)) & mask;
 }
 
 Value* i64c(EmitContext& ec, int64_t v) { return ec.b.getInt64(static_cast<uint64_t>(v)); }

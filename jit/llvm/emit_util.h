@@ -26,7 +26,10 @@ llvm::Type* compute_type(EmitContext& ec, ir::DType dtype);
 // `elem` with the shape (scalar or <N x >) of `like`.
 llvm::Type* like_shape(llvm::Type* elem, llvm::Type* like);
 bool is_fp(ir::DType dtype);
-bool is_signed_int(ir::DType dtype);  // i8 i32 i64
+bool is_signed_int(ir::DType dtype);  // i8 i16 i32 i64
+// `v` truncated toward zero and saturated to integer dtype `d` (NaN -> 0), as the bits of
+// its dtype-wide two's complement (zero-extended): the cast rules of the reference.
+uint64_t saturated_int_bits(ir::DType d, double v);
 
 llvm::Value* i64c(EmitContext& ec, int64_t v);
 llvm::Value* intc(llvm::Type* t, uint64_t v);  // integer constant (scalar or splat vector)

@@ -309,7 +309,8 @@ UnitTiles unit_tiles_for(const ir::Graph& graph, const ir::Node& node) {
       return unit_tiles(x[0] * x[1], product(x, 2, x.size()));
     case OpKind::kReduceSum:
     case OpKind::kReduceMean:
-    case OpKind::kReduceMax: {
+    case OpKind::kReduceMax:
+    case OpKind::kReduceProd: {
       ReduceShape r = reduce_shape(graph, node);
       return unit_tiles(r.units, r.reduced_elements * (r.inner_reduced ? 1 : r.dims.back()));
     }
@@ -341,6 +342,7 @@ bool is_compute_op(ir::OpKind op) {
     case OpKind::kReduceSum:
     case OpKind::kReduceMean:
     case OpKind::kReduceMax:
+    case OpKind::kReduceProd:
     case OpKind::kArgMax:
     case OpKind::kArgMin:
     case OpKind::kSoftmax:

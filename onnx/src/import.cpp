@@ -217,6 +217,7 @@ Arity arity(std::string_view op) {
       {"GatherND", {2, 2}}, {"ScatterND", {3, 3}}, {"ScatterElements", {3, 3}}, {"Scatter", {3, 3}},
       {"TopK", {1, 2}}, {"Einsum", {1, kMany}}, {"Compress", {2, 2}}, {"MaxUnpool", {2, 3}},
       {"ReverseSequence", {2, 2}},
+      {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary

@@ -168,7 +168,7 @@ Status lower_mod(NodeContext& n) {
   if (fmod == 0 && ir::is_float(dt))
     return n.invalid(fmt::format("fmod = 0 on {} (ONNX requires fmod = 1 for floats)", ir::dtype_name(dt)));
   CARVE_ASSIGN_OR_RETURN(Tensor r, n.op(OpKind::kFmod, in));
-  if (fmod == 1 || dt == ir::DType::kU8) return n.set_output(0, r);  // unsigned: no sign to fix
+  if (fmod == 1 || ir::is_unsigned_int(dt)) return n.set_output(0, r);  // unsigned: no sign to fix
   Tensor zero = n.constant_ints(dt, {}, {0});
   CARVE_ASSIGN_OR_RETURN(Tensor y_negative, n.op(OpKind::kLess, {in[1], zero}));
   CARVE_ASSIGN_OR_RETURN(Tensor r_positive, n.op(OpKind::kGreater, {r, zero}));
@@ -350,8 +350,8 @@ Status lower_shrink(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(double bias, n.attr_float("bias", 0.0));
   CARVE_ASSIGN_OR_RETURN(double lambd, n.attr_float("lambd", 0.5));
   const ir::DType dt = x.type.dtype;
-  // u8 would need negative thresholds, which it cannot hold.
-  if (dt == ir::DType::kBool || dt == ir::DType::kU8) return n.unsupported(fmt::format("{} input", ir::dtype_name(dt)));
+  // Unsigned types would need negative thresholds, which they cannot hold.
+  if (dt == ir::DType::kBool || ir::is_unsigned_int(dt)) return n.unsupported(fmt::format("{} input", ir::dtype_name(dt)));
   if (!ir::is_float(dt) && (bias != std::trunc(bias) || lambd != std::trunc(lambd)))
     return n.unsupported(fmt::format("{} input with fractional bias {} or lambd {}", ir::dtype_name(dt), bias, lambd));
   CARVE_ASSIGN_OR_RETURN(Tensor low, n.op(OpKind::kLess, {x, n.constant_doubles(dt, {}, {-lambd})}));
@@ -371,8 +371,8 @@ Status lower_sign(NodeContext& n) {
   Tensor zero = n.constant_doubles(dt, {}, {0.0});
   CARVE_ASSIGN_OR_RETURN(Tensor positive, n.op(OpKind::kGreater, {x, zero}));
   CARVE_ASSIGN_OR_RETURN(Tensor negative, n.op(OpKind::kLess, {x, zero}));
-  // u8 has no -1; its negative mask is always false, so any value does.
-  Tensor minus_one = n.constant_ints(dt, {}, {dt == ir::DType::kU8 ? 0 : -1});
+  // Unsigned types have no -1; their negative mask is always false, so any value does.
+  Tensor minus_one = n.constant_ints(dt, {}, {ir::is_unsigned_int(dt) ? 0 : -1});
   CARVE_ASSIGN_OR_RETURN(Tensor inner, n.op(OpKind::kWhere, {negative, minus_one, x}));
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kWhere, {positive, n.constant_doubles(dt, {}, {1.0}), inner}));
   return n.set_output(0, y);
@@ -436,6 +436,20 @@ Status lower_is_inf(NodeContext& n) {
 }
 
 // CastLike(x, like): Cast to like's dtype.
+// BitShift(x, y) with direction LEFT or RIGHT: unsigned integers only (ONNX's types);
+// shifts by the bit width or more give 0.
+Status lower_bit_shift(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(std::vector<Tensor> in, inputs(n, 2));
+  CARVE_ASSIGN_OR_RETURN(std::string direction, n.attr_string("direction"));
+  if (direction != "LEFT" && direction != "RIGHT")
+    return n.invalid(fmt::format("direction = \"{}\" (must be \"LEFT\" or \"RIGHT\")", direction));
+  const ir::DType dt = in[0].type.dtype;
+  if (!ir::is_unsigned_int(dt))
+    return n.invalid(fmt::format("{} input (ONNX defines BitShift on unsigned integers)", ir::dtype_name(dt)));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(direction == "LEFT" ? OpKind::kBitShiftLeft : OpKind::kBitShiftRight, in));
+  return n.set_output(0, y);
+}
+
 Status lower_cast_like(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(ir::TensorType like, n.input_type(1));
@@ -541,6 +555,7 @@ void register_elementwise_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["IsNaN"] = {lower_is_nan, {}};
   t["IsInf"] = {lower_is_inf, {"detect_negative", "detect_positive"}};
   t["CastLike"] = {lower_cast_like, {}};
+  t["BitShift"] = {lower_bit_shift, {"direction"}};
   t["Identity"] = {lower_identity, {}};
   t["Dropout"] = {lower_dropout, {"ratio", "seed"}};
 }

@@ -1,9 +1,7 @@
-// The ONNX reductions: ReduceSum/Mean/Max and ArgMax/ArgMin map onto carve's ops; ReduceMin,
-// ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp are composed of
-// an elementwise step, one of them, and another elementwise step. ReduceProd is not
-// supported: carve has no product reduction, and exp(sum(log|x|)) is neither exact nor
-// defined for zeros and signs. DynamicQuantizeLinear is here too: min/max reductions and
-// elementwise steps.
+// The ONNX reductions: ReduceSum/Mean/Max/Prod and ArgMax/ArgMin map onto carve's ops;
+// ReduceMin, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp are
+// composed of an elementwise step, one of them, and another elementwise step.
+// DynamicQuantizeLinear is here too: min/max reductions and elementwise steps.
 #include <onnx/onnx_pb.h>
 
 #include <limits>
@@ -16,7 +14,7 @@ namespace {
 using ir::OpKind;
 
 // Which reduction a Reduce* op composes.
-enum class Family { kSum, kMean, kMax, kMin, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
+enum class Family { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
 
 // Axes as an attribute (ReduceSum before 13, the others before 18) or as an optional
 // constant input. `all` (no axes) reduces everything; `none` (no axes with
@@ -49,12 +47,12 @@ Result<Tensor> reduce(NodeContext& n, OpKind kind, const Tensor& x, const Reduct
 }
 
 // An order-reversing involution that cannot overflow, so min(x) = flip(max(flip(x))):
-// -x for floats, -1 - x for signed integers (-x overflows at the minimum), 255 - x for u8.
+// -x for floats, -1 - x for integers (-x overflows at the signed minimum; on unsigned
+// types the constant wraps to the maximum: max - x).
 Result<Tensor> flip(NodeContext& n, const Tensor& x) {
   const ir::DType dtype = x.type.dtype;
   if (ir::is_float(dtype)) return n.op(OpKind::kNeg, {x});
-  const int64_t c = dtype == ir::DType::kU8 ? 255 : -1;
-  return n.op(OpKind::kSub, {n.constant_ints(dtype, {}, {c}), x});
+  return n.op(OpKind::kSub, {n.constant_ints(dtype, {}, {-1}), x});
 }
 
 // log(sum(exp(x))) shifted by the maximum so exp cannot overflow. A non-finite maximum
@@ -92,6 +90,7 @@ Status lower_reduce(NodeContext& n) {
     case Family::kSum: y = reduce(n, OpKind::kReduceSum, x, r, r.keepdims); break;
     case Family::kMean: y = reduce(n, OpKind::kReduceMean, x, r, r.keepdims); break;
     case Family::kMax: y = reduce(n, OpKind::kReduceMax, x, r, r.keepdims); break;
+    case Family::kProd: y = reduce(n, OpKind::kReduceProd, x, r, r.keepdims); break;
     case Family::kMin: {
       CARVE_ASSIGN_OR_RETURN(Tensor flipped, flip(n, x));
       CARVE_ASSIGN_OR_RETURN(Tensor m, reduce(n, OpKind::kReduceMax, flipped, r, r.keepdims));
@@ -178,6 +177,7 @@ void register_reduce_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["ReduceMean"] = {lower_reduce<Family::kMean>, attrs};
   t["ReduceMax"] = {lower_reduce<Family::kMax>, attrs};
   t["ReduceMin"] = {lower_reduce<Family::kMin>, attrs};
+  t["ReduceProd"] = {lower_reduce<Family::kProd>, attrs};
   t["ReduceL1"] = {lower_reduce<Family::kL1>, attrs};
   t["ReduceL2"] = {lower_reduce<Family::kL2>, attrs};
   t["ReduceSumSquare"] = {lower_reduce<Family::kSumSquare>, attrs};

@@ -47,6 +47,7 @@ Status lower_constant_of_shape(NodeContext& n) {
   if (Status valid = shape.validate(); !valid.ok()) return n.error(ErrorCode::kShapeError, valid.message());
   ir::DType dtype = ir::DType::kF32;
   double fill = 0.0;
+  int64_t fill_int = 0;
   if (const auto* a = n.attr("value")) {
     if (a->type() != ::onnx::AttributeProto::TENSOR) return n.invalid("attribute 'value' must be a tensor");
     Result<Tensor> t = decode_tensor(a->t(), n.ctx, true);
@@ -54,13 +55,14 @@ Status lower_constant_of_shape(NodeContext& n) {
     if (*t->type.shape.num_elements() != 1) return n.invalid("attribute 'value' must hold one element");
     dtype = t->type.dtype;
     fill = to_doubles(*t)[0];
+    fill_int = to_int64s(*t)[0];  // integers exactly (u64 modulo 2^64)
   }
   // The fill goes through an int64/double vector: 8 bytes per element.
   CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{dtype, shape}, sizeof(int64_t)));
   const auto count = static_cast<size_t>(*shape.num_elements());
   if (ir::is_integer(dtype) || dtype == ir::DType::kBool) {
     // Integers go through int64 so large fill values are exact.
-    return n.set_output(0, n.constant_ints(dtype, shape, std::vector<int64_t>(count, static_cast<int64_t>(fill))));
+    return n.set_output(0, n.constant_ints(dtype, shape, std::vector<int64_t>(count, fill_int)));
   }
   return n.set_output(0, n.constant_doubles(dtype, shape, std::vector<double>(count, fill)));
 }

@@ -46,6 +46,10 @@ std::vector<uint8_t> typed_field_bytes(const TensorProto& proto, ir::DType dtype
     case ir::DType::kI64: return pack<int64_t>(proto.int64_data());
     case ir::DType::kI32: return pack<int32_t>(proto.int32_data());
     case ir::DType::kI8: return pack<int8_t>(proto.int32_data());
+    case ir::DType::kI16: return pack<int16_t>(proto.int32_data());
+    case ir::DType::kU16: return pack<uint16_t>(proto.int32_data());
+    case ir::DType::kU32: return pack<uint32_t>(proto.uint64_data());
+    case ir::DType::kU64: return pack<uint64_t>(proto.uint64_data());
     case ir::DType::kU8:
     case ir::DType::kBool: return pack<uint8_t>(proto.int32_data());
     case ir::DType::kF16:
@@ -142,6 +146,10 @@ Result<ir::DType> dtype_from_onnx(int32_t elem_type) {
     case TensorProto::INT32: return ir::DType::kI32;
     case TensorProto::INT64: return ir::DType::kI64;
     case TensorProto::BOOL: return ir::DType::kBool;
+    case TensorProto::INT16: return ir::DType::kI16;
+    case TensorProto::UINT16: return ir::DType::kU16;
+    case TensorProto::UINT32: return ir::DType::kU32;
+    case TensorProto::UINT64: return ir::DType::kU64;
     default: break;
   }
   const std::string name =
@@ -205,6 +213,10 @@ std::vector<int64_t> to_int64s(const Tensor& t) {
     case ir::DType::kI64: read(int64_t{}); break;
     case ir::DType::kI32: read(int32_t{}); break;
     case ir::DType::kI8: read(int8_t{}); break;
+    case ir::DType::kI16: read(int16_t{}); break;
+    case ir::DType::kU16: read(uint16_t{}); break;
+    case ir::DType::kU32: read(uint32_t{}); break;
+    case ir::DType::kU64: read(uint64_t{}); break;  // modulo 2^64
     case ir::DType::kU8:
     case ir::DType::kBool: read(uint8_t{}); break;
     default: {  // floats by the cast rules (reference.h): truncate, saturate, NaN -> 0; -inf is no UB
@@ -222,9 +234,11 @@ Tensor from_doubles(std::string name, ir::DType dtype, ir::Shape shape, const st
 }
 
 Tensor from_int64s(std::string name, ir::DType dtype, ir::Shape shape, const std::vector<int64_t>& values) {
-  if (dtype == ir::DType::kI64) {
-    std::vector<uint8_t> bytes(values.size() * sizeof(int64_t));
-    if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  if (ir::is_integer(dtype)) {
+    // Narrowed modulo 2^width (little-endian: the low bytes), exact past 2^53.
+    const auto size = static_cast<size_t>(ir::dtype_size(dtype));
+    std::vector<uint8_t> bytes(values.size() * size);
+    for (size_t i = 0; i < values.size(); ++i) std::memcpy(bytes.data() + i * size, &values[i], size);
     return known_tensor(std::move(name), ir::TensorType{dtype, std::move(shape)}, std::move(bytes));
   }
   std::vector<double> d(values.begin(), values.end());

@@ -67,6 +67,8 @@ constexpr DTypeInfo kDTypes[] = {
     {CARVE_F32, "float32", kDLFloat, 32}, {CARVE_F16, "float16", kDLFloat, 16}, {CARVE_BF16, "uint16", kDLBfloat, 16},
     {CARVE_F64, "float64", kDLFloat, 64}, {CARVE_I8, "int8", kDLInt, 8},        {CARVE_I32, "int32", kDLInt, 32},
     {CARVE_I64, "int64", kDLInt, 64},     {CARVE_U8, "uint8", kDLUInt, 8},      {CARVE_BOOL, "bool", kDLUInt, 8},
+    {CARVE_I16, "int16", kDLInt, 16},     {CARVE_U16, "uint16", kDLUInt, 16},   {CARVE_U32, "uint32", kDLUInt, 32},
+    {CARVE_U64, "uint64", kDLUInt, 64},
 };
 
 carve_dtype from_numpy(const py::dtype& dtype, const std::string& what) {

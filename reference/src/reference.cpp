@@ -140,6 +140,10 @@ std::vector<double> load_f64(ir::DType dtype, const void* data, int64_t n) {
     case ir::DType::kI32: load_loop<int32_t>(data, n, same, o); break;
     case ir::DType::kI64: load_loop<int64_t>(data, n, same, o); break;
     case ir::DType::kU8: load_loop<uint8_t>(data, n, same, o); break;
+    case ir::DType::kI16: load_loop<int16_t>(data, n, same, o); break;
+    case ir::DType::kU16: load_loop<uint16_t>(data, n, same, o); break;
+    case ir::DType::kU32: load_loop<uint32_t>(data, n, same, o); break;
+    case ir::DType::kU64: load_loop<uint64_t>(data, n, same, o); break;  // rounds once
     case ir::DType::kBool:
       load_loop<uint8_t>(data, n, [](uint8_t b) { return b != 0 ? 1.0 : 0.0; }, o);
       break;
@@ -156,6 +160,10 @@ std::vector<int64_t> load_i64(ir::DType dtype, const void* data, int64_t n) {
     case ir::DType::kI32: load_loop<int32_t>(data, n, same, o); break;
     case ir::DType::kI64: load_loop<int64_t>(data, n, same, o); break;
     case ir::DType::kU8: load_loop<uint8_t>(data, n, same, o); break;
+    case ir::DType::kI16: load_loop<int16_t>(data, n, same, o); break;
+    case ir::DType::kU16: load_loop<uint16_t>(data, n, same, o); break;
+    case ir::DType::kU32: load_loop<uint32_t>(data, n, same, o); break;
+    case ir::DType::kU64: load_loop<uint64_t>(data, n, same, o); break;  // the bits (modular)
     case ir::DType::kBool:
       load_loop<uint8_t>(data, n, [](uint8_t b) { return int64_t{b != 0}; }, o);
       break;
@@ -182,6 +190,10 @@ void store_f64(ir::DType dtype, std::span<const double> values, void* data) {
       case ir::DType::kI32: write_at<int32_t>(data, i, saturating_trunc<int32_t>(v)); break;
       case ir::DType::kI64: write_at<int64_t>(data, i, saturating_trunc<int64_t>(v)); break;
       case ir::DType::kU8: write_at<uint8_t>(data, i, saturating_trunc<uint8_t>(v)); break;
+      case ir::DType::kI16: write_at<int16_t>(data, i, saturating_trunc<int16_t>(v)); break;
+      case ir::DType::kU16: write_at<uint16_t>(data, i, saturating_trunc<uint16_t>(v)); break;
+      case ir::DType::kU32: write_at<uint32_t>(data, i, saturating_trunc<uint32_t>(v)); break;
+      case ir::DType::kU64: write_at<uint64_t>(data, i, saturating_trunc<uint64_t>(v)); break;
       case ir::DType::kBool: write_at<uint8_t>(data, i, v != 0 ? 1 : 0); break;  // NaN -> 1
     }
   }
@@ -201,7 +213,35 @@ void store_i64(ir::DType dtype, std::span<const int64_t> values, void* data) {
       case ir::DType::kI32: write_at<int32_t>(data, i, static_cast<int32_t>(v)); break;
       case ir::DType::kI64: write_at<int64_t>(data, i, v); break;
       case ir::DType::kU8: write_at<uint8_t>(data, i, static_cast<uint8_t>(v)); break;
+      case ir::DType::kI16: write_at<int16_t>(data, i, static_cast<int16_t>(v)); break;
+      case ir::DType::kU16: write_at<uint16_t>(data, i, static_cast<uint16_t>(v)); break;
+      case ir::DType::kU32: write_at<uint32_t>(data, i, static_cast<uint32_t>(v)); break;
+      case ir::DType::kU64: write_at<uint64_t>(data, i, static_cast<uint64_t>(v)); break;
       case ir::DType::kBool: write_at<uint8_t>(data, i, v != 0 ? 1 : 0); break;
+    }
+  }
+}
+
+std::vector<uint64_t> load_u64(ir::DType dtype, const void* data, int64_t n) {
+  const std::vector<int64_t> bits = load_i64(dtype, data, n);
+  return std::vector<uint64_t>(bits.begin(), bits.end());  // modular: u64's own bits
+}
+
+void store_u64(ir::DType dtype, std::span<const uint64_t> values, void* data) {
+  const auto n = static_cast<int64_t>(values.size());
+  if (!ir::is_float(dtype)) {
+    const std::vector<int64_t> bits(values.begin(), values.end());
+    store_i64(dtype, bits, data);  // ints keep the low bits either way
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t v = values[static_cast<size_t>(i)];
+    switch (dtype) {
+      case ir::DType::kF32: write_at<float>(data, i, static_cast<float>(v)); break;
+      case ir::DType::kF64: write_at<double>(data, i, static_cast<double>(v)); break;
+      case ir::DType::kF16: write_at<uint16_t>(data, i, ir::uint64_to_f16(v)); break;
+      case ir::DType::kBf16: write_at<uint16_t>(data, i, ir::uint64_to_bf16(v)); break;
+      default: break;
     }
   }
 }

@@ -58,14 +58,54 @@ double float_unary(OpKind op, double x, const Ctx& ctx) {
 }
 
 // Integer clip bounds: [ceil(min), floor(max)] saturated to the dtype's range.
-std::pair<int64_t, int64_t> int_clip_bounds(ir::DType dtype, double lo, double hi) {
-  int64_t bounds[2];
+template <typename V>
+std::pair<V, V> int_clip_bounds(ir::DType dtype, double lo, double hi) {
+  V bounds[2];
   const double values[2] = {std::ceil(lo), std::floor(hi)};
   for (int i = 0; i < 2; ++i) {
     std::vector<uint8_t> encoded = encode_double(dtype, values[i]);  // saturating
-    bounds[i] = load_i64(dtype, encoded.data(), 1)[0];
+    bounds[i] = load<V>(dtype, encoded.data(), 1)[0];
   }
   return {bounds[0], bounds[1]};
+}
+
+// V is int64_t, or uint64_t for u64 (whose values need not fit int64).
+template <typename V>
+Status int_unary(const Ctx& ctx) {
+  const OpKind op = ctx.node.op;
+  const ir::TensorType& t = ctx.in_type(0);
+  std::vector<V> x = load<V>(t.dtype, ctx.in[0], count(t.shape));
+  constexpr bool kSigned = std::is_signed_v<V>;
+  switch (op) {
+    case OpKind::kNeg:
+      for (V& v : x) v = static_cast<V>(0 - static_cast<uint64_t>(v));  // wraps, no UB
+      break;
+    case OpKind::kAbs:
+      if constexpr (kSigned) {
+        for (V& v : x) v = v < 0 ? wrap_neg(v) : v;
+      }
+      break;
+    case OpKind::kRelu:
+      if constexpr (kSigned) {
+        for (V& v : x) v = v < 0 ? 0 : v;
+      }
+      break;
+    case OpKind::kClip: {
+      auto [lo, hi] = int_clip_bounds<V>(t.dtype, ctx.attr_float("min", -kInf),
+                                         ctx.attr_float("max", kInf));
+      for (V& v : x) v = v < lo ? lo : (v > hi ? hi : v);
+      break;
+    }
+    case OpKind::kFloor:
+    case OpKind::kCeil:
+    case OpKind::kRound:
+    case OpKind::kTrunc:
+      break;  // integers are already integral
+    default:
+      return ctx.error(ErrorCode::kInternal, "no integer form of this op");
+  }
+  store<V>(ctx.out_type(0).dtype, x, ctx.out[0]);
+  return Status();
 }
 
 Status run_unary(const Ctx& ctx) {
@@ -78,33 +118,8 @@ Status run_unary(const Ctx& ctx) {
     store_f64(ctx.out_type(0).dtype, x, ctx.out[0]);
     return Status();
   }
-  std::vector<int64_t> x = load_i64(t.dtype, ctx.in[0], n);
-  switch (op) {
-    case OpKind::kNeg:
-      for (int64_t& v : x) v = wrap_neg(v);
-      break;
-    case OpKind::kAbs:
-      for (int64_t& v : x) v = v < 0 ? wrap_neg(v) : v;
-      break;
-    case OpKind::kRelu:
-      for (int64_t& v : x) v = v < 0 ? 0 : v;
-      break;
-    case OpKind::kClip: {
-      auto [lo, hi] = int_clip_bounds(t.dtype, ctx.attr_float("min", -kInf),
-                                      ctx.attr_float("max", kInf));
-      for (int64_t& v : x) v = v < lo ? lo : (v > hi ? hi : v);
-      break;
-    }
-    case OpKind::kFloor:
-    case OpKind::kCeil:
-    case OpKind::kRound:
-    case OpKind::kTrunc:
-      break;  // integers are already integral
-    default:
-      return ctx.error(ErrorCode::kInternal, "no integer form of this op");
-  }
-  store_i64(ctx.out_type(0).dtype, x, ctx.out[0]);
-  return Status();
+  // The narrower unsigned types are zero-extended, so int64 orders them correctly.
+  return t.dtype == ir::DType::kU64 ? int_unary<uint64_t>(ctx) : int_unary<int64_t>(ctx);
 }
 
 double float_binary(OpKind op, double a, double b) {
@@ -135,6 +150,29 @@ int64_t int_pow(int64_t base, int64_t exponent) {
   return static_cast<int64_t>(result);
 }
 
+// u64: wrapping arithmetic, unsigned division and order.
+uint64_t int_binary(OpKind op, uint64_t a, uint64_t b) {
+  switch (op) {
+    case OpKind::kAdd: return a + b;
+    case OpKind::kSub: return a - b;
+    case OpKind::kMul: return a * b;
+    case OpKind::kDiv: return b == 0 ? 0 : a / b;
+    case OpKind::kPow: {
+      uint64_t result = 1;
+      for (uint64_t e = b; e != 0; e >>= 1, a *= a) {
+        if ((e & 1) != 0) result *= a;
+      }
+      return result;
+    }
+    case OpKind::kMax: return std::max(a, b);
+    case OpKind::kMin: return std::min(a, b);
+    case OpKind::kFmod: return b == 0 ? 0 : a % b;
+    case OpKind::kBitShiftLeft: return b >= 64 ? 0 : a << b;
+    case OpKind::kBitShiftRight: return b >= 64 ? 0 : a >> b;
+    default: return 0;
+  }
+}
+
 int64_t int_binary(OpKind op, int64_t a, int64_t b) {
   switch (op) {
     case OpKind::kAdd: return wrap_add(a, b);
@@ -150,6 +188,11 @@ int64_t int_binary(OpKind op, int64_t a, int64_t b) {
     case OpKind::kFmod:
       if (b == 0 || b == -1) return 0;  // INT64_MIN % -1 would overflow
       return a % b;                     // the sign of a
+    // Unsigned types only (u8 u16 u32 here, zero-extended): a left shift past the width
+    // leaves no bits once the result is truncated to it.
+    case OpKind::kBitShiftLeft:
+    case OpKind::kBitShiftRight:
+      return static_cast<int64_t>(int_binary(op, static_cast<uint64_t>(a), static_cast<uint64_t>(b)));
     default: return 0;
   }
 }
@@ -226,6 +269,8 @@ Status run_cast(const Ctx& ctx) {
   const int64_t n = count(from.shape);
   if (ir::is_float(from.dtype)) {
     store_f64(to, load_f64(from.dtype, ctx.in[0], n), ctx.out[0]);
+  } else if (from.dtype == ir::DType::kU64) {
+    store_u64(to, load_u64(from.dtype, ctx.in[0], n), ctx.out[0]);  // to floats: unsigned
   } else {
     store_i64(to, load_i64(from.dtype, ctx.in[0], n), ctx.out[0]);
   }
@@ -238,11 +283,7 @@ Status run_elementwise(const Ctx& ctx) {
   const OpKind op = ctx.node.op;
   if (ir::is_unary_elementwise(op)) return run_unary(ctx);
   if (ir::is_binary_elementwise(op)) {
-    if (ir::is_float(ctx.in_type(0).dtype)) {
-      binary_typed<double>(ctx);
-    } else {
-      binary_typed<int64_t>(ctx);
-    }
+    CARVE_REF_DISPATCH(ctx.in_type(0).dtype, binary_typed, ctx);
     return Status();
   }
   if (op == OpKind::kWhere) return run_where(ctx);

@@ -68,13 +68,21 @@ std::vector<int64_t> load_i64(ir::DType dtype, const void* data, int64_t n);
 void store_f64(ir::DType dtype, std::span<const double> values, void* data);
 // To ints: wrap (keep the low bits); to bool: v != 0; to floats: round to nearest even.
 void store_i64(ir::DType dtype, std::span<const int64_t> values, void* data);
+// u64 carried as uint64 (its order, division and conversion to float differ from
+// int64's): load_u64 reads any integer dtype's value modulo 2^64; store_u64 converts to
+// floats from the unsigned value (rounded once) and to ints as store_i64.
+std::vector<uint64_t> load_u64(ir::DType dtype, const void* data, int64_t n);
+void store_u64(ir::DType dtype, std::span<const uint64_t> values, void* data);
 // One value with the cast rules, for attributes such as pad's value.
 std::vector<uint8_t> encode_double(ir::DType dtype, double value);
 
+// The value type an op computes in: double for floats, uint64 for u64, else int64.
 template <typename V>
 std::vector<V> load(ir::DType dtype, const void* data, int64_t n) {
   if constexpr (std::is_same_v<V, double>) {
     return load_f64(dtype, data, n);
+  } else if constexpr (std::is_same_v<V, uint64_t>) {
+    return load_u64(dtype, data, n);
   } else {
     return load_i64(dtype, data, n);
   }
@@ -83,10 +91,18 @@ template <typename V>
 void store(ir::DType dtype, std::span<const V> values, void* data) {
   if constexpr (std::is_same_v<V, double>) {
     store_f64(dtype, values, data);
+  } else if constexpr (std::is_same_v<V, uint64_t>) {
+    store_u64(dtype, values, data);
   } else {
     store_i64(dtype, values, data);
   }
 }
+// Runs fn<double> for float dtypes, fn<uint64_t> for u64 and fn<int64_t> otherwise (the
+// narrower unsigned types fit int64, whose order and division are then theirs).
+#define CARVE_REF_DISPATCH(dtype, fn, ...)                                         \
+  (ir::is_float(dtype)              ? fn<double>(__VA_ARGS__)                      \
+   : (dtype) == ir::DType::kU64 ? fn<uint64_t>(__VA_ARGS__)                  \
+                                    : fn<int64_t>(__VA_ARGS__))
 
 // NaN test for the V of load<V> (integers are never NaN).
 template <typename V>

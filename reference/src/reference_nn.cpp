@@ -15,21 +15,30 @@ using ir::OpKind;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// acc + a * b: plain double arithmetic, or wrap-around integer arithmetic.
+// acc + a * b: plain double or uint64 (wrapping) arithmetic, or int64 wrap-around
+// arithmetic without signed overflow.
 template <typename V>
 V mul_add(V acc, V a, V b) {
-  if constexpr (std::is_same_v<V, double>) {
-    return acc + a * b;
-  } else {
+  if constexpr (std::is_same_v<V, int64_t>) {
     return wrap_add(acc, wrap_mul(a, b));
+  } else {
+    return acc + a * b;
   }
 }
 template <typename V>
 V plus(V a, V b) {
-  if constexpr (std::is_same_v<V, double>) {
-    return a + b;
-  } else {
+  if constexpr (std::is_same_v<V, int64_t>) {
     return wrap_add(a, b);
+  } else {
+    return a + b;
+  }
+}
+template <typename V>
+V times(V a, V b) {
+  if constexpr (std::is_same_v<V, int64_t>) {
+    return wrap_mul(a, b);
+  } else {
+    return a * b;
   }
 }
 // max that propagates NaN.
@@ -45,15 +54,13 @@ template <typename V>
 V lowest(ir::DType dtype) {
   if constexpr (std::is_same_v<V, double>) {
     return -kInf;
+  } else if constexpr (std::is_same_v<V, uint64_t>) {
+    return 0;
   } else {
     std::vector<uint8_t> bytes = encode_double(dtype, -kInf);  // saturates to the minimum
     return load_i64(dtype, bytes.data(), 1)[0];
   }
 }
-
-// Runs f<double> for float dtypes and f<int64_t> otherwise.
-#define CARVE_REF_DISPATCH(dtype, fn, ...) \
-  (ir::is_float(dtype) ? fn<double>(__VA_ARGS__) : fn<int64_t>(__VA_ARGS__))
 
 // ---- reductions ----
 
@@ -79,11 +86,16 @@ Status reduce(const Ctx& ctx) {
 
   const std::vector<V> x = load<V>(tx.dtype, ctx.in[0], count(tx.shape));
   const auto n_out = static_cast<size_t>(count(ty.shape));
-  std::vector<V> acc(n_out, op == OpKind::kReduceMax ? lowest<V>(tx.dtype) : V{0});
+  const V identity = op == OpKind::kReduceMax ? lowest<V>(tx.dtype) : op == OpKind::kReduceProd ? V{1} : V{0};
+  std::vector<V> acc(n_out, identity);
   IndexWalker walk(tx.shape, {out_strides});
   for (size_t i = 0; i < x.size(); ++i, walk.next()) {
     V& a = acc[static_cast<size_t>(walk.offset(0))];
-    a = op == OpKind::kReduceMax ? max_nan(a, x[i]) : plus(a, x[i]);
+    switch (op) {
+      case OpKind::kReduceMax: a = max_nan(a, x[i]); break;
+      case OpKind::kReduceProd: a = times(a, x[i]); break;
+      default: a = plus(a, x[i]); break;
+    }
   }
   if (op == OpKind::kReduceMean) {
     if constexpr (std::is_same_v<V, double>) {
@@ -288,12 +300,12 @@ Status gemm(const Ctx& ctx) {
     store_f64(ty.dtype, acc, ctx.out[0]);
   } else {
     if (alpha == 1.0 && beta == 1.0) {
-      for (size_t i = 0; i < acc.size(); ++i) acc[i] = wrap_add(acc[i], c[i]);
-      store_i64(ty.dtype, acc, ctx.out[0]);
+      for (size_t i = 0; i < acc.size(); ++i) acc[i] = plus(acc[i], c[i]);
+      store<V>(ty.dtype, acc, ctx.out[0]);
     } else {
       // alpha * acc + beta * c in double, acc first wrapped to the dtype's width.
-      store_i64(ty.dtype, acc, ctx.out[0]);
-      const std::vector<int64_t> wrapped = load_i64(ty.dtype, ctx.out[0], m * n);
+      store<V>(ty.dtype, acc, ctx.out[0]);
+      const std::vector<V> wrapped = load<V>(ty.dtype, ctx.out[0], m * n);
       std::vector<double> y(acc.size());
       for (size_t i = 0; i < y.size(); ++i) {
         y[i] = alpha * static_cast<double>(wrapped[i]) + beta * static_cast<double>(c[i]);
@@ -438,6 +450,7 @@ Status run_nn(const Ctx& ctx) {
     case OpKind::kReduceSum:
     case OpKind::kReduceMean:
     case OpKind::kReduceMax:
+    case OpKind::kReduceProd:
       return CARVE_REF_DISPATCH(dtype, reduce, ctx);
     case OpKind::kArgMax:
     case OpKind::kArgMin:

@@ -39,7 +39,8 @@ struct DTypeCode {
 constexpr DTypeCode kCodes[] = {
     {'f', 4, ir::DType::kF32}, {'f', 8, ir::DType::kF64}, {'f', 2, ir::DType::kF16},
     {'i', 1, ir::DType::kI8},  {'i', 4, ir::DType::kI32}, {'i', 8, ir::DType::kI64},
-    {'u', 1, ir::DType::kU8},  {'b', 1, ir::DType::kBool},
+    {'u', 1, ir::DType::kU8},  {'b', 1, ir::DType::kBool}, {'i', 2, ir::DType::kI16},
+    {'u', 2, ir::DType::kU16}, {'u', 4, ir::DType::kU32}, {'u', 8, ir::DType::kU64},
 };
 
 // The descr numpy writes for a dtype; empty for bf16.
@@ -53,6 +54,10 @@ std::string_view descr_of(ir::DType dtype) {
     case ir::DType::kI64: return "<i8";
     case ir::DType::kU8: return "|u1";
     case ir::DType::kBool: return "|b1";
+    case ir::DType::kI16: return "<i2";
+    case ir::DType::kU16: return "<u2";
+    case ir::DType::kU32: return "<u4";
+    case ir::DType::kU64: return "<u8";
     case ir::DType::kBf16: return "";
   }
   return "";
@@ -62,7 +67,7 @@ Result<ir::DType> dtype_from_descr(std::string_view descr, std::string_view name
   auto unsupported = [&](std::string_view why) {
     return npy_error(ErrorCode::kUnsupported, name,
                      fmt::format("dtype '{}' is not supported ({}); carve reads <f4 <f8 <f2 |i1 "
-                                 "<i4 <i8 |u1 |b1",
+                                 "<i2 <i4 <i8 |u1 <u2 <u4 <u8 |b1",
                                  descr, why));
   };
   if (descr.size() < 3) return unsupported("unknown type code");

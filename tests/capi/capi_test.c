@@ -85,6 +85,14 @@ CARVE_C_TEST(tensor_wrap_and_create) {
   OK(carve_tensor_create(CARVE_F32, NULL, 0, &t));  /* a scalar */
   CHECK(carve_tensor_byte_size(t) == 4);
   carve_tensor_free(t);
+  /* the 16-bit and wide unsigned dtypes follow bool */
+  OK(carve_tensor_create(CARVE_U64, dims, 2, &t));
+  CHECK(carve_tensor_dtype(t) == CARVE_U64);
+  CHECK(carve_tensor_byte_size(t) == 48);
+  carve_tensor_free(t);
+  OK(carve_tensor_create(CARVE_I16, dims, 2, &t));
+  CHECK(carve_tensor_byte_size(t) == 12);
+  carve_tensor_free(t);
   return 0;
 }
 

@@ -44,7 +44,8 @@ struct Case {
 };
 
 const std::vector<DType> kFloats = {DType::kF32, DType::kF64, DType::kF16, DType::kBf16};
-const std::vector<DType> kInts = {DType::kI8, DType::kI32, DType::kI64, DType::kU8};
+const std::vector<DType> kInts = {DType::kI8, DType::kI32, DType::kI64, DType::kU8,
+                                  DType::kI16, DType::kU16, DType::kU32, DType::kU64};
 
 // Tolerance by dtype for transcendental/accumulating results.
 double tol(DType d, double f32 = 1e-5) {
@@ -130,6 +131,14 @@ std::vector<Case> elementwise_cases() {
                        t = b.op1(ir::OpKind::kRound, {t});
                        b.output(b.clip(t, -7.5, 100.25));
                      }, 0, 0, -9, 9});
+  }
+  for (DType d : {DType::kU8, DType::kU16, DType::kU32, DType::kU64}) {
+    cases.push_back({"bit shifts " + dn(d), [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {4, 9});
+                       auto s = b.input("s", d, {9});  // 0..70: past every width
+                       b.output(b.op1(ir::OpKind::kBitShiftLeft, {x, s}));
+                       b.output(b.op1(ir::OpKind::kBitShiftRight, {x, s}));
+                     }, 0, 0, 0, 70});
   }
   for (DType d : ir::all_dtypes()) {
     cases.push_back({"comparisons " + dn(d), [d](GraphBuilder& b) {
@@ -255,11 +264,19 @@ std::vector<Case> reduction_cases() {
                        b.output(b.global_avg_pool(x));
                      }, tol(d, 1e-5), tol(d, 1e-5)});
   }
-  for (DType d : {DType::kI32, DType::kI8}) {
-    cases.push_back({"integer reduce sum max " + dn(d), [d](GraphBuilder& b) {
+  for (DType d : kFloats) {
+    cases.push_back({"reduce prod " + dn(d), [d](GraphBuilder& b) {
+                       auto x = b.input("x", d, {3, 50, 4});
+                       b.output(b.op1(ir::OpKind::kReduceProd, {x}, {{"axes", std::vector<int64_t>{1}}}));
+                       b.output(b.op1(ir::OpKind::kReduceProd, {x}, {{"axes", std::vector<int64_t>{2}}}));
+                     }, tol(d, 1e-5), tol(d, 1e-30), 0.9, 1.1});
+  }
+  for (DType d : {DType::kI32, DType::kI8, DType::kI16, DType::kU16, DType::kU32, DType::kU64}) {
+    cases.push_back({"integer reduce sum max prod " + dn(d), [d](GraphBuilder& b) {
                        auto x = b.input("x", d, {3, 40});
                        b.output(b.reduce_sum(x, {1}));
                        b.output(b.reduce_max(x, {0}));
+                       b.output(b.op1(ir::OpKind::kReduceProd, {x}, {{"axes", std::vector<int64_t>{1}}}));
                        b.output(b.arg_max(x, 1, true, true));  // ties: values from [-100, 100]
                        b.output(b.arg_min(x, 0));
                      }, 0, 0, -100, 100});

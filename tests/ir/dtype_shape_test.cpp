@@ -11,7 +11,7 @@ using namespace carve::ir;
 using namespace carve::ir::test;
 
 TEST_CASE("ir/dtype/names sizes and parse round trip") {
-  CHECK(all_dtypes().size() == 9);
+  CHECK(all_dtypes().size() == 13);
   for (DType d : all_dtypes()) {
     Result<DType> back = parse_dtype(dtype_name(d));
     REQUIRE(back.ok());
@@ -26,6 +26,35 @@ TEST_CASE("ir/dtype/names sizes and parse round trip") {
   CHECK(is_float(DType::kBf16));
   CHECK(is_integer(DType::kU8));
   CHECK_FALSE(is_integer(DType::kBool));
+}
+
+TEST_CASE("ir/dtype/16-bit and wide unsigned integers") {
+  struct Expect {
+    DType dtype;
+    std::string_view name;
+    int64_t size;
+    bool is_unsigned;
+  };
+  for (const Expect& e : {Expect{DType::kI16, "i16", 2, false}, Expect{DType::kU16, "u16", 2, true},
+                          Expect{DType::kU32, "u32", 4, true}, Expect{DType::kU64, "u64", 8, true}}) {
+    CAPTURE(e.name);
+    CHECK(dtype_name(e.dtype) == e.name);
+    CHECK(dtype_size(e.dtype) == e.size);
+    CHECK(is_integer(e.dtype));
+    CHECK_FALSE(is_float(e.dtype));
+    CHECK(is_unsigned_int(e.dtype) == e.is_unsigned);
+    Result<DType> back = parse_dtype(e.name);
+    REQUIRE(back.ok());
+    CHECK(*back == e.dtype);
+  }
+  CHECK(is_unsigned_int(DType::kU8));
+  for (DType signed_or_not_int : {DType::kI8, DType::kI32, DType::kI64, DType::kBool, DType::kF32}) {
+    CHECK_FALSE(is_unsigned_int(signed_or_not_int));
+  }
+  // The names the parser suggests cover the new types.
+  Result<DType> bad = parse_dtype("u128");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(contains(bad.status().message(), "u64"));
 }
 
 TEST_CASE("ir/dtype/unknown name is rejected") {

@@ -87,14 +87,31 @@ TEST_CASE("ir/shape/binary broadcasting in every position") {
       {{8, 1, 6, 1}, {7, 1, 5}, {8, 7, 6, 5}},  // numpy docs example
   };
   for (OpKind op : binary_ops()) {
+    // the bit shifts take unsigned integers only
+    const bool shift = op == OpKind::kBitShiftLeft || op == OpKind::kBitShiftRight;
+    const DType dt = shift ? DType::kU16 : DType::kF32;
     for (const Case& c : cases) {
       CAPTURE(op_name(op));
       CAPTURE(c.a.to_string());
       CAPTURE(c.b.to_string());
-      TensorType out = infer1(op, {f32(c.a), f32(c.b)});
+      TensorType out = infer1(op, {tt(dt, c.a), tt(dt, c.b)});
       CHECK(out.shape == c.out);
-      CHECK(out.dtype == (is_comparison(op) ? DType::kBool : DType::kF32));
+      CHECK(out.dtype == (is_comparison(op) ? DType::kBool : dt));
     }
+  }
+}
+
+TEST_CASE("ir/shape/bit shifts take unsigned integers only") {
+  for (OpKind op : {OpKind::kBitShiftLeft, OpKind::kBitShiftRight}) {
+    CAPTURE(op_name(op));
+    for (DType d : {DType::kU8, DType::kU16, DType::kU32, DType::kU64}) {
+      CHECK(infer1(op, {tt(d, {2, 3}), tt(d, {3})}) == tt(d, {2, 3}));
+    }
+    for (DType d : {DType::kI8, DType::kI16, DType::kI32, DType::kI64, DType::kF32, DType::kBool}) {
+      CAPTURE(dtype_name(d));
+      CHECK(infer_error(op, {tt(d, {2}), tt(d, {2})}) == ErrorCode::kTypeMismatch);
+    }
+    CHECK(infer_error(op, {tt(DType::kU8, {2}), tt(DType::kU16, {2})}) == ErrorCode::kTypeMismatch);
   }
 }
 

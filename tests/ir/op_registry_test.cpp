@@ -64,6 +64,15 @@ TEST_CASE("ir/op/traits arity and flags") {
   CHECK(op_name(OpKind::kFmod) == "fmod");
   CHECK(is_binary_elementwise(OpKind::kNotEqual));
   CHECK(is_reduction(OpKind::kReduceMean));
+  CHECK(is_reduction(OpKind::kReduceProd));
+  CHECK(op_name(OpKind::kReduceProd) == "reduce_prod");
+  for (OpKind shift : {OpKind::kBitShiftLeft, OpKind::kBitShiftRight}) {
+    CHECK(is_binary_elementwise(shift));
+    CHECK(is_elementwise(shift));
+    CHECK_FALSE(is_comparison(shift));
+  }
+  CHECK(*op_from_name("bit_shift_left") == OpKind::kBitShiftLeft);
+  CHECK(*op_from_name("bit_shift_right") == OpKind::kBitShiftRight);
   CHECK_FALSE(is_reduction(OpKind::kArgMax));  // not a reduce_* (no axes list)
   CHECK(op_from_name("arg_min").value() == OpKind::kArgMin);
   CHECK(op_from_name("gather_elements").value() == OpKind::kGatherElements);

@@ -139,9 +139,16 @@ class RandomGraph {
       case OpKind::kCast:
         add(b.cast(pick(0, 4), *rc::gen::elementOf(all_dtypes())));
         return;
+      case OpKind::kBitShiftLeft:
+      case OpKind::kBitShiftRight: {  // unsigned integers only
+        ValueId x = leaf(DType::kU32, Shape{pick_int(1, 4)});
+        add(b.op1(op, {x, leaf(DType::kU32, partner(type(x).shape))}));
+        return;
+      }
       case OpKind::kReduceSum:
       case OpKind::kReduceMean:
-      case OpKind::kReduceMax: {
+      case OpKind::kReduceMax:
+      case OpKind::kReduceProd: {
         ValueId x = pick(0, 4);
         int rank = type(x).shape.rank();
         Ints axes;

@@ -98,6 +98,21 @@ TEST_CASE("ir/text/round trip of a conv net with constant data") {
   CHECK(g.find_value("empty")->data.has_value());
 }
 
+TEST_CASE("ir/text/round trip of the 16-bit and wide unsigned integer dtypes") {
+  GraphBuilder b;
+  ValueId a = b.input("a", DType::kU64, {3});
+  std::vector<uint8_t> bits(3 * 8);
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<uint8_t>(0xff - i);  // past INT64_MAX
+  ValueId c = b.constant("c", DType::kU64, {3}, bits);
+  ValueId u32 = b.cast(b.add(a, c), DType::kU32);
+  ValueId u16 = b.cast(u32, DType::kU16);
+  b.output(b.cast(u16, DType::kI16));
+  Graph g = round_trip(must_build(b));
+  CHECK(g.find_value("c")->data == bits);
+  CHECK(print(g).find("u64[3]") != std::string::npos);
+  CHECK(print(g).find("i16[3]") != std::string::npos);
+}
+
 TEST_CASE("ir/text/round trip of handles state ops and sinks") {
   GraphBuilder b;
   b.handle("k_cache", DType::kF16, {1, 16, 64});

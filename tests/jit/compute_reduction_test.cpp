@@ -69,6 +69,34 @@ TEST_CASE("jit/compute/reduce/dtypes_and_empty") {
   }
 }
 
+// reduce_prod: floats in [0.5, 2] (products stay normal; f32 accumulates 45 rounding
+// errors: rel 1e-5), integers wrap exactly; the 16-bit and unsigned dtypes with sum and max too.
+TEST_CASE("jit/compute/reduce/prod and the 16-bit and unsigned dtypes") {
+  if (skip_without_jit()) return;
+  for (DType dt : {DType::kF32, DType::kF64, DType::kF16, DType::kI32, DType::kI64, DType::kU8, DType::kI16,
+                   DType::kU16, DType::kU32, DType::kU64}) {
+    std::vector<OpKind> ops = {OpKind::kReduceProd};
+    if (!ir::is_float(dt)) ops = {OpKind::kReduceProd, OpKind::kReduceSum, OpKind::kReduceMax};
+    for (OpKind op : ops) {
+      for (std::vector<int64_t> axes : {std::vector<int64_t>{1}, std::vector<int64_t>{2}, std::vector<int64_t>{0, 2},
+                                        std::vector<int64_t>{}}) {
+        CAPTURE(ir::dtype_name(dt));
+        CAPTURE(ir::op_name(op));
+        CAPTURE(axes.size());
+        const double tol = dt == DType::kF16 ? 3e-3 : dt == DType::kF32 ? 1e-5 : dt == DType::kF64 ? 1e-12 : 0;
+        const bool fp = ir::is_float(dt);
+        std::string r = check([&](GraphBuilder& b) {
+          auto x = b.input("x", dt, {3, 45, 20});
+          ir::Attrs attrs{{"keepdims", int64_t{axes.size() == 1}}};
+          if (!axes.empty()) attrs["axes"] = axes;
+          b.output(b.op1(op, {x}, attrs));
+        }, 21, tol, fp ? 1e-300 : 0, fp ? 0.5 : 0, fp ? 2 : 200);
+        CHECK_MESSAGE(r.empty(), r);
+      }
+    }
+  }
+}
+
 // arg_max/arg_min: values from a small set (ties everywhere, NaN in floats), exact indices.
 TEST_CASE("jit/compute/arg_max_min/property") {
   if (skip_without_jit()) return;

@@ -25,10 +25,10 @@ namespace carve::jit::jittest {
 namespace {
 
 const std::vector<DType> kFloats = {DType::kF32, DType::kF64, DType::kF16, DType::kBf16};
-const std::vector<DType> kNumeric = {DType::kF32, DType::kF64, DType::kF16, DType::kBf16,
-                                     DType::kI8,  DType::kI32, DType::kI64, DType::kU8};
-const std::vector<DType> kAll = {DType::kF32, DType::kF64, DType::kF16, DType::kBf16, DType::kI8,
-                                 DType::kI32, DType::kI64, DType::kU8,  DType::kBool};
+const std::vector<DType> kNumeric = {DType::kF32, DType::kF64, DType::kF16, DType::kBf16, DType::kI8,  DType::kI16,
+                                     DType::kI32, DType::kI64, DType::kU8,  DType::kU16,  DType::kU32, DType::kU64};
+const std::vector<DType> kAll = {DType::kF32, DType::kF64, DType::kF16, DType::kBf16, DType::kI8,  DType::kI16, DType::kI32,
+                                 DType::kI64, DType::kU8,  DType::kU16, DType::kU32,  DType::kU64, DType::kBool};
 
 bool transcendental(OpKind op) {
   switch (op) {
@@ -110,8 +110,16 @@ void check_op(OpKind op, const std::vector<ir::TensorType>& types, ir::Attrs att
         HostTensor t = random_tensor(rng, types[k].dtype, types[k].shape);
         std::vector<double> e = t.to_doubles();
         for (double& x : e) x = static_cast<double>(static_cast<int64_t>(rng() % 15) - 2);
-        if (types[k].dtype == DType::kU8) for (double& x : e) x = std::fabs(x);
+        if (ir::is_unsigned_int(types[k].dtype)) for (double& x : e) x = std::fabs(x);
         inputs.push_back(HostTensor::from_doubles(types[k].dtype, types[k].shape, e));
+        continue;
+      }
+      if ((op == OpKind::kBitShiftLeft || op == OpKind::kBitShiftRight) && k == 1) {
+        // shift amounts from 0 to past the width (those give 0)
+        const uint64_t width = static_cast<uint64_t>(ir::dtype_size(types[k].dtype)) * 8;
+        std::vector<double> s(static_cast<size_t>(types[k].shape.num_elements().value()));
+        for (double& x : s) x = static_cast<double>(rng() % (width + 6));
+        inputs.push_back(HostTensor::from_doubles(types[k].dtype, types[k].shape, s));
         continue;
       }
       HostTensor t = random_tensor(rng, types[k].dtype, types[k].shape, lo, hi);
@@ -119,7 +127,7 @@ void check_op(OpKind op, const std::vector<ir::TensorType>& types, ir::Attrs att
         std::vector<double> d = t.to_doubles();  // zeros and -1 divisors on purpose
         for (double& x : d) {
           if (rng() % 5 == 0) x = 0;
-          else if (rng() % 7 == 0 && types[k].dtype != DType::kU8) x = -1;
+          else if (rng() % 7 == 0 && !ir::is_unsigned_int(types[k].dtype)) x = -1;
         }
         t = HostTensor::from_doubles(types[k].dtype, types[k].shape, d);
       }
@@ -218,6 +226,12 @@ TEST_CASE("jit/elementwise/max all numeric dtypes and broadcasts") { check_binar
 TEST_CASE("jit/elementwise/min all numeric dtypes and broadcasts") { check_binary(OpKind::kMin, kNumeric); }
 TEST_CASE("jit/elementwise/fmod all numeric dtypes and broadcasts") { check_binary(OpKind::kFmod, kNumeric); }
 
+TEST_CASE("jit/elementwise/bit shifts unsigned dtypes and broadcasts") {
+  const std::vector<DType> unsigned_ints = {DType::kU8, DType::kU16, DType::kU32, DType::kU64};
+  check_binary(OpKind::kBitShiftLeft, unsigned_ints);
+  check_binary(OpKind::kBitShiftRight, unsigned_ints);
+}
+
 TEST_CASE("jit/elementwise/comparisons all dtypes and broadcasts") {
   for (OpKind op : {OpKind::kEqual, OpKind::kNotEqual, OpKind::kLess, OpKind::kLessEqual, OpKind::kGreater,
                     OpKind::kGreaterEqual}) {
@@ -259,11 +273,13 @@ TEST_CASE("jit/elementwise/cast every dtype pair") {
           }
         }
         HostTensor in;
-        if (from == DType::kI64) {
-          // exact 64-bit patterns (beyond 2^53) for the int -> float rounding paths
+        if (from == DType::kI64 || from == DType::kU64) {
+          // exact 64-bit patterns (beyond 2^53, and past INT64_MAX for u64) for the int ->
+          // float rounding paths
           std::vector<int64_t> iv(257);
           for (auto& x : iv) x = static_cast<int64_t>(rng()) >> (rng() % 64);
           in = HostTensor::from<int64_t>(Shape{257}, iv);
+          in.type.dtype = from;  // the same 8-byte patterns
         } else {
           in = HostTensor::from_doubles(from, Shape{257}, v);
         }
@@ -317,6 +333,65 @@ TEST_CASE("jit/elementwise/integer division by zero and overflow are defined") {
   auto rem = run_jit(jit, m, {a, b});
   REQUIRE(rem.ok());
   CHECK((*rem)[0].as<int32_t>() == std::vector<int32_t>{0, 0, -1, 0});
+}
+
+// Unsigned division, order and conversion: values past INT32_MAX / INT64_MAX, where a
+// signed instruction would give another answer, checked against C++'s unsigned ops.
+template <typename T>
+void check_unsigned_against_native(JitCompiler& jit) {
+  constexpr T kMax = std::numeric_limits<T>::max();
+  const std::vector<T> v = {0, 1, 3, kMax, static_cast<T>(kMax - 2), static_cast<T>(kMax / 2 + 1),
+                            static_cast<T>(kMax / 2 + 77), static_cast<T>(kMax / 3)};
+  std::vector<T> a, b;
+  for (T x : v) {
+    for (T y : v) {
+      a.push_back(x);
+      b.push_back(y);
+    }
+  }
+  const Shape shape{static_cast<int64_t>(a.size())};
+  const HostTensor ta = HostTensor::from<T>(shape, a), tb = HostTensor::from<T>(shape, b);
+  auto run = [&](OpKind op, const std::vector<HostTensor>& in, ir::Attrs attrs = {}) {
+    std::vector<ir::TensorType> types;
+    for (const HostTensor& t : in) types.push_back(t.type);
+    auto out = run_jit(jit, op_graph(op, types, std::move(attrs)), in);
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    return (*out)[0];
+  };
+  std::vector<T> quot, rem, mx, mn;
+  std::vector<uint8_t> less, greater;
+  std::vector<double> as_f64;
+  for (size_t i = 0; i < a.size(); ++i) {
+    quot.push_back(b[i] == 0 ? 0 : static_cast<T>(a[i] / b[i]));
+    rem.push_back(b[i] == 0 ? 0 : static_cast<T>(a[i] % b[i]));
+    mx.push_back(std::max(a[i], b[i]));
+    mn.push_back(std::min(a[i], b[i]));
+    less.push_back(a[i] < b[i]);
+    greater.push_back(a[i] > b[i]);
+    as_f64.push_back(static_cast<double>(a[i]));
+  }
+  CHECK(run(OpKind::kDiv, {ta, tb}).template as<T>() == quot);
+  CHECK(run(OpKind::kFmod, {ta, tb}).template as<T>() == rem);
+  CHECK(run(OpKind::kMax, {ta, tb}).template as<T>() == mx);
+  CHECK(run(OpKind::kMin, {ta, tb}).template as<T>() == mn);
+  CHECK(run(OpKind::kLess, {ta, tb}).bytes == less);
+  CHECK(run(OpKind::kGreater, {ta, tb}).bytes == greater);
+  CHECK(run(OpKind::kCast, {ta}, {{"to", std::string("f64")}}).template as<double>() == as_f64);
+  CHECK(run(OpKind::kAbs, {ta}).template as<T>() == a);
+  CHECK(run(OpKind::kRelu, {ta}).template as<T>() == a);
+  // reduce_max and arg_max see the unsigned order as well.
+  const HostTensor rows = HostTensor::from<T>(Shape{2, 3}, {1, static_cast<T>(kMax / 2 + 1), 5, kMax, 2, 0});
+  CHECK(run(OpKind::kReduceMax, {rows}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}}).template as<T>() ==
+        std::vector<T>{static_cast<T>(kMax / 2 + 1), kMax});
+  CHECK(run(OpKind::kArgMax, {rows}, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}}).template as<int64_t>() ==
+        std::vector<int64_t>{1, 0});
+}
+
+TEST_CASE("jit/elementwise/u32 and u64 divide compare and convert as unsigned past the signed range") {
+  if (skip_without_jit()) return;
+  check_unsigned_against_native<uint32_t>(*shared_jit());
+  check_unsigned_against_native<uint64_t>(*shared_jit());
+  check_unsigned_against_native<uint16_t>(*shared_jit());
 }
 
 TEST_CASE("jit/elementwise/fused chain equals unfused nodes") {

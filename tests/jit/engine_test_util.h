@@ -148,6 +148,10 @@ inline double element(const HostTensor& t, size_t i) {
     case DType::kBool: return p[i];
     case DType::kI32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
     case DType::kI64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
+    case DType::kI16: { int16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
+    case DType::kU16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
+    case DType::kU32: { uint32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case DType::kU64: { uint64_t v; std::memcpy(&v, p + 8 * i, 8); return static_cast<double>(v); }
   }
   return 0;
 }
@@ -171,11 +175,10 @@ inline std::string compare(const HostTensor& actual, const HostTensor& expected,
       else if (std::isinf(e)) ok = a == e;
       else ok = std::fabs(a - e) <= atol + rtol * std::fabs(e);
       if (ok && rtol == 0 && atol == 0 && e == 0) ok = std::signbit(a) == std::signbit(e);
-    } else if (expected.type.dtype == DType::kI64) {
-      int64_t av, ev;
-      std::memcpy(&av, actual.bytes.data() + 8 * i, 8);
-      std::memcpy(&ev, expected.bytes.data() + 8 * i, 8);
-      ok = av == ev;
+    } else if (ir::is_integer(expected.type.dtype)) {  // bits: i64/u64 are past double's 2^53
+      const auto size = static_cast<size_t>(ir::dtype_size(expected.type.dtype));
+      ok = std::memcmp(actual.bytes.data() + size * static_cast<size_t>(i),
+                       expected.bytes.data() + size * static_cast<size_t>(i), size) == 0;
     } else {
       ok = a == e;
     }
@@ -234,6 +237,11 @@ inline HostTensor random_tensor(std::mt19937_64& rng, DType dtype, Shape shape, 
       case DType::kU8: x = static_cast<uint8_t>(rng()); break;
       case DType::kI32: x = pick(rng) < 3 ? static_cast<double>(static_cast<int32_t>(rng())) : std::round(real(rng) * 125); break;
       case DType::kI64: x = pick(rng) < 3 ? static_cast<double>(static_cast<int64_t>(rng() >> 11) - (int64_t{1} << 52)) : std::round(real(rng) * 125); break;
+      case DType::kI16: x = static_cast<int16_t>(rng()); break;
+      case DType::kU16: x = static_cast<uint16_t>(rng()); break;
+      // the unsigned 32/64-bit values are past the signed maxima half the time
+      case DType::kU32: x = pick(rng) < 5 ? static_cast<double>(static_cast<uint32_t>(rng())) : std::round(std::fabs(real(rng)) * 125); break;
+      case DType::kU64: x = std::round(std::fabs(real(rng)) * 125); break;  // big ones below, exactly
       default: {
         int p = pick(rng);
         if (p == 1 && rng() % 3 == 0) {  // signed zeros, infinities, NaN now and then
@@ -246,7 +254,15 @@ inline HostTensor random_tensor(std::mt19937_64& rng, DType dtype, Shape shape, 
       }
     }
   }
-  return HostTensor::from_doubles(dtype, std::move(shape), v);
+  HostTensor t = HostTensor::from_doubles(dtype, std::move(shape), v);
+  if (dtype == DType::kU64) {  // exact 64-bit patterns (doubles stop at 2^53), half past INT64_MAX
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (pick(rng) >= 5) continue;
+      const uint64_t bits = rng() >> (rng() % 4 == 0 ? rng() % 64 : 0);
+      std::memcpy(t.bytes.data() + 8 * i, &bits, 8);
+    }
+  }
+  return t;
 }
 
 // rc::check with a chosen number of successful runs.

@@ -10,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -200,10 +201,14 @@ TEST_CASE("onnx/ops/reductions") {
     m.input("x", kI32, {2, 3}).node("ReduceL2", {"x"});
     check_fails(m, ErrorCode::kUnsupported, "i32");
   }
-  SUBCASE("ReduceProd stays unsupported") {
+  SUBCASE("ReduceProd: axes as attribute and input, integers, all axes") {
+    for (int64_t opset : {13, 18}) reduce("ReduceProd", opset, false, {-6, 120});
     Model m(13);
-    m.input("x", kF32, {2, 3}).node("ReduceProd", {"x"});
-    check_fails(m, ErrorCode::kUnsupported, "not supported");
+    m.input("x", kI32, {2, 3}).node("ReduceProd", {"x"}).i("keepdims", 0);
+    check_close(m, {HostTensor::from<int32_t>(carve::ir::Shape{2, 3}, {1, -2, 3, -4, 5, -6})}, {-720}, 0, 0);
+    Model b(13);
+    b.input("x", kBool, {2}).node("ReduceProd", {"x"});
+    check_fails(b, ErrorCode::kUnsupported, "bool");
   }
 }
 
@@ -499,6 +504,75 @@ TEST_CASE("onnx/ops/one_hot") {
   check_close(one_hot(-1), {indices, values}, {-2, 7, -2, -2, -2, 7, -2, -2, -2});
   check_close(one_hot(0), {indices, values}, {-2, -2, -2, 7, -2, -2, -2, 7, -2});
   check_fails(one_hot(2), ErrorCode::kInvalidArgument, "axis");
+}
+
+TEST_CASE("onnx/ops/bit_shift") {
+  constexpr int kU64 = ::onnx::TensorProto::UINT64;
+  const auto shift = [](int elem_type, const std::string& direction) {
+    Model m(11);
+    m.input("x", elem_type, {4}).input("y", elem_type, {4}).node("BitShift", {"x", "y"}).s("direction", direction);
+    return m;
+  };
+  const HostTensor x = HostTensor::from<uint8_t>(carve::ir::Shape{4}, {1, 2, 255, 16});
+  const HostTensor y = HostTensor::from<uint8_t>(carve::ir::Shape{4}, {1, 7, 1, 9});
+  // bits shifted out are gone; a shift by the width or more gives 0
+  check_close(shift(kU8, "LEFT"), {x, y}, {2, 0, 254, 0}, 0, 0);
+  check_close(shift(kU8, "RIGHT"), {x, y}, {0, 0, 127, 0}, 0, 0);
+  const HostTensor x64 = HostTensor::from<uint64_t>(carve::ir::Shape{4}, {1, 3, UINT64_MAX, 5});
+  const HostTensor y64 = HostTensor::from<uint64_t>(carve::ir::Shape{4}, {63, 62, 60, 64});
+  check_close(shift(kU64, "LEFT"), {x64, y64}, {0x1p63, 0x1p63 + 0x1p62, 0x1p64 - 0x1p60, 0}, 0, 0);
+  check_close(shift(kU64, "RIGHT"), {x64, y64}, {0, 0, 15, 0}, 0, 0);
+  check_fails(shift(kI32, "LEFT"), ErrorCode::kInvalidArgument, "unsigned");
+  check_fails(shift(kU8, "UP"), ErrorCode::kInvalidArgument, "direction");
+}
+
+// Initializers of the 16-bit and wide unsigned types, from ONNX's typed fields (int32_data
+// for 16-bit, uint64_data for u32/u64) and from raw_data: the exact bits.
+TEST_CASE("onnx/import/int16_uint16_uint32_uint64_initializers") {
+  struct Expect {
+    int elem_type;
+    carve::ir::DType dtype;
+    std::vector<uint8_t> bytes;
+  };
+  const uint64_t big = (uint64_t{1} << 63) + 3;
+  std::vector<uint8_t> big_bytes(8);
+  std::memcpy(big_bytes.data(), &big, 8);
+  const std::vector<Expect> cases = {
+      {::onnx::TensorProto::INT16, carve::ir::DType::kI16, {0xfe, 0xff}},  // -2
+      {::onnx::TensorProto::UINT16, carve::ir::DType::kU16, {0x40, 0x9c}},  // 40000
+      {::onnx::TensorProto::UINT32, carve::ir::DType::kU32, {0x00, 0x5e, 0xd0, 0xb2}},  // 3000000000
+      {::onnx::TensorProto::UINT64, carve::ir::DType::kU64, big_bytes},
+  };
+  const int64_t typed_values[] = {-2, 40000};
+  const uint64_t wide_values[] = {3000000000u, big};
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Expect& e = cases[k];
+    for (bool raw : {false, true}) {
+      CAPTURE(carve::ir::dtype_name(e.dtype));
+      CAPTURE(raw);
+      Model m(13);
+      m.input("x", e.elem_type, {1});
+      auto* c = m.g().add_initializer();
+      c->set_name("c");
+      c->set_data_type(e.elem_type);
+      c->add_dims(1);
+      if (raw) {
+        c->set_raw_data(std::string(e.bytes.begin(), e.bytes.end()));
+      } else if (k < 2) {
+        c->add_int32_data(static_cast<int32_t>(typed_values[k]));
+      } else {
+        c->add_uint64_data(wide_values[k - 2]);
+      }
+      m.node("Max", {"x", "c"});
+      auto imported = import(m);
+      REQUIRE_MESSAGE(imported.ok(), imported.status().to_string());
+      const carve::ir::Value* v = imported->graph.find_value("c");
+      REQUIRE(v != nullptr);
+      CHECK(v->type.dtype == e.dtype);
+      REQUIRE(v->data);
+      CHECK(*v->data == e.bytes);
+    }
+  }
 }
 
 TEST_CASE("onnx/ops/mod") {

@@ -56,6 +56,29 @@ def test_text_string_and_text_file(session, jit):
     np.testing.assert_array_equal(acc.run({"x": np.arange(4, dtype=np.float32)})["y"], [0, 2, 6, 12])
 
 
+def test_unsigned_and_16_bit_dtypes(session, jit):
+    # numpy's uint64/uint32/uint16/int16 map to carve's u64/u32/u16/i16 both ways; u64
+    # values past 2**63 divide and compare as unsigned numbers.
+    program = session.compile("""graph wide {
+  input a: u64[3]
+  input b: u64[3]
+  input h: i16[2]
+  q = div(a, b) -> quot: u64[3]
+  c = greater(a, b) -> gt: bool[3]
+  n = cast(h) {to="u16"} -> hu: u16[2]
+  output quot
+  output gt
+  output hu
+}""")
+    a = np.array([2**64 - 1, 2**63 + 10, 7], dtype=np.uint64)
+    b = np.array([2, 3, 2**63], dtype=np.uint64)
+    outs = program.run({"a": a, "b": b, "h": np.array([-1, 300], dtype=np.int16)})
+    assert outs["quot"].dtype == np.uint64 and outs["hu"].dtype == np.uint16
+    np.testing.assert_array_equal(outs["quot"], a // b)
+    np.testing.assert_array_equal(outs["gt"], a > b)
+    np.testing.assert_array_equal(outs["hu"], [65535, 300])
+
+
 def test_input_and_output_are_zero_copy(session, jit):
     program = session.compile(ACC)
     x = np.array([1, 2, 3, 4], dtype=np.float32)

@@ -356,3 +356,137 @@ TEST_CASE("reference/half narrowing picks the nearest representable value") {
 }
 
 }  // namespace
+
+// ---- i16, u16, u32, u64 ----
+
+// Values past the signed range (u32 above INT32_MAX, u64 above INT64_MAX), zero, one and
+// the maxima, every pair once: the reference must agree with C++'s own unsigned ops.
+template <typename T>
+void check_unsigned_binary_ops() {
+  constexpr T kMax = std::numeric_limits<T>::max();
+  const std::vector<T> v = {0, 1, 2, 7, kMax, static_cast<T>(kMax - 1), static_cast<T>(kMax / 2),
+                            static_cast<T>(kMax / 2 + 1), static_cast<T>(kMax / 2 + 12345), static_cast<T>(3000000000u)};
+  std::vector<T> a, b;
+  for (T x : v) {
+    for (T y : v) {
+      a.push_back(x);
+      b.push_back(y);
+    }
+  }
+  const ir::Shape shape{static_cast<int64_t>(a.size())};
+  const HostTensor ta = HostTensor::from<T>(shape, a), tb = HostTensor::from<T>(shape, b);
+  std::vector<T> sum, quot, rem, mx, mn, prod;
+  std::vector<bool> less, greater_equal;
+  for (size_t i = 0; i < a.size(); ++i) {
+    sum.push_back(static_cast<T>(a[i] + b[i]));
+    prod.push_back(static_cast<T>(static_cast<uint64_t>(a[i]) * b[i]));
+    quot.push_back(b[i] == 0 ? 0 : static_cast<T>(a[i] / b[i]));
+    rem.push_back(b[i] == 0 ? 0 : static_cast<T>(a[i] % b[i]));
+    mx.push_back(std::max(a[i], b[i]));
+    mn.push_back(std::min(a[i], b[i]));
+    less.push_back(a[i] < b[i]);
+    greater_equal.push_back(a[i] >= b[i]);
+  }
+  CHECK(run1(OpKind::kAdd, {ta, tb}).as<T>() == sum);
+  CHECK(run1(OpKind::kMul, {ta, tb}).as<T>() == prod);
+  CHECK(run1(OpKind::kDiv, {ta, tb}).as<T>() == quot);
+  CHECK(run1(OpKind::kFmod, {ta, tb}).as<T>() == rem);
+  CHECK(run1(OpKind::kMax, {ta, tb}).as<T>() == mx);
+  CHECK(run1(OpKind::kMin, {ta, tb}).as<T>() == mn);
+  std::vector<bool> got_less, got_ge;
+  for (uint8_t x : run1(OpKind::kLess, {ta, tb}).bytes) got_less.push_back(x != 0);
+  for (uint8_t x : run1(OpKind::kGreaterEqual, {ta, tb}).bytes) got_ge.push_back(x != 0);
+  CHECK(got_less == less);
+  CHECK(got_ge == greater_equal);
+}
+
+TEST_CASE("reference/u32 and u64 compare divide and order as unsigned past the signed range") {
+  check_unsigned_binary_ops<uint32_t>();
+  check_unsigned_binary_ops<uint64_t>();
+  check_unsigned_binary_ops<uint16_t>();
+}
+
+TEST_CASE("reference/u64 unary ops and clip keep values past INT64_MAX") {
+  constexpr uint64_t kBig = (uint64_t{1} << 63) + 5;
+  const HostTensor x = HostTensor::from<uint64_t>({3}, {kBig, 3, UINT64_MAX});
+  CHECK(run1(OpKind::kAbs, {x}).as<uint64_t>() == std::vector<uint64_t>{kBig, 3, UINT64_MAX});
+  CHECK(run1(OpKind::kRelu, {x}).as<uint64_t>() == std::vector<uint64_t>{kBig, 3, UINT64_MAX});
+  CHECK(run1(OpKind::kNeg, {x}).as<uint64_t>() == std::vector<uint64_t>{0 - kBig, 0 - uint64_t{3}, 1});
+  // max = 1e19 lies past INT64_MAX and below UINT64_MAX: it clips the largest value only.
+  const uint64_t hi = 10000000000000000000u;
+  CHECK(run1(OpKind::kClip, {x}, {{"min", 4.0}, {"max", 1e19}}).as<uint64_t>() ==
+        std::vector<uint64_t>{kBig, 4, hi});
+  CHECK(run1(OpKind::kPow, {HostTensor::from<uint64_t>({2}, {3, 2}), HostTensor::from<uint64_t>({2}, {41, 64})})
+            .as<uint64_t>() == std::vector<uint64_t>{18026252303461234787u, 0});  // 3^41 mod 2^64
+}
+
+TEST_CASE("reference/casts from and to u64 u32 u16 i16 use the unsigned value") {
+  constexpr uint64_t kBig = (uint64_t{1} << 63) + (uint64_t{1} << 40) + 1;
+  const HostTensor x = HostTensor::from<uint64_t>({2}, {kBig, UINT64_MAX});
+  auto cast = [](const HostTensor& t, DType to) { return run1(OpKind::kCast, {t}, {{"to", std::string(ir::dtype_name(to))}}); };
+  // One rounding from the unsigned value: never a negative number.
+  CHECK(cast(x, DType::kF64).as<double>() == std::vector<double>{static_cast<double>(kBig), 0x1p64});
+  CHECK(cast(x, DType::kF32).as<float>() == std::vector<float>{static_cast<float>(kBig), 0x1p64f});
+  CHECK(cast(x, DType::kBf16).to_doubles() == std::vector<double>{0x1p63, 0x1p64});
+  CHECK(std::isinf(cast(x, DType::kF16).to_doubles()[0]));
+  // Integers keep the low bits.
+  CHECK(cast(x, DType::kU32).as<uint32_t>() == std::vector<uint32_t>{1, UINT32_MAX});
+  CHECK(cast(x, DType::kI16).as<int16_t>() == std::vector<int16_t>{1, -1});
+  CHECK(cast(x, DType::kI64).as<int64_t>() == std::vector<int64_t>{static_cast<int64_t>(kBig), -1});
+  // Floats saturate into the unsigned range; negative values and NaN give 0.
+  const HostTensor f = HostTensor::from<double>({5}, {1e30, -5, 1.8446744073709552e19, 4294967295.9, kNaN});
+  CHECK(cast(f, DType::kU64).as<uint64_t>() == std::vector<uint64_t>{UINT64_MAX, 0, UINT64_MAX, 4294967295, 0});
+  CHECK(cast(f, DType::kU32).as<uint32_t>() == std::vector<uint32_t>{UINT32_MAX, 0, UINT32_MAX, UINT32_MAX, 0});
+  CHECK(cast(f, DType::kI16).as<int16_t>() == std::vector<int16_t>{INT16_MAX, -5, INT16_MAX, INT16_MAX, 0});
+  CHECK(cast(f, DType::kU16).as<uint16_t>() == std::vector<uint16_t>{UINT16_MAX, 0, UINT16_MAX, UINT16_MAX, 0});
+  // i16 sign-extends, u16 and u32 zero-extend.
+  CHECK(cast(HostTensor::from<int16_t>({2}, {-2, 300}), DType::kI64).as<int64_t>() == std::vector<int64_t>{-2, 300});
+  CHECK(cast(HostTensor::from<uint16_t>({1}, {65535}), DType::kI32).as<int32_t>() == std::vector<int32_t>{65535});
+  CHECK(cast(HostTensor::from<uint32_t>({1}, {4000000000u}), DType::kF64).as<double>() == std::vector<double>{4e9});
+}
+
+TEST_CASE("reference/u64 reductions and argmax order past INT64_MAX") {
+  constexpr uint64_t kBig = (uint64_t{1} << 63) + 9;
+  const HostTensor x = HostTensor::from<uint64_t>({2, 3}, {1, kBig, 5, UINT64_MAX, 2, kBig});
+  CHECK(run1(OpKind::kReduceMax, {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}}).as<uint64_t>() ==
+        std::vector<uint64_t>{kBig, UINT64_MAX});
+  CHECK(run1(OpKind::kReduceSum, {x}, {{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t{0}}}).as<uint64_t>() ==
+        std::vector<uint64_t>{0, kBig + 2, kBig + 5});
+  CHECK(run1(OpKind::kArgMin, {x}, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}}).as<int64_t>() ==
+        std::vector<int64_t>{0, 1});
+  CHECK(run1(OpKind::kArgMax, {x}, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}}).as<int64_t>() ==
+        std::vector<int64_t>{1, 0});
+}
+
+// ---- bit shifts ----
+
+template <typename T>
+void check_bit_shifts() {
+  constexpr T kMax = std::numeric_limits<T>::max();
+  constexpr uint64_t kWidth = sizeof(T) * 8;
+  const std::vector<T> x = {1, 1, 1, kMax, kMax, 0x5a, 3, kMax};
+  const std::vector<T> s = {0, 1, static_cast<T>(kWidth - 1), 1, static_cast<T>(kWidth - 1), 4,
+                            static_cast<T>(kWidth), static_cast<T>(kWidth + 3)};
+  std::vector<T> left, right;
+  for (size_t i = 0; i < x.size(); ++i) {
+    // shifts by the width or more leave no bits (C++ leaves them undefined)
+    left.push_back(s[i] >= kWidth ? T{0} : static_cast<T>(static_cast<uint64_t>(x[i]) << s[i]));
+    right.push_back(s[i] >= kWidth ? T{0} : static_cast<T>(x[i] >> s[i]));
+  }
+  const ir::Shape shape{static_cast<int64_t>(x.size())};
+  const HostTensor tx = HostTensor::from<T>(shape, x), ts = HostTensor::from<T>(shape, s);
+  CHECK(run1(OpKind::kBitShiftLeft, {tx, ts}).as<T>() == left);
+  CHECK(run1(OpKind::kBitShiftRight, {tx, ts}).as<T>() == right);
+  CHECK(left[1] == 2);
+  CHECK(right[3] == kMax / 2);
+}
+
+TEST_CASE("reference/bit shifts of every unsigned dtype by the width and past it") {
+  check_bit_shifts<uint8_t>();
+  check_bit_shifts<uint16_t>();
+  check_bit_shifts<uint32_t>();
+  check_bit_shifts<uint64_t>();
+  // broadcasting: one shift for a row
+  CHECK(run1(OpKind::kBitShiftLeft, {u8({2, 2}, {1, 2, 3, 4}), u8({1}, {2})}).as<uint8_t>() ==
+        std::vector<uint8_t>{4, 8, 12, 16});
+}

@@ -368,3 +368,18 @@ TEST_CASE("reference/arg_max and arg_min: NaN wins, the first one (the last with
     CHECK(run1(op, {f64({2}, {NAN, 2})}).as<int64_t>() == std::vector<int64_t>{0});
   }
 }
+
+TEST_CASE("reference/reduce_prod over axes of floats and wrapping integers and u64 past INT64_MAX") {
+  const HostTensor x = HostTensor::from<float>({2, 3}, {1, 2, 3, -4, 0.5f, 2});
+  CHECK(run1(OpKind::kReduceProd, {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}}).as<float>() ==
+        std::vector<float>{6, -4});
+  CHECK(run1(OpKind::kReduceProd, {x}, {{"keepdims", int64_t{1}}}).as<float>() == std::vector<float>{-24});
+  const HostTensor empty = HostTensor::from<float>({2, 0}, {});
+  CHECK(run1(OpKind::kReduceProd, {empty}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}})
+            .as<float>() == std::vector<float>{1, 1});  // the empty product
+  const HostTensor i = HostTensor::from<int8_t>({3}, {16, 16, -3});
+  CHECK(run1(OpKind::kReduceProd, {i}, {{"keepdims", int64_t{0}}}).as<int8_t>() == std::vector<int8_t>{0});
+  const HostTensor u = HostTensor::from<uint64_t>({2}, {(uint64_t{1} << 62) + 1, 3});
+  CHECK(run1(OpKind::kReduceProd, {u}, {{"keepdims", int64_t{0}}}).as<uint64_t>() ==
+        std::vector<uint64_t>{((uint64_t{1} << 62) + 1) * 3});
+}

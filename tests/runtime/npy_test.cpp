@@ -125,6 +125,12 @@ TEST_CASE("runtime/npy/reads numpy-written files of every supported dtype") {
   CHECK(u8->shape() == Shape{2, 2, 1});
   CHECK(elements<uint8_t>(*u8) == std::vector<uint8_t>{0, 255, 7, 128});
   CHECK(elements<bool>(read_npy(fixture("bool_4.npy")).value()) == std::vector<bool>{true, false, false, true});
+  CHECK(elements<int16_t>(read_npy(fixture("i16_3.npy")).value()) == std::vector<int16_t>{INT16_MIN, -1, INT16_MAX});
+  CHECK(elements<uint16_t>(read_npy(fixture("u16_3.npy")).value()) == std::vector<uint16_t>{0, 40000, UINT16_MAX});
+  CHECK(elements<uint32_t>(read_npy(fixture("u32_3.npy")).value()) ==
+        std::vector<uint32_t>{0, 3000000000u, UINT32_MAX});
+  CHECK(elements<uint64_t>(read_npy(fixture("u64_3.npy")).value()) ==
+        std::vector<uint64_t>{0, (uint64_t{1} << 63) + 1, UINT64_MAX});
   Result<Buffer> empty = read_npy(fixture("empty_0x3.npy"));
   REQUIRE(empty.ok());
   CHECK(empty->shape() == Shape{0, 3});
@@ -147,7 +153,8 @@ TEST_CASE("runtime/npy/reads format versions 2.0 and 3.0") {
 
 TEST_CASE("runtime/npy/writes the same bytes numpy writes") {
   for (const char* name : {"f32_2x3.npy", "f64_scalar.npy", "f16_4.npy", "i8_3.npy", "i32_2x2.npy", "i64_3.npy",
-                           "u8_2x2x1.npy", "bool_4.npy", "empty_0x3.npy"}) {
+                           "u8_2x2x1.npy", "bool_4.npy", "empty_0x3.npy", "i16_3.npy", "u16_3.npy", "u32_3.npy",
+                           "u64_3.npy"}) {
     INFO(name);
     Result<Buffer> b = read_npy(fixture(name));
     REQUIRE(b.ok());
@@ -160,7 +167,7 @@ TEST_CASE("runtime/npy/writes the same bytes numpy writes") {
 TEST_CASE("runtime/npy/round trips every dtype through bytes and files") {
   CHECK(rc::check("read_npy_bytes(write_npy_bytes(b)) == b", [] {
     const DType dtype = *rc::gen::element(DType::kF32, DType::kF64, DType::kF16, DType::kI8, DType::kI32, DType::kI64,
-                                          DType::kU8, DType::kBool);
+                                          DType::kU8, DType::kBool, DType::kI16, DType::kU16, DType::kU32, DType::kU64);
     const int rank = *rc::gen::inRange(0, 5);
     std::vector<int64_t> dims;
     for (int i = 0; i < rank; ++i) dims.push_back(*rc::gen::inRange<int64_t>(0, 4));
@@ -216,8 +223,8 @@ TEST_CASE("runtime/npy/unsupported numpy files are kUnsupported naming the file"
   check_error(read_npy_bytes(make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }", 4))
                   .status(),
               ErrorCode::kUnsupported, {"rank 9"});
-  check_error(read_npy_bytes(make_npy("{'descr': '<u2', 'fortran_order': False, 'shape': (), }", 2)).status(),
-              ErrorCode::kUnsupported, {"<u2"});
+  check_error(read_npy_bytes(make_npy("{'descr': '<f16', 'fortran_order': False, 'shape': (), }", 16)).status(),
+              ErrorCode::kUnsupported, {"<f16"});
   std::vector<std::byte> v9 = make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", 4);
   v9[6] = std::byte{9};
   check_error(read_npy_bytes(v9, "v9.npy").status(), ErrorCode::kUnsupported, {"v9.npy", "version 9.0"});

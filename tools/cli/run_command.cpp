@@ -43,6 +43,10 @@ Status fill_random(runtime::Buffer& buffer, std::mt19937_64& rng) {
     case ir::DType::kU8: fill([&] { return static_cast<uint8_t>(small(rng)); }); break;
     case ir::DType::kI32: fill([&] { return static_cast<int32_t>(small(rng)); }); break;
     case ir::DType::kI64: fill([&] { return static_cast<int64_t>(small(rng)); }); break;
+    case ir::DType::kI16: fill([&] { return static_cast<int16_t>(small(rng)); }); break;
+    case ir::DType::kU16: fill([&] { return static_cast<uint16_t>(small(rng)); }); break;
+    case ir::DType::kU32: fill([&] { return static_cast<uint32_t>(small(rng)); }); break;
+    case ir::DType::kU64: fill([&] { return static_cast<uint64_t>(small(rng)); }); break;
     case ir::DType::kBool: fill([&] { return static_cast<uint8_t>(small(rng) & 1); }); break;
     default:
       return Status(ErrorCode::kUnsupported,

@@ -90,6 +90,7 @@ CARVE_API const char* carve_code_name(carve_code code);
 /* Same order as carve::ir::DType. Elements are little-endian; bool is one byte 0/1. */
 typedef enum carve_dtype {
   CARVE_F32 = 0, CARVE_F16, CARVE_BF16, CARVE_F64, CARVE_I8, CARVE_I32, CARVE_I64, CARVE_U8, CARVE_BOOL,
+  CARVE_I16, CARVE_U16, CARVE_U32, CARVE_U64,
   CARVE_DTYPE_MAX_ENUM = 0x7FFFFFFF /* not a dtype: keeps the enum 32-bit, any value checkable */
 } carve_dtype;
 

@@ -11,6 +11,10 @@ np.save('i32_2x2.npy', np.array([[1, -2], [2147483647, -2147483648]], dtype='<i4
 np.save('i64_3.npy', np.array([-9223372036854775808, 0, 9223372036854775807], dtype='<i8'))
 np.save('u8_2x2x1.npy', np.array([[[0], [255]], [[7], [128]]], dtype='u1'))
 np.save('bool_4.npy', np.array([True, False, False, True]))
+np.save('i16_3.npy', np.array([-32768, -1, 32767], dtype='<i2'))
+np.save('u16_3.npy', np.array([0, 40000, 65535], dtype='<u2'))
+np.save('u32_3.npy', np.array([0, 3000000000, 4294967295], dtype='<u4'))
+np.save('u64_3.npy', np.array([0, 9223372036854775809, 18446744073709551615], dtype='<u8'))
 np.save('empty_0x3.npy', np.zeros((0, 3), dtype='<f4'))
 with open('f32_v2.npy', 'wb') as f:
     fmt.write_array(f, np.arange(4, dtype='<f4'), version=(2, 0))

@@ -63,9 +63,9 @@ constexpr uint16_t encode_double(double x, int man_bits, int exp_bits, int bias)
   return static_cast<uint16_t>(sign | encode_abs_double(abs_bits, man_bits, exp_bits, bias));
 }
 
-constexpr uint16_t encode_int64(int64_t v, int man_bits, int exp_bits, int bias) {
-  const uint32_t sign = v < 0 ? uint32_t{1} << (man_bits + exp_bits) : 0;
-  uint64_t mag = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+// An integer given as a sign and a 64-bit magnitude, rounded once to nearest even.
+constexpr uint16_t encode_integer(bool negative, uint64_t mag, int man_bits, int exp_bits, int bias) {
+  const uint32_t sign = negative ? uint32_t{1} << (man_bits + exp_bits) : 0;
   if (mag == 0) return static_cast<uint16_t>(sign);
   const uint32_t inf = ((uint32_t{1} << exp_bits) - 1) << man_bits;
   int msb = 63 - std::countl_zero(mag);  // value in [2^msb, 2^(msb+1))
@@ -89,6 +89,11 @@ constexpr uint16_t encode_int64(int64_t v, int man_bits, int exp_bits, int bias)
   return static_cast<uint16_t>(sign | (((biased - 1) << man_bits) + q));
 }
 
+constexpr uint16_t encode_int64(int64_t v, int man_bits, int exp_bits, int bias) {
+  const uint64_t mag = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  return encode_integer(v < 0, mag, man_bits, exp_bits, bias);
+}
+
 }  // namespace half_detail
 
 // ---- f16 (IEEE binary16: 1 sign, 5 exponent, 10 fraction bits) ----
@@ -110,6 +115,7 @@ constexpr uint16_t double_to_f16(double x) { return half_detail::encode_double(x
 // float -> double is exact, so this rounds directly from the float value.
 constexpr uint16_t float_to_f16(float x) { return double_to_f16(static_cast<double>(x)); }
 constexpr uint16_t int64_to_f16(int64_t v) { return half_detail::encode_int64(v, 10, 5, 15); }
+constexpr uint16_t uint64_to_f16(uint64_t v) { return half_detail::encode_integer(false, v, 10, 5, 15); }
 
 // ---- bf16 (bfloat16: the top 16 bits of a float; 1 sign, 8 exponent, 7 fraction) ----
 
@@ -120,5 +126,6 @@ constexpr float bf16_to_float(uint16_t b) {
 constexpr uint16_t double_to_bf16(double x) { return half_detail::encode_double(x, 7, 8, 127); }
 constexpr uint16_t float_to_bf16(float x) { return double_to_bf16(static_cast<double>(x)); }
 constexpr uint16_t int64_to_bf16(int64_t v) { return half_detail::encode_int64(v, 7, 8, 127); }
+constexpr uint16_t uint64_to_bf16(uint64_t v) { return half_detail::encode_integer(false, v, 7, 8, 127); }
 
 }  // namespace carve::ir

@@ -33,12 +33,16 @@ enum class OpKind : uint16_t {
   // binary elementwise, numpy broadcasting, both operands the same dtype
   kAdd, kSub, kMul, kDiv, kPow, kMax, kMin,
   kFmod,  // remainder of truncated division, the sign of x (C fmod); integers: x fmod 0 = 0
+  // bit shifts of unsigned integers (ONNX BitShift): x << y, x >> y (logical); a shift by
+  // the bit width or more gives 0
+  kBitShiftLeft, kBitShiftRight,
   // comparisons: like binary, output bool
   kEqual, kNotEqual, kLess, kLessEqual, kGreater, kGreaterEqual,
   kWhere,  // (cond: bool, x, y), all three broadcast
   kCast,   // attr to (string dtype name)
   // reductions: attrs axes (int list; absent or empty = all axes), keepdims (int 0/1, 1)
   kReduceSum, kReduceMean, kReduceMax,
+  kReduceProd,  // the product; wraps on integers, as reduce_sum does
   // index of the max/min along one axis, output i64; attrs axis (0), keepdims (1),
   // select_last_index (0: the first of equal values wins). NaN counts as the largest and
   // the smallest value (numpy/ONNX reference): the first NaN wins (the last with select_last).
@@ -119,9 +123,9 @@ bool is_elementwise(OpKind op);
 bool is_state(OpKind op);
 bool is_sink(OpKind op);
 bool is_unary_elementwise(OpKind op);   // neg..atanh
-bool is_binary_elementwise(OpKind op);  // add..fmod and the comparisons
+bool is_binary_elementwise(OpKind op);  // add..bit_shift_right and the comparisons
 bool is_comparison(OpKind op);          // equal..greater_equal (bool output)
-bool is_reduction(OpKind op);           // reduce_sum, reduce_mean, reduce_max (not arg_max/min)
+bool is_reduction(OpKind op);  // reduce_sum, reduce_mean, reduce_max, reduce_prod (not arg_max/min)
 bool accepts_attr(OpKind op, std::string_view attr_name);
 
 }  // namespace carve::ir

@@ -25,14 +25,20 @@
 //    For + - * / sqrt this equals computing in f32 (or in float for f16/bf16) and
 //    rounding; for transcendental functions it is at least as accurate. Sums (reductions,
 //    matmul, gemm, conv, pooling, softmax, norms) accumulate in double, in index order.
-//  - Integer dtypes (i8, i32, i64, u8) use two's-complement wrap-around for neg, abs, add,
-//    sub, mul, pow and every accumulation (computed in uint64 and truncated, so there is
-//    no UB). Integer div truncates toward zero; x / 0 = 0; INT_MIN / -1 wraps to INT_MIN.
-//    Integer fmod is the remainder of that division (sign of x); x fmod 0 = 0.
+//  - Integer dtypes (i8, i16, i32, i64, u8, u16, u32, u64) use two's-complement
+//    wrap-around for neg, abs, add, sub, mul, pow and every accumulation (computed in
+//    uint64 and truncated, so there is no UB). Integer div truncates toward zero;
+//    x / 0 = 0; INT_MIN / -1 wraps to INT_MIN. Integer fmod is the remainder of that
+//    division (sign of x); x fmod 0 = 0.
 //    Integer pow with a negative exponent is the truncated real result: 1 for base 1,
 //    +-1 for base -1, else 0 (0 for base 0 too). Integer gemm with alpha == beta == 1
 //    wraps exactly; any other alpha/beta evaluates alpha*acc + beta*c in double and
 //    converts back with the cast rules below.
+//  - Unsigned dtypes order, divide, take remainders, clip and convert to floats as
+//    unsigned numbers (u64 is computed in uint64; the narrower ones fit int64); abs and
+//    relu are identities on them. bit_shift_left/right (unsigned only) give 0 for a shift
+//    by the bit width or more. reduce_prod multiplies (integers wrap; the empty product
+//    is 1).
 //  - max/min and reduce_max/max_pool propagate NaN. reduce_max over an empty axis gives
 //    -inf (floats) or the dtype's minimum (ints); reduce_mean over an empty axis is NaN.
 //  - gelu = 0.5*x*(1+erf(x/sqrt2)) (exact erf form); silu = x*sigmoid(x);
@@ -78,7 +84,8 @@ template <typename T>
 inline constexpr bool kIsReferenceHostType =
     std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int8_t> ||
     std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t> ||
-    std::is_same_v<T, bool>;
+    std::is_same_v<T, bool> || std::is_same_v<T, int16_t> || std::is_same_v<T, uint16_t> ||
+    std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>;
 
 template <typename T>
 constexpr ir::DType host_dtype() {
@@ -90,6 +97,10 @@ constexpr ir::DType host_dtype() {
   if constexpr (std::is_same_v<T, int64_t>) return ir::DType::kI64;
   if constexpr (std::is_same_v<T, uint8_t>) return ir::DType::kU8;
   if constexpr (std::is_same_v<T, bool>) return ir::DType::kBool;
+  if constexpr (std::is_same_v<T, int16_t>) return ir::DType::kI16;
+  if constexpr (std::is_same_v<T, uint16_t>) return ir::DType::kU16;
+  if constexpr (std::is_same_v<T, uint32_t>) return ir::DType::kU32;
+  if constexpr (std::is_same_v<T, uint64_t>) return ir::DType::kU64;
   return ir::DType::kF32;
 }
 

@@ -5,8 +5,9 @@
 // after), a Python dict literal {'descr': ..., 'fortran_order': ..., 'shape': (...)}
 // padded with spaces and a newline, then the raw elements.
 //
-// Supported dtypes (descr): <f4 f32, <f8 f64, <f2 f16, |i1 i8, <i4 i32, <i8 i64, |u1 u8,
-// |b1 bool ('=' is accepted for native little-endian, and '<' / '=' for the 1-byte types).
+// Supported dtypes (descr): <f4 f32, <f8 f64, <f2 f16, |i1 i8, <i2 i16, <i4 i32, <i8 i64,
+// |u1 u8, <u2 u16, <u4 u32, <u8 u64, |b1 bool ('=' is accepted for native little-endian,
+// and '<' / '=' for the 1-byte types).
 // bf16 has no numpy dtype: writing a bf16 buffer is kUnsupported. Only C order,
 // little-endian data is read (fortran_order True is accepted for rank <= 1, where the
 // layouts coincide). Writing always produces version 1.0 (2.0 if the header would not
