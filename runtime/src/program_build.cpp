@@ -408,8 +408,8 @@ Status add_index_checks(const Program& p, const jit::KernelGroup& group, Launch&
       check.bounds = {data.shape[static_cast<int>(axis)]};
       along = fmt::format("along axis {}", axis);
     } else {  // the last index dim picks k leading dims (after gather_nd's batch dims)
-      const int ir = indices.type.shape.rank();
-      const int64_t k = ir > 0 ? indices.type.shape[ir - 1] : 0;
+      const int index_rank = indices.type.shape.rank();
+      const int64_t k = index_rank > 0 ? indices.type.shape[index_rank - 1] : 0;
       const int64_t first = node.op == ir::OpKind::kGatherNd ? attr("batch_dims") : 0;
       if (k <= 0 || first < 0 || first + k > rank) continue;  // nothing indexed, or rejected by inference
       for (int64_t d = 0; d < k; ++d) check.bounds.push_back(data.shape[static_cast<int>(first + d)]);
