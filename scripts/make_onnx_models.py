@@ -6,7 +6,7 @@ tests do not: the models and .npy files are committed). Weights are random (seed
 never downloaded.
 
   scripts/make_onnx_models.py                 # regenerate tests/onnx/models (small models)
-  scripts/make_onnx_models.py --full DIR      # full-size torchvision CNNs (CNNS) + GPT/BERT + U-Net + TRANSFORMERS, batch 1
+  scripts/make_onnx_models.py --full DIR      # full-size torchvision CNNs (CNNS) + GPT/BERT + U-Net + Swin-T + TRANSFORMERS, batch 1
   scripts/make_onnx_models.py --full DIR --only resnet18,vgg16   # some of them
   scripts/make_onnx_models.py --full DIR --only tenc_bf1_op17_t128,gpt_t512   # names: FULL
 
@@ -237,6 +237,15 @@ def tiny_squeezenet():
         nn.Conv2d(3, 8, 3, 2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, ceil_mode=True),
         Fire(8, 4, 8, 8), Fire(16, 4, 8, 8), nn.MaxPool2d(3, 2, ceil_mode=True), Fire(16, 6, 12, 12),
         nn.Dropout(0.5), nn.Conv2d(24, 10, 1), nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+
+
+def tiny_swin():
+    """torchvision's Swin Transformer at toy size: two stages of two blocks (the second block
+    of each shifts its 2x2 windows: Roll, the attention mask built with Mod), patch merging."""
+    torch.manual_seed(51)
+    from torchvision.models.swin_transformer import SwinTransformer
+    return randomize(SwinTransformer(patch_size=[4, 4], embed_dim=8, depths=[2, 2], num_heads=[1, 2],
+                                     window_size=[2, 2], num_classes=5), 52)
 
 
 def tiny_vgg():
@@ -508,6 +517,7 @@ def small_models():
         ("unet_tiny", randomize(UNet(base=4), 45), [rand(1, 3, 16, 16, seed=46)], 13, ["image"], ["mask"]),
         ("recurrent_tiny", Recurrent(), [rand(2, 5, 8, seed=48), rand(2, 2, 6, seed=49), rand(2, 2, 6, seed=50)], 14,
          ["x", "h0", "c0"], ["y", "h"]),
+        ("swin_tiny", tiny_swin(), [rand(1, 3, 32, 32, seed=52)], 17, ["image"], ["logits"]),
     ]
 
 
@@ -545,7 +555,7 @@ def cnn_input(name):
 SEQ_LENS = [32, 128, 512]
 TRANSFORMERS = ([f"tenc_bf{bf}_op{opset}_t{t}" for bf in (0, 1) for opset in (13, 17) for t in SEQ_LENS]
                 + [f"{m}_t{t}" for m in ("gpt", "bert") for t in SEQ_LENS])
-FULL = CNNS + ["gpt", "bert", "unet"] + TRANSFORMERS
+FULL = CNNS + ["gpt", "bert", "unet", "swin_t"] + TRANSFORMERS
 
 
 def transformer_encoder(batch_first):
@@ -583,6 +593,9 @@ def full_model(name):
     if name == "unet":  # 256x256, 32/64/128 channels
         torch.manual_seed(6)
         return randomize(UNet(base=32), 47), [rand(1, 3, 256, 256, seed=48)], 13, ["image"], ["mask"]
+    if name == "swin_t":  # torchvision's Swin-T (shifted windows: Roll -> Slice/Concat, Mod in the mask)
+        torch.manual_seed(7)
+        return randomize(torchvision.models.swin_t(weights=None), 8), [rand(1, 3, 224, 224, seed=49)], 17, ["image"], ["logits"]
     m = re.fullmatch(r"(gpt|bert)_t(\d+)", name)
     if m:
         return (gpt_model if m.group(1) == "gpt" else bert_model)(int(m.group(2)), max(512, int(m.group(2))))
