@@ -454,11 +454,13 @@ Result<Buffer> map_npy(const std::string& path) {
   return Buffer::over(raw.storage(), h.dtype, h.shape);
 }
 
-Result<std::vector<std::byte>> write_npy_bytes(const Buffer& buffer) {
-  const std::string_view descr = descr_of(buffer.dtype());
+Result<std::vector<std::byte>> write_npy_bytes(const Buffer& buffer, NpyWriteOptions options) {
+  const bool bits = options.bf16_as_u2 && buffer.dtype() == ir::DType::kBf16;
+  const std::string_view descr = descr_of(bits ? ir::DType::kU16 : buffer.dtype());
   if (descr.empty()) {
     return Status(ErrorCode::kUnsupported,
-                  fmt::format("npy: cannot write {}: numpy has no {} dtype (cast to f32 first)",
+                  fmt::format("npy: cannot write {}: numpy has no {} dtype (cast to f32 first, or write "
+                              "the bit patterns as <u2)",
                               buffer.describe(), ir::dtype_name(buffer.dtype())));
   }
   CARVE_ASSIGN_OR_RETURN(std::span<const std::byte> data, buffer.bytes());
@@ -493,12 +495,21 @@ Result<std::vector<std::byte>> write_npy_bytes(const Buffer& buffer) {
   return out;
 }
 
-Status write_npy(const std::string& path, const Buffer& buffer) {
-  Result<std::vector<std::byte>> bytes = write_npy_bytes(buffer);
+Status write_npy(const std::string& path, const Buffer& buffer, NpyWriteOptions options) {
+  Result<std::vector<std::byte>> bytes = write_npy_bytes(buffer, options);
   if (!bytes.ok()) {
     return Status(bytes.status().code(), fmt::format("npy '{}': {}", path, bytes.status().message()));
   }
   return write_file(path, *bytes);
+}
+
+Result<Buffer> bf16_from_u2(const Buffer& bits, std::string_view name) {
+  if (bits.dtype() != ir::DType::kU16) {
+    return Status(ErrorCode::kInvalidArgument,
+                  fmt::format("npy '{}': bf16 bit patterns must be <u2 (uint16), not {}", name,
+                              ir::dtype_name(bits.dtype())));
+  }
+  return bits.view(0, ir::DType::kBf16, bits.shape());
 }
 
 }  // namespace carve::runtime

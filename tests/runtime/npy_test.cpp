@@ -236,6 +236,32 @@ TEST_CASE("runtime/npy/unsupported numpy files are kUnsupported naming the file"
   CHECK(!std::filesystem::exists(tmp.path));
 }
 
+TEST_CASE("runtime/npy/bf16 is written and read as <u2 bit patterns when asked") {
+  // 1.0, -2.0, +inf, a NaN: bit patterns kept exactly.
+  const std::vector<uint16_t> bits = {0x3F80, 0xC000, 0x7F80, 0x7FC1};
+  std::vector<uint8_t> raw(bits.size() * 2);
+  std::memcpy(raw.data(), bits.data(), raw.size());
+  const Buffer bf16 = make_buffer(DType::kBf16, Shape{2, 2}, raw);
+  TempPath tmp;
+  REQUIRE(write_npy(tmp.path, bf16, {.bf16_as_u2 = true}).ok());
+  Result<Buffer> read = read_npy(tmp.path);
+  REQUIRE(read.ok());
+  CHECK(read->dtype() == DType::kU16);
+  CHECK(elements<uint16_t>(*read) == bits);
+  Result<Buffer> back = bf16_from_u2(*read, tmp.path);
+  REQUIRE(back.ok());
+  CHECK(back->dtype() == DType::kBf16);
+  CHECK(back->shape() == Shape{2, 2});
+  CHECK(elements<uint16_t>(back->view(0, DType::kU16, back->shape()).value()) == bits);
+  // Only uint16 files hold bit patterns; the option leaves other dtypes alone.
+  check_error(bf16_from_u2(make_buffer(DType::kI16, Shape{1}, {0, 0}), "i16.npy").status(), ErrorCode::kInvalidArgument,
+              {"i16.npy", "<u2"});
+  Result<std::vector<std::byte>> f32 = write_npy_bytes(make_buffer(DType::kF32, Shape{1}, {0, 0, 128, 63}),
+                                                       {.bf16_as_u2 = true});
+  REQUIRE(f32.ok());
+  CHECK(read_npy_bytes(*f32).value().dtype() == DType::kF32);
+}
+
 TEST_CASE("runtime/npy/malformed files are kParseError saying what is wrong") {
   const std::string ok_dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }";
   REQUIRE(read_npy_bytes(make_npy(ok_dict, 24)).ok());

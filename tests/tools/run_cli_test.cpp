@@ -99,6 +99,40 @@ TEST_CASE("tools/run/an ONNX input whose value the import needs is read from its
   CHECK(std::vector<float>(values.begin(), values.end()) == std::vector<float>{1, 2, 3, 4, 5, 6});
 }
 
+TEST_CASE("tools/run/bf16 inputs and outputs as <u2 bit patterns with --bf16-as-u2") {
+  if (!jit::cpu_jit_available()) {
+    test::skip("carve was built without the LLVM CPU JIT (CARVE_WITH_LLVM=OFF)");
+    return;
+  }
+  const fs::path dir = temp_dir();
+  std::ofstream(dir / "double.carve") << R"(graph double {
+  input x: bf16[4]
+  s = add(x, x) -> y: bf16[4]
+  output y
+}
+)";
+  // bf16 1.0, -2.0, 0.5, 0: doubled is 2.0, -4.0, 1.0, 0.
+  const std::vector<uint16_t> bits = {0x3F80, 0xC000, 0x3F00, 0x0000};
+  auto x = runtime::Buffer::borrow(std::as_bytes(std::span(bits)), ir::DType::kU16, ir::Shape{4});
+  REQUIRE(runtime::write_npy((dir / "x_bits.npy").string(), *x).ok());
+  const std::vector<std::string> args = {"run", (dir / "double.carve").string(), "--input",
+                                         "x=" + (dir / "x_bits.npy").string(), "--output-dir",
+                                         (dir / "bf16_out").string()};
+  std::string out, err;
+  CHECK(carve_cli(args, &out, &err) == 1);  // uint16 data for a bf16 input: asked, not guessed
+  CHECK(err.find("--bf16-as-u2") != std::string::npos);
+  std::vector<std::string> with_flag = args;
+  with_flag.push_back("--bf16-as-u2");
+  const int code = carve_cli(with_flag, &out, &err);
+  INFO(out, err);
+  REQUIRE(code == 0);
+  auto y = runtime::read_npy((dir / "bf16_out" / "y.npy").string());
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  REQUIRE(y->dtype() == ir::DType::kU16);
+  auto values = *y->span<uint16_t>();
+  CHECK(std::vector<uint16_t>(values.begin(), values.end()) == std::vector<uint16_t>{0x4000, 0xC080, 0x3F80, 0x0000});
+}
+
 TEST_CASE("tools/run/missing and unknown inputs are clear errors") {
   const fs::path dir = temp_dir();
   std::ofstream(dir / "small.carve") << kSmallGraph;

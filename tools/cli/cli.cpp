@@ -47,6 +47,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   run->add_option("--input", run_options.inputs, "NAME=FILE.npy (repeatable)");
   run->add_option("--output-dir", run_options.output_dir, "write DIR/<output name>.npy");
   run->add_option("--random-inputs", run_options.random_seed, "generate missing inputs from this seed");
+  run->add_flag("--bf16-as-u2", run_options.bf16_as_u2, "bf16 inputs and outputs as <u2 .npy files of bit patterns");
   run->add_option("--iters", run_options.iters, "run N times, print min/median latency")->check(CLI::PositiveNumber);
   run->add_flag("--explain", run_options.explain, "print kernels, fused groups, the plan and JIT times");
   run->add_option("--strategy", run_options.strategy, "arena planning strategy");

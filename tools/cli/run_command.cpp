@@ -80,6 +80,14 @@ Result<std::vector<runtime::Buffer>> load_inputs(const runtime::CompiledProgram&
     auto it = files.find(names[i]);
     if (it != files.end()) {
       CARVE_ASSIGN_OR_RETURN(runtime::Buffer b, runtime::read_npy(it->second));
+      if (types[i].dtype == ir::DType::kBf16 && b.dtype() == ir::DType::kU16) {
+        if (!options.bf16_as_u2)
+          return Status(ErrorCode::kInvalidArgument,
+                        fmt::format("--input {}: the input is bf16 and '{}' holds uint16; give --bf16-as-u2 if "
+                                    "those are bf16 bit patterns",
+                                    names[i], it->second));
+        CARVE_ASSIGN_OR_RETURN(b, runtime::bf16_from_u2(b, it->second));
+      }
       inputs.push_back(std::move(b));
       continue;
     }
@@ -138,7 +146,7 @@ namespace {
 
 // DIR/<output name>.npy for every output (output_file_name).
 Status write_outputs(const runtime::CompiledProgram& program, const std::vector<runtime::Buffer>& outputs,
-                     const std::string& dir, std::ostream& out) {
+                     const std::string& dir, bool bf16_as_u2, std::ostream& out) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status(ErrorCode::kIoError, fmt::format("cannot create '{}': {}", dir, ec.message()));
@@ -146,7 +154,12 @@ Status write_outputs(const runtime::CompiledProgram& program, const std::vector<
   for (size_t i = 0; i < outputs.size(); ++i) {
     CARVE_ASSIGN_OR_RETURN(std::string file, output_file_name(names[i]));
     const std::string path = (std::filesystem::path(dir) / file).string();
-    CARVE_RETURN_IF_ERROR(runtime::write_npy(path, outputs[i]));
+    if (outputs[i].dtype() == ir::DType::kBf16 && !bf16_as_u2)
+      return Status(ErrorCode::kUnsupported,
+                    fmt::format("output '{}' is bf16, which numpy has no dtype for: give --bf16-as-u2 to write "
+                                "its bit patterns as <u2",
+                                names[i]));
+    CARVE_RETURN_IF_ERROR(runtime::write_npy(path, outputs[i], {.bf16_as_u2 = bf16_as_u2}));
     fmt::print(out, "wrote {}\n", path);
   }
   return Status();
@@ -252,7 +265,7 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out, std::ostre
   if (hazards > 0)
     return Status(ErrorCode::kInternal, fmt::format("hazard checker found {} race(s)", hazards));
   if (options.output_dir.empty()) return Status();
-  return write_outputs(*program, outputs, options.output_dir, out);
+  return write_outputs(*program, outputs, options.output_dir, options.bf16_as_u2, out);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ struct RunCommandOptions {
   std::vector<std::string> inputs;  // NAME=FILE.npy
   std::string output_dir;
   std::optional<uint64_t> random_seed;
+  bool bf16_as_u2 = false;  // bf16 inputs and outputs as '<u2' .npy bit patterns (npy.h)
   int iters = 1;
   bool explain = false;
   std::string strategy = "greedy-size";

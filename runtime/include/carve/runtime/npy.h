@@ -8,7 +8,10 @@
 // Supported dtypes (descr): <f4 f32, <f8 f64, <f2 f16, |i1 i8, <i2 i16, <i4 i32, <i8 i64,
 // |u1 u8, <u2 u16, <u4 u32, <u8 u64, |b1 bool ('=' is accepted for native little-endian,
 // and '<' / '=' for the 1-byte types).
-// bf16 has no numpy dtype: writing a bf16 buffer is kUnsupported. Only C order,
+// bf16 has no numpy dtype. Its files hold the raw 16-bit patterns as '<u2' (what numpy's
+// `a.view(np.uint16)` of an ml_dtypes/torch bfloat16 array writes), opted into per call:
+// write_npy(..., {.bf16_as_u2 = true}) and bf16_from_u2 on what read_npy returned; without
+// the option writing bf16 is kUnsupported. Only C order,
 // little-endian data is read (fortran_order True is accepted for rank <= 1, where the
 // layouts coincide). Writing always produces version 1.0 (2.0 if the header would not
 // fit), C order, 64-byte aligned data, exactly as numpy.save does.
@@ -19,7 +22,7 @@
 //                truncated data, trailing bytes after the data, a bool byte not 0 or 1;
 //   kUnsupported a format version other than 1.x/2.x/3.x, big-endian data, Fortran
 //                order (rank >= 2), a structured or unsupported dtype, rank > 8, bf16 on
-//                write;
+//                write without bf16_as_u2;
 //   plus whatever Buffer reports (kNotCpuAccessible, kNotAllocated, kOutOfMemory).
 // Thread-safety: free functions without shared state.
 #pragma once
@@ -61,9 +64,17 @@ Result<Buffer> read_npy_bytes(std::span<const std::byte> bytes,
 // Zero-copy: a read-only FileBacked buffer mapping the file's data (Buffer::map_file).
 Result<Buffer> map_npy(const std::string& path);
 
+struct NpyWriteOptions {
+  bool bf16_as_u2 = false;  // a bf16 buffer is written as '<u2' bit patterns
+};
+
 // The .npy encoding of a CPU-accessible, allocated buffer (its shape and dtype).
-Result<std::vector<std::byte>> write_npy_bytes(const Buffer& buffer);
-// Writes write_npy_bytes(buffer) to `path` (created or truncated).
-Status write_npy(const std::string& path, const Buffer& buffer);
+Result<std::vector<std::byte>> write_npy_bytes(const Buffer& buffer, NpyWriteOptions options = {});
+// Writes write_npy_bytes(buffer, options) to `path` (created or truncated).
+Status write_npy(const std::string& path, const Buffer& buffer, NpyWriteOptions options = {});
+
+// A bf16 view (same bytes, same shape) of a u16 buffer read from a '<u2' file that holds
+// bf16 bit patterns; kInvalidArgument naming `name` for any other dtype.
+Result<Buffer> bf16_from_u2(const Buffer& bits, std::string_view name);
 
 }  // namespace carve::runtime
