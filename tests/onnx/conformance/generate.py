@@ -61,10 +61,11 @@ def kind_of(values):
 
 def save(path, value, elem_type):
     # C order: carve reads no Fortran-order .npy. bfloat16 (numpy has none; onnx keeps its
-    # bits as uint16) is written as uint8 pairs in NAME.bf16.npy, which the runner views as bf16.
+    # bits as uint16) is written as those <u2 bit patterns in NAME.bf16.npy, the name telling
+    # the runner to view them as bf16 (runtime/npy.h: bf16_from_u2).
     a = np.array(value, order="C")  # ascontiguousarray would make a 0-d array 1-d
     if elem_type == onnx.TensorProto.BFLOAT16:
-        a, path = a.astype("<u2").view(np.uint8).reshape(a.shape + (2,)), path + ".bf16"
+        a, path = a.astype("<u2"), path + ".bf16"
     np.save(path + ".npy", a, allow_pickle=False)
 
 

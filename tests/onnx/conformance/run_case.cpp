@@ -75,15 +75,11 @@ std::string compare(const runtime::Buffer& actual, const runtime::Buffer& expect
                      a.size(), max_err, first, a[first], e[first]);
 }
 
-// DIR/<base>.npy, or DIR/<base>.bf16.npy: bfloat16 as uint8 pairs (generate.py's save()).
+// DIR/<base>.npy, or DIR/<base>.bf16.npy: bfloat16 as <u2 bit patterns (generate.py's save()).
 Result<runtime::Buffer> read_data(const std::string& base) {
   if (!std::filesystem::exists(base + ".bf16.npy")) return runtime::read_npy(base + ".npy");
-  CARVE_ASSIGN_OR_RETURN(runtime::Buffer pairs, runtime::read_npy(base + ".bf16.npy"));
-  const ir::Shape& shape = pairs.shape();
-  if (pairs.dtype() != ir::DType::kU8 || shape.rank() == 0 || shape[shape.rank() - 1] != 2)
-    return Status(ErrorCode::kParseError, base + ".bf16.npy: expected uint8 pairs");
-  std::vector<int64_t> dims(shape.dims().begin(), shape.dims().end() - 1);
-  return pairs.view(0, ir::DType::kBf16, ir::Shape(std::move(dims)));
+  CARVE_ASSIGN_OR_RETURN(runtime::Buffer bits, runtime::read_npy(base + ".bf16.npy"));
+  return runtime::bf16_from_u2(bits, base + ".bf16.npy");
 }
 
 Status run_checked(const Case& c, const std::string& dir, runtime::Session& session, double seconds,
