@@ -117,11 +117,15 @@ Result<Tensor> NodeContext::known_input(int i, std::string_view what) const {
                                  i, what, inputs));
 }
 
-std::string NodeContext::note_needs_value(int i) const {
-  auto deps = has_input(i) ? ctx.input_deps.find(node.input(i)) : ctx.input_deps.end();
-  if (deps == ctx.input_deps.end() || deps->second.empty()) return "";
-  ctx.needs_values.insert(deps->second.begin(), deps->second.end());
+std::string Context::note_needs_value(const std::string& tensor) {
+  auto deps = input_deps.find(tensor);
+  if (deps == input_deps.end() || deps->second.empty()) return "";
+  needs_values.insert(deps->second.begin(), deps->second.end());
   return fmt::format("'{}'", fmt::join(deps->second, "', '"));
+}
+
+std::string NodeContext::note_needs_value(int i) const {
+  return has_input(i) ? ctx.note_needs_value(node.input(i)) : "";
 }
 
 Result<std::vector<int64_t>> NodeContext::const_ints(int i, std::string_view what) const {

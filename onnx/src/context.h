@@ -26,6 +26,7 @@
 #include "carve/status.h"
 
 namespace onnx {
+class GraphProto;
 class NodeProto;
 class AttributeProto;
 class TensorProto;
@@ -74,6 +75,11 @@ class Context {
   std::map<std::string, std::set<std::string>, std::less<>> input_deps;
   std::set<std::string> needs_values;
   int64_t fused_patterns = 0;  // subgraphs imported as one op
+  int64_t inlined_nodes = 0;   // nodes of control-flow subgraphs lowered inline (lower_subgraph)
+
+  // For a tensor that must be known at import and is not: records the graph inputs it is
+  // computed from in needs_values and names them ("" when none).
+  std::string note_needs_value(const std::string& tensor);
 
   // The graph value of `t`, declaring a known tensor as a constant on first use.
   Result<ir::ValueId> materialize(Tensor& t);
@@ -192,6 +198,22 @@ void register_index_ops(std::map<std::string, OpEntry, std::less<>>& table);
 // Softplus(x) = log(1 + exp(x)) without overflow (ops_elementwise.cpp; the recurrent ops'
 // activations use it too).
 Result<Tensor> softplus(NodeContext& n, const Tensor& x);
+
+// Control flow is resolved at import: an If takes the branch its (known) condition picks,
+// a Loop or Scan is unrolled. lower_subgraph lowers one instance of a subgraph (a branch,
+// one iteration of a body) inline: body.input(i) is bound to inputs[i], every tensor and
+// node the body defines is copied under names prefixed with `scope` (so each iteration
+// has its own), names the body reads from enclosing scopes resolve in ctx.env, and the
+// tensors of body.output() are returned with their (prefixed) names. At most
+// kMaxInlinedNodes nodes are lowered this way per import (kUnsupported beyond).
+inline constexpr int64_t kMaxInlinedNodes = 200000;
+struct SubgraphOutputs {
+  std::vector<Tensor> tensors;
+  std::vector<std::string> names;
+};
+Result<SubgraphOutputs> lower_subgraph(NodeContext& n, const ::onnx::GraphProto& body, std::span<const Tensor> inputs,
+                                       const std::string& scope);
+void register_control_ops(std::map<std::string, OpEntry, std::less<>>& table);
 
 // import_model_bytes that, when the import fails because an operand computed from graph
 // inputs must be known, adds those inputs to *needs_values (onnx::Model then retries

@@ -48,6 +48,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_loss_ops(*t);
     detail::register_recurrent_ops(*t);
     detail::register_index_ops(*t);
+    detail::register_control_ops(*t);
     return t;
   }();
   return *table;
@@ -111,20 +112,49 @@ Status declare_value_input(const ::onnx::ValueInfoProto& info, ir::DType dtype, 
   return Status();
 }
 
-// Fills ctx.input_deps: which graph values each ONNX tensor is computed from (file order
-// is topological). Shape and Size read only shapes, which are fixed at import.
-void trace_input_deps(const ::onnx::GraphProto& graph, Context& ctx) {
-  for (const auto& info : graph.input())
-    if (auto it = ctx.env.find(info.name()); it != ctx.env.end() && !it->second.data)
-      ctx.input_deps[info.name()] = {info.name()};
+void graph_reads(const ::onnx::GraphProto& graph, std::set<std::string, std::less<>>& names);
+
+// Every tensor name the subgraphs of `node` (If branches, Loop/Scan bodies) read, at any
+// depth: what they read from enclosing scopes is an input of the node as much as its
+// listed inputs are (names inside them are unique model-wide, so the extra ones are inert).
+void subgraph_reads(const ::onnx::NodeProto& node, std::set<std::string, std::less<>>& names) {
+  for (const auto& a : node.attribute()) {
+    if (a.has_g()) graph_reads(a.g(), names);
+    for (const auto& g : a.graphs()) graph_reads(g, names);
+  }
+}
+
+void graph_reads(const ::onnx::GraphProto& graph, std::set<std::string, std::less<>>& names) {
+  for (const auto& node : graph.node()) {
+    names.insert(node.input().begin(), node.input().end());
+    subgraph_reads(node, names);
+  }
+  for (const auto& o : graph.output()) names.insert(o.name());
+}
+
+// Adds to ctx.input_deps which graph inputs each tensor `graph`'s nodes make is computed
+// from (file order is topological). Shape and Size read only shapes, which are fixed at
+// import.
+void trace_node_deps(const ::onnx::GraphProto& graph, Context& ctx) {
   for (const auto& node : graph.node()) {
     if (node.op_type() == "Shape" || node.op_type() == "Size") continue;
+    std::set<std::string, std::less<>> reads(node.input().begin(), node.input().end());
+    subgraph_reads(node, reads);
     std::set<std::string> deps;
-    for (const auto& in : node.input())
+    for (const auto& in : reads)
       if (auto it = ctx.input_deps.find(in); it != ctx.input_deps.end()) deps.insert(it->second.begin(), it->second.end());
     if (deps.empty()) continue;
     for (const auto& out : node.output()) ctx.input_deps[out] = deps;
   }
+}
+
+// Fills ctx.input_deps for the main graph: its inputs imported as graph values, and
+// what the nodes compute from them.
+void trace_input_deps(const ::onnx::GraphProto& graph, Context& ctx) {
+  for (const auto& info : graph.input())
+    if (auto it = ctx.env.find(info.name()); it != ctx.env.end() && !it->second.data)
+      ctx.input_deps[info.name()] = {info.name()};
+  trace_node_deps(graph, ctx);
 }
 
 Status declare_inputs(const ::onnx::GraphProto& graph, Context& ctx) {
@@ -179,6 +209,7 @@ std::vector<bool> live_nodes(const ::onnx::GraphProto& graph) {
     for (const auto& out : node.output()) live[static_cast<size_t>(i)] = live[static_cast<size_t>(i)] || needed.contains(out);
     if (!live[static_cast<size_t>(i)]) continue;
     for (const auto& in : node.input()) needed.insert(in);
+    subgraph_reads(node, needed);
   }
   return live;
 }
@@ -218,6 +249,7 @@ Arity arity(std::string_view op) {
       {"TopK", {1, 2}}, {"Einsum", {1, kMany}}, {"Compress", {2, 2}}, {"MaxUnpool", {2, 3}},
       {"ReverseSequence", {2, 2}},
       {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}},
+      {"If", {1, 1}}, {"Loop", {2, kMany}}, {"Scan", {1, kMany}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary
@@ -350,6 +382,96 @@ Status lower_graph(const ::onnx::GraphProto& graph, Context& ctx) {
 }  // namespace
 
 bool is_onnx_path(std::string_view path) { return path.ends_with(".onnx"); }
+
+namespace {
+
+// The tensor names a graph defines (inputs, initializers, node outputs), at any depth.
+void defined_names(const ::onnx::GraphProto& graph, std::set<std::string, std::less<>>& names) {
+  for (const auto& i : graph.input()) names.insert(i.name());
+  for (const auto& t : graph.initializer()) names.insert(t.name());
+  for (const auto& node : graph.node()) {
+    names.insert(node.output().begin(), node.output().end());
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) defined_names(a.g(), names);
+      for (const auto& g : a.graphs()) defined_names(g, names);
+    }
+  }
+  names.erase("");
+}
+
+// Prefixes every name in `defined` (and every node name) with `scope`, at any depth.
+void rename_defined(::onnx::GraphProto& graph, const std::set<std::string, std::less<>>& defined,
+                    const std::string& scope) {
+  auto rename = [&](std::string* name) {
+    if (defined.contains(*name)) *name = scope + *name;
+  };
+  for (auto& i : *graph.mutable_input()) rename(i.mutable_name());
+  for (auto& o : *graph.mutable_output()) rename(o.mutable_name());
+  for (auto& t : *graph.mutable_initializer()) rename(t.mutable_name());
+  for (auto& v : *graph.mutable_value_info()) rename(v.mutable_name());
+  int index = 0;
+  for (auto& node : *graph.mutable_node()) {
+    node.set_name(scope + (node.name().empty() ? fmt::format("{}_{}", node.op_type(), index) : node.name()));
+    ++index;
+    for (auto& in : *node.mutable_input()) rename(&in);
+    for (auto& out : *node.mutable_output()) rename(&out);
+    for (auto& a : *node.mutable_attribute()) {
+      if (a.has_g()) rename_defined(*a.mutable_g(), defined, scope);
+      for (auto& g : *a.mutable_graphs()) rename_defined(g, defined, scope);
+    }
+  }
+}
+
+}  // namespace
+
+Result<detail::SubgraphOutputs> detail::lower_subgraph(NodeContext& n, const ::onnx::GraphProto& body,
+                                                       std::span<const Tensor> inputs, const std::string& scope) {
+  Context& ctx = n.ctx;
+  if (body.input_size() != static_cast<int>(inputs.size()))
+    return n.invalid(fmt::format("its subgraph '{}' takes {} inputs, given {}", body.name(), body.input_size(),
+                                 inputs.size()));
+  ctx.inlined_nodes += body.node_size();
+  if (ctx.inlined_nodes > kMaxInlinedNodes)
+    return n.unsupported(fmt::format("unrolling its subgraph '{}' would lower more than {} nodes at import (carve "
+                                     "resolves control flow at import)",
+                                     body.name(), kMaxInlinedNodes));
+  ::onnx::GraphProto copy = body;
+  std::set<std::string, std::less<>> defined;
+  defined_names(body, defined);
+  rename_defined(copy, defined, scope);
+  // The body's inputs are computed from whatever the node's inputs are (a bound carried
+  // value may come from any of them), which keeps onnx::Model's value retry working.
+  std::set<std::string> deps;
+  for (const auto& in : n.node.input())
+    if (auto it = ctx.input_deps.find(in); it != ctx.input_deps.end()) deps.insert(it->second.begin(), it->second.end());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string& name = copy.input(static_cast<int>(i)).name();
+    if (!ctx.env.emplace(name, inputs[i]).second)
+      return n.invalid(fmt::format("subgraph input '{}' is defined twice", name));
+    if (!deps.empty()) ctx.input_deps[name] = deps;
+  }
+  for (const auto& proto : copy.initializer()) {
+    CARVE_ASSIGN_OR_RETURN(Tensor t, detail::decode_tensor(proto, ctx, true));
+    if (!ctx.env.emplace(proto.name(), std::move(t)).second)
+      return n.invalid(fmt::format("subgraph initializer '{}' is defined twice", proto.name()));
+  }
+  trace_node_deps(copy, ctx);
+  const std::vector<bool> live = live_nodes(copy);
+  for (int i = 0; i < copy.node_size(); ++i) {
+    if (copy.node(i).output_size() == 0)
+      return n.invalid(fmt::format("subgraph node '{}' ({}) has no outputs", copy.node(i).name(), copy.node(i).op_type()));
+    if (live[static_cast<size_t>(i)]) CARVE_RETURN_IF_ERROR(lower_node(copy.node(i), i, ctx));
+  }
+  SubgraphOutputs result;
+  for (const auto& out : copy.output()) {
+    auto it = ctx.env.find(out.name());
+    if (it == ctx.env.end())
+      return n.invalid(fmt::format("subgraph '{}' output '{}' is never produced", body.name(), out.name()));
+    result.tensors.push_back(it->second);
+    result.names.push_back(out.name());
+  }
+  return result;
+}
 
 namespace {
 

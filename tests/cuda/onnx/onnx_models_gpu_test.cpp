@@ -51,7 +51,7 @@ std::vector<std::string> manifest() {
 // named in the failure output and the whole set in one GPU process.
 TEST_CASE("cuda/gpu/onnx/every committed model matches torch with graph replay") {
   const auto names = manifest();
-  REQUIRE(names.size() == 36);
+  REQUIRE_FALSE(names.empty());  // onnx/models/manifest_is_tested pins the list
   for (const std::string& name : names) {
     CAPTURE(name);
     if (!check_model_on_gpu(name, true)) return;
@@ -60,7 +60,7 @@ TEST_CASE("cuda/gpu/onnx/every committed model matches torch with graph replay")
 
 TEST_CASE("cuda/gpu/onnx/every committed model matches torch with streams") {
   const auto names = manifest();
-  REQUIRE(names.size() == 36);
+  REQUIRE_FALSE(names.empty());  // onnx/models/manifest_is_tested pins the list
   for (const std::string& name : names) {
     CAPTURE(name);
     if (!check_model_on_gpu(name, false)) return;

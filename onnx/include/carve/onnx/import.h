@@ -31,6 +31,14 @@
 //    per run). Anything else, or an attribute a lowering does not read, is kUnsupported
 //    naming the node: the importer never guesses. Tile is lowered as a concat of copies,
 //    so more than 65536 repeats on one axis is kUnsupported.
+//  - Control flow (If, Loop, Scan) is resolved at import, since a carve program is a
+//    static DAG: If lowers the branch its condition picks, Loop and Scan are unrolled
+//    into one copy of their body per iteration (names prefixed per copy; what a body
+//    reads from enclosing scopes is shared). What steers them (If's condition, Loop's
+//    trip count and every iteration's condition) must be known at import like a Reshape
+//    shape; a condition computed from data at run time is kUnsupported naming the node,
+//    as is a Loop without a trip count still running after 4096 iterations or more than
+//    200000 subgraph nodes in all.
 //  - load_weights = false (`carve plan --no-weights`): float initializers of more than
 //    64 elements become constants without data (enough to plan memory); integer and small
 //    float initializers are still read because shapes may be computed from them.
