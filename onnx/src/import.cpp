@@ -22,7 +22,10 @@ using detail::Tensor;
 using detail::FusedPattern;
 
 constexpr int64_t kMinOpset = 7;
-constexpr int64_t kMaxOpset = 18;
+// 19-21 changed the supported operators only by types carve lacks (float8, int4,
+// strings) or by attributes their lowerings reject unless read (Pad 'wrap', Cast
+// saturate for float8, QuantizeLinear block_size), and added Gelu.
+constexpr int64_t kMaxOpset = 21;
 // Opsets 1..6 are imported only for models made of these ops: their versions before 7
 // differ from the later ones only by legacy attributes (consumed_inputs), which
 // check_attributes rejects, or not at all (ArgMax/ArgMin, TopK: opset 1 is the form of

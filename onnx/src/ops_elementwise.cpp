@@ -206,12 +206,26 @@ Status lower_leaky_relu(NodeContext& n) {
   return n.set_output(0, y);
 }
 
-// Gelu (opset 20, or com.microsoft exports rewritten to the default domain): exact erf form only.
+// Gelu (opset 20): the erf form is carve's gelu; approximate='tanh' is
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) in element-wise ops.
 Status lower_gelu(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   CARVE_ASSIGN_OR_RETURN(std::string approximate, n.attr_string("approximate", "none"));
-  if (approximate != "none") return n.unsupported(fmt::format("approximate='{}' (only 'none')", approximate));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kGelu, {x}));
+  if (approximate == "none") {
+    CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kGelu, {x}));
+    return n.set_output(0, y);
+  }
+  if (approximate != "tanh") return n.invalid(fmt::format("approximate='{}' (none or tanh)", approximate));
+  const ir::DType t = x.type.dtype;
+  CARVE_ASSIGN_OR_RETURN(Tensor x2, n.op(OpKind::kMul, {x, x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor x3, n.op(OpKind::kMul, {x2, x}));
+  CARVE_ASSIGN_OR_RETURN(Tensor cubic, n.op(OpKind::kMul, {x3, n.constant_doubles(t, {}, {0.044715})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor inner, n.op(OpKind::kAdd, {x, cubic}));
+  CARVE_ASSIGN_OR_RETURN(inner, n.op(OpKind::kMul, {inner, n.constant_doubles(t, {}, {std::sqrt(2.0 / M_PI)})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor th, n.op(OpKind::kTanh, {inner}));
+  CARVE_ASSIGN_OR_RETURN(Tensor one_plus, n.op(OpKind::kAdd, {th, n.constant_doubles(t, {}, {1.0})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor half_x, n.op(OpKind::kMul, {x, n.constant_doubles(t, {}, {0.5})}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kMul, {half_x, one_plus}));
   return n.set_output(0, y);
 }
 
@@ -519,7 +533,8 @@ void register_elementwise_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["And"] = {lower_logic<true>, {}};
   t["Or"] = {lower_logic<false>, {}};
   t["Where"] = {lower_where, {}};
-  t["Cast"] = {lower_cast, {"to"}};
+  // saturate (opset 19+) applies only to float8 targets, which carve does not have.
+  t["Cast"] = {lower_cast, {"to", "saturate"}};
   t["Clip"] = {lower_clip, {"min", "max"}};
   t["HardSigmoid"] = {lower_hard_sigmoid, {"alpha", "beta"}};
   t["HardSwish"] = {lower_hard_swish, {}};
@@ -554,7 +569,7 @@ void register_elementwise_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["Xor"] = {lower_xor, {}};
   t["IsNaN"] = {lower_is_nan, {}};
   t["IsInf"] = {lower_is_inf, {"detect_negative", "detect_positive"}};
-  t["CastLike"] = {lower_cast_like, {}};
+  t["CastLike"] = {lower_cast_like, {"saturate"}};
   t["BitShift"] = {lower_bit_shift, {"direction"}};
   t["Identity"] = {lower_identity, {}};
   t["Dropout"] = {lower_dropout, {"ratio", "seed"}};

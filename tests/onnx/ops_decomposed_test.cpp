@@ -101,6 +101,35 @@ TEST_CASE("onnx/ops/activations") {
   }
 }
 
+TEST_CASE("onnx/ops/gelu_at_opset_20_and_the_opset_range") {
+  for (const char* approximate : {"none", "tanh"}) {
+    CAPTURE(approximate);
+    Model m(20);
+    m.input("x", kF32, {9}).node("Gelu", {"x"}).s("approximate", approximate);
+    Values expected;
+    for (float x : kXs) {
+      const double tanh_form = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+      expected.push_back(std::string(approximate) == "tanh" ? tanh_form : 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))));
+    }
+    check_close(m, {xs()}, expected);
+  }
+  Model bad(20);
+  bad.input("x", kF32, {9}).node("Gelu", {"x"}).s("approximate", "sigmoid");
+  check_fails(bad, ErrorCode::kInvalidArgument, "approximate='sigmoid'");
+  // Opset 21 imports; 22 is past what carve knows.
+  Model relu21(21);
+  relu21.input("x", kF32, {9}).node("Relu", {"x"});
+  Values relu;
+  for (float x : kXs) relu.push_back(x > 0 ? x : 0);
+  check_close(relu21, {xs()}, relu);
+  Model relu22(22);
+  relu22.input("x", kF32, {9}).node("Relu", {"x"});
+  auto r = carve::onnx_test::import(relu22);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == ErrorCode::kUnsupported);
+  CHECK(r.status().message().find("opset 22") != std::string::npos);
+}
+
 TEST_CASE("onnx/ops/logic") {
   const auto bools = [](std::vector<bool> v) { return HostTensor::from<bool>(carve::ir::Shape{4}, v); };
   Model x(13);
