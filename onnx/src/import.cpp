@@ -48,6 +48,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_loss_ops(*t);
     detail::register_recurrent_ops(*t);
     detail::register_index_ops(*t);
+    detail::register_signal_ops(*t);
     return t;
   }();
   return *table;
@@ -217,7 +218,7 @@ Arity arity(std::string_view op) {
       {"GatherND", {2, 2}}, {"ScatterND", {3, 3}}, {"ScatterElements", {3, 3}}, {"Scatter", {3, 3}},
       {"TopK", {1, 2}}, {"Einsum", {1, kMany}}, {"Compress", {2, 2}}, {"MaxUnpool", {2, 3}},
       {"ReverseSequence", {2, 2}},
-      {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}},
+      {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}}, {"MelWeightMatrix", {5, 5}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary
