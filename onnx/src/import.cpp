@@ -50,6 +50,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_index_ops(*t);
     detail::register_signal_ops(*t);
     detail::register_text_ops(*t);
+    detail::register_random_ops(*t);
     return t;
   }();
   return *table;
@@ -220,6 +221,7 @@ Arity arity(std::string_view op) {
       {"TopK", {1, 2}}, {"Einsum", {1, kMany}}, {"Compress", {2, 2}}, {"MaxUnpool", {2, 3}},
       {"ReverseSequence", {2, 2}},
       {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}}, {"MelWeightMatrix", {5, 5}},
+      {"RandomUniform", {0, 0}}, {"RandomNormal", {0, 0}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary
