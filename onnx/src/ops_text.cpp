@@ -98,6 +98,7 @@ Status lower_tfidf_vectorizer(NodeContext& n) {
   const int64_t max_index = *std::max_element(ngram_indexes.begin(), ngram_indexes.end());
   if (*std::min_element(ngram_indexes.begin(), ngram_indexes.end()) < 0)
     return n.invalid("ngram_indexes has a negative index");
+  if (max_index >= (int64_t{1} << 40)) return n.invalid(fmt::format("ngram_indexes up to {} (too many outputs)", max_index));
   const int64_t outputs = max_index + 1;
   CARVE_RETURN_IF_ERROR(n.check_folded(ir::TensorType{ir::DType::kI64, ir::Shape{outputs}}));
   std::vector<int64_t> sorted_indexes = ngram_indexes;
@@ -130,7 +131,8 @@ Status lower_tfidf_vectorizer(NodeContext& n) {
   for (const PoolLevel& level : levels) {
     if (level.length < min_length || level.length > max_length || level.values[0].empty()) continue;
     std::optional<Tensor> level_counts;
-    const int64_t distances = level.length == 1 ? 1 : max_skip + 1;
+    // Clamped to the row length, past which no n-gram fits: skip + 1 cannot overflow.
+    const int64_t distances = level.length == 1 ? 1 : std::min(max_skip, x.type.shape[1]) + 1;
     for (int64_t distance = 1; distance <= distances; ++distance) {
       CARVE_ASSIGN_OR_RETURN(std::optional<Tensor> counts, count_level(n, x, level, distance));
       if (!counts) break;  // longer distances fit even less

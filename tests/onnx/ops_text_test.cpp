@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ TEST_CASE("onnx/ops/tfidf_vectorizer") {
     check_close(tfidf("TF", 2, 2, 2), {tokens()}, {0, 0, 0, 0, 1, 2, 1}, 0, 0);
     // Skip 5 (distances 1-6): (7,8) also at 5-11 (distance 6).
     check_close(tfidf("TF", 2, 2, 5), {tokens()}, {0, 0, 0, 0, 1, 3, 1}, 0, 0);
+    // Skips past the row add nothing (and skip + 1 must not overflow).
+    check_close(tfidf("TF", 2, 2, std::numeric_limits<int64_t>::max()), {tokens()}, {0, 0, 0, 0, 1, 3, 1}, 0, 0);
     // Unigrams count once, whatever the skip.
     check_close(tfidf("TF", 1, 2, 5), {tokens()}, {0, 3, 1, 0, 1, 3, 1}, 0, 0);
     check_close(tfidf("TF", 1, 1, 5), {tokens()}, {0, 3, 1, 0, 0, 0, 0}, 0, 0);
@@ -91,6 +94,8 @@ TEST_CASE("onnx/ops/tfidf_vectorizer") {
     check_fails(tfidf("TF", 1, 2, 0, {0, 1, 2, 3, 4, 5}), ErrorCode::kInvalidArgument, "6 ngram_indexes for 7");
     check_fails(tfidf("TF", 1, 2, 0, {0, 1, 2, 3, 4, 5, 5}), ErrorCode::kInvalidArgument, "twice");
     check_fails(tfidf("TF", 1, 2, 0, {0, 1, 2, 3, 4, 5, -1}), ErrorCode::kInvalidArgument, "negative");
+    check_fails(tfidf("TF", 1, 2, 0, {0, 1, 2, 3, 4, 5, std::numeric_limits<int64_t>::max()}),
+                ErrorCode::kInvalidArgument, "too many outputs");
     Model odd = tfidf("TF", 1, 2, 0);
     odd.op->mutable_attribute(4)->set_ints(1, 5);  // ngram_counts {0, 5}: 5 values left for bigrams
     check_fails(odd, ErrorCode::kInvalidArgument, "whole 2-grams");
