@@ -74,12 +74,14 @@ Result<ir::TensorType> random_type(const NodeContext& n, bool like) {
   return ir::TensorType{dtype, ir::Shape(dims)};
 }
 
-// `count` uniform draws in [low, high), the upper end kept out after rounding to `dtype`
-// for f32 (f64 keeps the draw's 53 bits; the half types may round up to high).
+// `count` uniform draws in [low, high): a draw that rounds up to high (in f64, or in f32
+// for an f32 output) steps down to the value below it. Half-precision outputs may still
+// round to high when converted.
 std::vector<double> uniform_values(uint64_t key, int64_t count, double low, double high, ir::DType dtype) {
   std::vector<double> v(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     double x = low + (high - low) * uniform_draw(key, static_cast<uint64_t>(i));
+    if (high > low && x >= high) x = std::nextafter(high, low);
     if (dtype == ir::DType::kF32 && high > low && static_cast<float>(x) >= static_cast<float>(high))
       x = std::nextafter(static_cast<float>(high), static_cast<float>(low));
     v[static_cast<size_t>(i)] = x;
