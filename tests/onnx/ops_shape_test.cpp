@@ -1,5 +1,5 @@
 // Shape operators' edge cases (ops_shape.cpp): Reshape with allowzero=1 and a 0 in the
-// shape, which makes an empty tensor.
+// shape, which makes an empty tensor, and empty tensors run through kernels.
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
@@ -43,4 +43,17 @@ TEST_CASE("onnx/ops/reshape_allowzero") {
   auto plain_imported = import(plain);
   REQUIRE(plain_imported.ok());
   CHECK(plain_imported->graph.value(plain_imported->graph.outputs[0]).type.shape == carve::ir::Shape{3, 2});
+}
+
+TEST_CASE("onnx/ops/empty_tensors_through_kernels") {
+  // An empty input through elementwise ops and a reshape: the planner and the Session
+  // give zero-size buffers, and the kernels write nothing.
+  Model m(14);
+  m.input("x", kF32, {0, 3}).node("Relu", {"x"});
+  for (const auto& values : run(m, {HostTensor::from<float>(carve::ir::Shape{0, 3}, {})})) CHECK(values.empty());
+  Model r = reshape({0, 3}, {3, 0}, 0);  // 0 copies the input's dim 1 (3): [3, 3] from none
+  check_fails(r, ErrorCode::kShapeError, "9 elements");
+  Model t(14);
+  t.input("x", kF32, {0, 3}).node("Transpose", {"x"});
+  for (const auto& values : run(t, {HostTensor::from<float>(carve::ir::Shape{0, 3}, {})})) CHECK(values.empty());
 }
