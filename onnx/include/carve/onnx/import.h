@@ -31,6 +31,10 @@
 //    per run). Anything else, or an attribute a lowering does not read, is kUnsupported
 //    naming the node: the importer never guesses. Tile is lowered as a concat of copies,
 //    so more than 65536 repeats on one axis is kUnsupported.
+//  - Random ops (RandomUniform/RandomNormal and their Like forms, Bernoulli's draws) are
+//    drawn at import into constants (ops_random.cpp): with a seed attribute the same values
+//    on every import and machine; without one each import draws a fresh seed, and the
+//    compiled program repeats its draws on every run.
 //  - load_weights = false (`carve plan --no-weights`): float initializers of more than
 //    64 elements become constants without data (enough to plan memory); integer and small
 //    float initializers are still read because shapes may be computed from them.
