@@ -52,6 +52,9 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_recurrent_ops(*t);
     detail::register_index_ops(*t);
     detail::register_control_ops(*t);
+    detail::register_signal_ops(*t);
+    detail::register_text_ops(*t);
+    detail::register_random_ops(*t);
     return t;
   }();
   return *table;
@@ -253,6 +256,8 @@ Arity arity(std::string_view op) {
       {"ReverseSequence", {2, 2}},
       {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}},
       {"If", {1, 1}}, {"Loop", {2, kMany}}, {"Scan", {1, kMany}},
+      {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}}, {"MelWeightMatrix", {5, 5}},
+      {"RandomUniform", {0, 0}}, {"RandomNormal", {0, 0}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary

@@ -1,4 +1,4 @@
-// Neural-network ONNX operators: Conv, BatchNormalization, pooling, Gemm, MatMul,
+// Neural-network ONNX operators: Conv, pooling, Gemm, MatMul,
 // Softmax/LogSoftmax and LayerNormalization.
 #include <onnx/onnx_pb.h>
 
@@ -463,23 +463,6 @@ Status lower_global_max_pool(NodeContext& n) {
   return n.set_output(0, y);
 }
 
-Status lower_batch_norm(NodeContext& n) {
-  for (int i = 1; i < n.num_outputs(); ++i)
-    if (n.output_used(i)) return n.unsupported("training outputs (running mean/var) are not supported");
-  CARVE_ASSIGN_OR_RETURN(int64_t training, n.attr_int("training_mode", 0));
-  if (training != 0) return n.unsupported("training_mode=1 (inference only)");
-  CARVE_ASSIGN_OR_RETURN(int64_t spatial, n.attr_int("spatial", 1));
-  if (spatial != 1) return n.unsupported("spatial=0");
-  CARVE_ASSIGN_OR_RETURN(double epsilon, n.attr_float("epsilon", 1e-5));
-  std::vector<Tensor> in;
-  for (int i = 0; i < 5; ++i) {
-    CARVE_ASSIGN_OR_RETURN(Tensor t, n.input(i));
-    in.push_back(std::move(t));
-  }
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kBatchNorm, in, {{"epsilon", epsilon}}));
-  return n.set_output(0, y);
-}
-
 Status lower_gemm(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor a, n.input(0));
   CARVE_ASSIGN_OR_RETURN(Tensor b, n.input(1));
@@ -588,7 +571,6 @@ void register_nn_ops(std::map<std::string, OpEntry, std::less<>>& t) {
                       {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"}};
   t["GlobalAveragePool"] = {lower_global_avg_pool, {}};
   t["GlobalMaxPool"] = {lower_global_max_pool, {}};
-  t["BatchNormalization"] = {lower_batch_norm, {"epsilon", "momentum", "training_mode", "spatial"}};
   t["Gemm"] = {lower_gemm, {"alpha", "beta", "transA", "transB"}};
   t["MatMul"] = {lower_matmul, {}};
   t["Softmax"] = {lower_softmax, {"axis"}};

@@ -1,6 +1,7 @@
-// Normalizations with no carve op of their own, composed of reductions and elementwise
-// ops: InstanceNormalization, MeanVarianceNormalization, and LRN (a sum over a channel
-// window, taken as an average pool with the padding counted).
+// Normalizations composed of reductions and elementwise ops: InstanceNormalization,
+// BatchNormalization (carve's batch_norm op in inference; composed in training mode),
+// MeanVarianceNormalization, and LRN (a sum over a channel window, taken as an average pool
+// with the padding counted).
 #include <onnx/onnx_pb.h>
 
 #include <numeric>
@@ -21,21 +22,25 @@ Result<Tensor> float_input(const NodeContext& n, int i, int min_rank) {
   return x;
 }
 
-// x - mean(x) and the (biased) variance mean((x - mean)^2) over `axes`, kept as dims of 1.
-// The variance of the centred values avoids E[x^2] - E[x]^2's cancellation.
-Result<std::pair<Tensor, Tensor>> centred_and_variance(NodeContext& n, const Tensor& x, const std::vector<int64_t>& axes) {
+// mean(x), x - mean and the (biased) variance mean((x - mean)^2) over `axes`, kept as
+// dims of 1. The variance of the centred values avoids E[x^2] - E[x]^2's cancellation.
+struct Moments {
+  Tensor mean, centred, variance;
+};
+
+Result<Moments> moments(NodeContext& n, const Tensor& x, const std::vector<int64_t>& axes) {
   ir::Attrs attrs{{"axes", axes}, {"keepdims", int64_t{1}}};
   CARVE_ASSIGN_OR_RETURN(Tensor mean, n.op(OpKind::kReduceMean, {x}, attrs));
   CARVE_ASSIGN_OR_RETURN(Tensor d, n.op(OpKind::kSub, {x, mean}));
   CARVE_ASSIGN_OR_RETURN(Tensor sq, n.op(OpKind::kMul, {d, d}));
   CARVE_ASSIGN_OR_RETURN(Tensor var, n.op(OpKind::kReduceMean, {sq}, attrs));
-  return std::pair{d, var};
+  return Moments{mean, d, var};
 }
 
-// InstanceNormalization(x [N, C, ...], scale [C], bias [C]): each (n, c) plane
-// normalised over the spatial axes, then scaled and shifted per channel.
-Status lower_instance_norm(NodeContext& n) {
-  CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0, 3));
+// x [N, C, ...] normalised over `axes` with its own moments, then scaled and shifted by
+// inputs 1 and 2 (scale [C], bias [C]): (x - mean) / sqrt(var + epsilon) * scale + bias.
+// Sets output 0; returns the moments.
+Result<Moments> normalize_per_channel(NodeContext& n, const Tensor& x, const std::vector<int64_t>& axes) {
   CARVE_ASSIGN_OR_RETURN(Tensor scale, n.input(1));
   CARVE_ASSIGN_OR_RETURN(Tensor bias, n.input(2));
   CARVE_ASSIGN_OR_RETURN(double epsilon, n.attr_float("epsilon", 1e-5));
@@ -44,13 +49,10 @@ Status lower_instance_norm(NodeContext& n) {
   for (const Tensor* t : {&scale, &bias})
     if (t->type.shape != ir::Shape{channels})
       return n.invalid(fmt::format("scale and bias must have shape [{}], got {}", channels, t->type.to_string()));
-  std::vector<int64_t> axes(static_cast<size_t>(rank - 2));
-  std::iota(axes.begin(), axes.end(), 2);
-  CARVE_ASSIGN_OR_RETURN(auto parts, centred_and_variance(n, x, axes));
-  auto& [d, var] = parts;
-  CARVE_ASSIGN_OR_RETURN(Tensor var_eps, n.op(OpKind::kAdd, {var, n.constant_doubles(x.type.dtype, {}, {epsilon})}));
+  CARVE_ASSIGN_OR_RETURN(Moments m, moments(n, x, axes));
+  CARVE_ASSIGN_OR_RETURN(Tensor var_eps, n.op(OpKind::kAdd, {m.variance, n.constant_doubles(x.type.dtype, {}, {epsilon})}));
   CARVE_ASSIGN_OR_RETURN(Tensor stddev, n.op(OpKind::kSqrt, {var_eps}));
-  CARVE_ASSIGN_OR_RETURN(Tensor normed, n.op(OpKind::kDiv, {d, stddev}));
+  CARVE_ASSIGN_OR_RETURN(Tensor normed, n.op(OpKind::kDiv, {m.centred, stddev}));
   // [C] -> [C, 1, ...] so it broadcasts along dim 1.
   std::vector<int64_t> per_channel(static_cast<size_t>(rank - 1), 1);
   per_channel[0] = channels;
@@ -58,7 +60,73 @@ Status lower_instance_norm(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(bias, n.op(OpKind::kReshape, {bias}, {{"shape", per_channel}}));
   CARVE_ASSIGN_OR_RETURN(Tensor scaled, n.op(OpKind::kMul, {normed, scale}));
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kAdd, {scaled, bias}));
-  return n.set_output(0, y);
+  CARVE_RETURN_IF_ERROR(n.set_output(0, y));
+  return m;
+}
+
+// InstanceNormalization(x [N, C, ...], scale [C], bias [C]): each (n, c) plane
+// normalised over the spatial axes, then scaled and shifted per channel.
+Status lower_instance_norm(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0, 3));
+  std::vector<int64_t> axes(static_cast<size_t>(x.type.shape.rank() - 2));
+  std::iota(axes.begin(), axes.end(), 2);
+  return normalize_per_channel(n, x, axes).status();
+}
+
+// BatchNormalization(x [N, C, ...], scale, bias, mean, var). Inference: the kBatchNorm op
+// with the given mean and var. training_mode=1 (opsets 14+): normalised with the batch's
+// own moments over every axis but 1, and the optional outputs running_mean and
+// running_var are mean * momentum + batch mean * (1 - momentum) (likewise var, with the
+// biased batch variance, as ONNX's reference and ONNX Runtime compute it).
+Status lower_batch_norm(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(int64_t training, n.attr_int("training_mode", 0));
+  CARVE_ASSIGN_OR_RETURN(int64_t spatial, n.attr_int("spatial", 1));
+  if (spatial != 1) return n.unsupported("spatial=0");
+  if (training != 0 && training != 1) return n.invalid(fmt::format("training_mode={} (0 or 1)", training));
+  if (n.opset() < 14) {
+    for (int i = 1; i < n.num_outputs(); ++i)
+      if (n.output_used(i))
+        return n.unsupported(fmt::format("training outputs before opset 14 (opset {}; mean, var, saved_mean, "
+                                         "saved_var are not supported)", n.opset()));
+  } else if (training == 0) {
+    for (int i = 1; i < n.num_outputs(); ++i)
+      if (n.output_used(i)) return n.invalid("running_mean/running_var requested with training_mode=0");
+  }
+  if (training == 0) {
+    CARVE_ASSIGN_OR_RETURN(double epsilon, n.attr_float("epsilon", 1e-5));
+    std::vector<Tensor> in;
+    for (int i = 0; i < 5; ++i) {
+      CARVE_ASSIGN_OR_RETURN(Tensor t, n.input(i));
+      in.push_back(std::move(t));
+    }
+    CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kBatchNorm, in, {{"epsilon", epsilon}}));
+    return n.set_output(0, y);
+  }
+
+  CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0, 2));
+  CARVE_ASSIGN_OR_RETURN(double momentum, n.attr_float("momentum", 0.9));
+  std::vector<int64_t> axes{0};
+  for (int64_t a = 2; a < x.type.shape.rank(); ++a) axes.push_back(a);
+  CARVE_ASSIGN_OR_RETURN(Moments m, normalize_per_channel(n, x, axes));
+  const int64_t channels = x.type.shape[1];
+  const std::pair<int, const Tensor*> running[] = {{3, &m.mean}, {4, &m.variance}};
+  for (const auto& [input, batch_value] : running) {
+    const int output = input - 2;
+    if (!n.output_used(output)) continue;
+    CARVE_ASSIGN_OR_RETURN(Tensor previous, n.input(input));
+    if (previous.type.shape != ir::Shape{channels})
+      return n.invalid(fmt::format("input {} must have shape [{}], got {}", input, channels, previous.type.to_string()));
+    CARVE_ASSIGN_OR_RETURN(Tensor batch, n.op(OpKind::kReshape, {*batch_value}, {{"shape", std::vector<int64_t>{channels}}}));
+    if (batch.type.dtype != previous.type.dtype) {
+      CARVE_ASSIGN_OR_RETURN(batch, n.op(OpKind::kCast, {batch}, {{"to", ir::dtype_name(previous.type.dtype)}}));
+    }
+    const ir::DType dt = previous.type.dtype;
+    CARVE_ASSIGN_OR_RETURN(Tensor kept, n.op(OpKind::kMul, {previous, n.constant_doubles(dt, {}, {momentum})}));
+    CARVE_ASSIGN_OR_RETURN(Tensor added, n.op(OpKind::kMul, {batch, n.constant_doubles(dt, {}, {1 - momentum})}));
+    CARVE_ASSIGN_OR_RETURN(Tensor updated, n.op(OpKind::kAdd, {kept, added}));
+    CARVE_RETURN_IF_ERROR(n.set_output(output, updated));
+  }
+  return Status();
 }
 
 // MeanVarianceNormalization: (x - mean) / (std + 1e-9) over `axes` (default [0, 2, 3]);
@@ -66,11 +134,10 @@ Status lower_instance_norm(NodeContext& n) {
 Status lower_mvn(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, float_input(n, 0, 1));
   CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> axes, n.attr_ints("axes", std::vector<int64_t>{0, 2, 3}));
-  CARVE_ASSIGN_OR_RETURN(auto parts, centred_and_variance(n, x, axes));
-  auto& [d, var] = parts;
-  CARVE_ASSIGN_OR_RETURN(Tensor stddev, n.op(OpKind::kSqrt, {var}));
+  CARVE_ASSIGN_OR_RETURN(Moments m, moments(n, x, axes));
+  CARVE_ASSIGN_OR_RETURN(Tensor stddev, n.op(OpKind::kSqrt, {m.variance}));
   CARVE_ASSIGN_OR_RETURN(Tensor std_eps, n.op(OpKind::kAdd, {stddev, n.constant_doubles(x.type.dtype, {}, {1e-9})}));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kDiv, {d, std_eps}));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kDiv, {m.centred, std_eps}));
   return n.set_output(0, y);
 }
 
@@ -107,6 +174,7 @@ Status lower_lrn(NodeContext& n) {
 
 void register_norm_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["InstanceNormalization"] = {lower_instance_norm, {"epsilon"}};
+  t["BatchNormalization"] = {lower_batch_norm, {"epsilon", "momentum", "training_mode", "spatial"}};
   t["MeanVarianceNormalization"] = {lower_mvn, {"axes"}};
   t["LRN"] = {lower_lrn, {"alpha", "beta", "bias", "size"}};
 }

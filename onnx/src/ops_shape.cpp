@@ -31,8 +31,19 @@ Status lower_reshape(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(auto shape, ints_input_or_attr(n, 1, "shape"));
   if (!shape) return n.invalid("the target shape is missing");
   CARVE_ASSIGN_OR_RETURN(int64_t allowzero, n.attr_int("allowzero", 0));
-  if (allowzero && std::find(shape->begin(), shape->end(), 0) != shape->end())
-    return n.unsupported("allowzero=1 with a 0 in the shape (empty tensors)");
+  if (allowzero && std::find(shape->begin(), shape->end(), 0) != shape->end()) {
+    // A literal 0 (carve's reshape copies the input's dim for a 0): the output is empty, so
+    // it is known at import, a constant of that shape. ONNX forbids -1 beside such a 0.
+    if (std::find(shape->begin(), shape->end(), -1) != shape->end())
+      return n.invalid(fmt::format("allowzero=1 with both 0 and -1 in the shape [{}]", fmt::join(*shape, ", ")));
+    CARVE_ASSIGN_OR_RETURN(int64_t elements, x.type.shape.num_elements());
+    if (elements != 0)
+      return n.error(ErrorCode::kShapeError, fmt::format("cannot reshape {} ({} elements) to [{}]",
+                                                         x.type.shape.to_string(), elements, fmt::join(*shape, ", ")));
+    for (int64_t d : *shape)
+      if (d < 0) return n.invalid(fmt::format("shape [{}] has a negative dimension", fmt::join(*shape, ", ")));
+    return n.set_output(0, n.constant_doubles(x.type.dtype, ir::Shape(*shape), {}));
+  }
   CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kReshape, {x}, {{"shape", *shape}}));
   return n.set_output(0, y);
 }

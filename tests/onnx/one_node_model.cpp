@@ -16,14 +16,16 @@ Result<onnx::ImportedModel> import(const Model& m) {
   return onnx::import_model_bytes(std::as_bytes(std::span(bytes.data(), bytes.size())), "ops.onnx");
 }
 
-std::vector<Values> run(const Model& m, const std::vector<HostTensor>& inputs) {
+std::vector<Values> run(const Model& m, const std::vector<HostTensor>& inputs, int threads) {
   auto model = import(m);
   REQUIRE_MESSAGE(model.ok(), model.status().to_string());
   std::vector<Values> results;
   auto ref = carve::reference::run_reference(model->graph, inputs);
   REQUIRE_MESSAGE(ref.ok(), ref.status().to_string());
   results.push_back((*ref)[m.result].to_doubles());
-  auto session = carve::runtime::Session::create();
+  carve::runtime::SessionOptions options;
+  options.threads = threads;
+  auto session = carve::runtime::Session::create(options);
   REQUIRE(session.ok());
   auto program = (*session)->compile(model->graph);
   if (!program.ok() && program.status().code() == ErrorCode::kUnavailable) return results;

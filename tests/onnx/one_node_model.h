@@ -98,8 +98,8 @@ struct Model {
 Result<onnx::ImportedModel> import(const Model& m);
 
 // Output m.result of `m` on `inputs`: once from the reference interpreter and, where the CPU JIT
-// is built, once from a Session.
-std::vector<Values> run(const Model& m, const std::vector<reference::HostTensor>& inputs);
+// is built, once from a Session (with `threads` workers; 0: hardware concurrency).
+std::vector<Values> run(const Model& m, const std::vector<reference::HostTensor>& inputs, int threads = 0);
 
 // Every result matches `expected` within rtol (relative) plus atol; NaN matches NaN.
 void check_close(const Model& m, const std::vector<reference::HostTensor>& inputs, const Values& expected,

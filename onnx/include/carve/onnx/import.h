@@ -39,6 +39,10 @@
 //    shape; a condition computed from data at run time is kUnsupported naming the node,
 //    as is a Loop without a trip count still running after 4096 iterations or more than
 //    200000 subgraph nodes in all.
+//  - Random ops (RandomUniform/RandomNormal and their Like forms, Bernoulli's draws) are
+//    drawn at import into constants (ops_random.cpp): with a seed attribute the same values
+//    on every import and machine; without one each import draws a fresh seed, and the
+//    compiled program repeats its draws on every run.
 //  - load_weights = false (`carve plan --no-weights`): float initializers of more than
 //    64 elements become constants without data (enough to plan memory); integer and small
 //    float initializers are still read because shapes may be computed from them.
