@@ -188,10 +188,16 @@ void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_loss_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_recurrent_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_index_ops(std::map<std::string, OpEntry, std::less<>>& table);
+void register_quant_ops(std::map<std::string, OpEntry, std::less<>>& table);
 
 // Softplus(x) = log(1 + exp(x)) without overflow (ops_elementwise.cpp; the recurrent ops'
 // activations use it too).
 Result<Tensor> softplus(NodeContext& n, const Tensor& x);
+
+// ONNX Conv's convolution of x and weight (1-D or 2-D, lifted to carve's conv2d) with
+// the node's auto_pad, dilations, group, kernel_shape, pads and strides (ops_nn.cpp;
+// ConvInteger and QLinearConv use it on their zero-point-shifted operands).
+Result<Tensor> conv(NodeContext& n, Tensor x, Tensor weight, std::optional<Tensor> bias);
 
 // import_model_bytes that, when the import fails because an operand computed from graph
 // inputs must be known, adds those inputs to *needs_values (onnx::Model then retries

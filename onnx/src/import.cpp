@@ -48,6 +48,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_loss_ops(*t);
     detail::register_recurrent_ops(*t);
     detail::register_index_ops(*t);
+    detail::register_quant_ops(*t);
     return t;
   }();
   return *table;
@@ -218,6 +219,8 @@ Arity arity(std::string_view op) {
       {"TopK", {1, 2}}, {"Einsum", {1, kMany}}, {"Compress", {2, 2}}, {"MaxUnpool", {2, 3}},
       {"ReverseSequence", {2, 2}},
       {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}},
+      {"QuantizeLinear", {2, 3}}, {"DequantizeLinear", {2, 3}}, {"MatMulInteger", {2, 4}}, {"ConvInteger", {2, 4}},
+      {"QLinearMatMul", {8, 8}}, {"QLinearConv", {8, 9}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary
