@@ -199,6 +199,10 @@ Result<Tensor> softplus(NodeContext& n, const Tensor& x);
 // ConvInteger and QLinearConv use it on their zero-point-shifted operands).
 Result<Tensor> conv(NodeContext& n, Tensor x, Tensor weight, std::optional<Tensor> bias);
 
+// round(v) (half to even) plus the zero point `zp`, saturated to the integer `dtype` and
+// cast to it; v and zp are f32 (ops_quant.cpp; DynamicQuantizeLinear uses it too).
+Result<Tensor> round_and_saturate(NodeContext& n, const Tensor& v, const std::optional<Tensor>& zp, ir::DType dtype);
+
 // import_model_bytes that, when the import fails because an operand computed from graph
 // inputs must be known, adds those inputs to *needs_values (onnx::Model then retries
 // with their values).

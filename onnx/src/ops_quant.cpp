@@ -43,10 +43,10 @@ Result<IntRange> quantized_range(const NodeContext& n, DType dtype, std::string_
                                    ir::dtype_name(dtype)));
 }
 
-int64_t element_count(const ir::Shape& s) {
-  int64_t count = 1;
-  for (int64_t d : s.dims()) count *= d;
-  return count;
+// A per-tensor scale or zero point: a scalar or a 1-D tensor of one element.
+bool is_one_element(const ir::Shape& s) {
+  const Result<int64_t> count = s.num_elements();
+  return s.rank() <= 1 && count.ok() && *count == 1;
 }
 
 // `param` (a scale or zero point, input `index`) shaped to broadcast against data of rank
@@ -54,7 +54,7 @@ int64_t element_count(const ir::Shape& s) {
 // on. axis < 0: the data has no such axis (per tensor only).
 Result<Tensor> along_axis(NodeContext& n, const Tensor& param, int index, int64_t axis, int64_t rank, int64_t dim) {
   const ir::Shape& s = param.type.shape;
-  if (s.rank() <= 1 && element_count(s) == 1) {
+  if (is_one_element(s)) {
     if (s.rank() == 0) return param;
     return n.op(OpKind::kReshape, {param}, {{"shape", std::vector<int64_t>{}}});
   }
@@ -106,18 +106,6 @@ Result<Tensor> shifted_operand(NodeContext& n, int index, int zp_index, int64_t 
   return n.op(OpKind::kSub, {x, *zp});
 }
 
-// round(v) + zero point, saturated to `dtype` and cast to it (v and zp are f32). Rounding
-// comes first: round(v) + zp differs from round(v + zp) on odd zero points at ties.
-Result<Tensor> round_and_saturate(NodeContext& n, const Tensor& v, const std::optional<Tensor>& zp, DType dtype) {
-  CARVE_ASSIGN_OR_RETURN(IntRange range, quantized_range(n, dtype, "output"));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kRound, {v}));
-  if (zp) {
-    CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kAdd, {y, *zp}));
-  }
-  CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kClip, {y}, {{"min", range.lo}, {"max", range.hi}}));
-  return cast_to(n, y, dtype);
-}
-
 // The axis of a per-axis QuantizeLinear/DequantizeLinear on data of `rank`; -1 for a
 // one-element scale (axis is then ignored, as ONNX does) and before opset 13 (the scale
 // must have one element, which along_axis checks).
@@ -125,7 +113,7 @@ Result<int64_t> quantize_axis(const NodeContext& n, int64_t rank) {
   CARVE_ASSIGN_OR_RETURN(int64_t block_size, n.attr_int("block_size", 0));
   if (block_size != 0) return n.unsupported("blocked quantization (block_size != 0)");
   CARVE_ASSIGN_OR_RETURN(ir::TensorType scale, n.input_type(1));
-  if (n.opset() < 13 || element_count(scale.shape) == 1) return int64_t{-1};
+  if (n.opset() < 13 || is_one_element(scale.shape)) return int64_t{-1};
   CARVE_ASSIGN_OR_RETURN(int64_t axis, n.attr_int("axis", 1));
   return normalize_axis(n, axis, rank);
 }
@@ -271,6 +259,17 @@ Status lower_qlinear_conv(NodeContext& n) {
 }
 
 }  // namespace
+
+// Rounding comes first: round(v) + zp differs from round(v + zp) on odd zero points at ties.
+Result<Tensor> round_and_saturate(NodeContext& n, const Tensor& v, const std::optional<Tensor>& zp, DType dtype) {
+  CARVE_ASSIGN_OR_RETURN(IntRange range, quantized_range(n, dtype, "output"));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kRound, {v}));
+  if (zp) {
+    CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kAdd, {y, *zp}));
+  }
+  CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kClip, {y}, {{"min", range.lo}, {"max", range.hi}}));
+  return cast_to(n, y, dtype);
+}
 
 void register_quant_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   const std::vector<std::string_view> conv_attrs{"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
