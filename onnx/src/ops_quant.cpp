@@ -4,7 +4,7 @@
 //  - DequantizeLinear: y = (x - zero_point) * scale, the difference taken in integers;
 //  - MatMulInteger, ConvInteger: the 8-bit operands widened to i32 minus their zero points,
 //    multiplied and accumulated by an i32 matmul / conv2d (padding then reads zero, which
-//    is the zero point, as ONNX pads);
+//    is the zero point, as ONNX pads; sums past the i32 range wrap);
 //  - QLinearMatMul, QLinearConv: that i32 accumulator (plus QLinearConv's i32 bias)
 //    requantized: saturate(round(acc * (a_scale * b_scale / y_scale)) + y_zero_point), in
 //    f32 as ONNX Runtime does.
@@ -123,8 +123,8 @@ Result<int64_t> quantize_axis(const NodeContext& n, int64_t rank) {
 Status lower_quantize_linear(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   const DType x_dtype = x.type.dtype;
-  if (!ir::is_float(x_dtype) && x_dtype != DType::kI32)
-    return n.invalid(fmt::format("input 0 is {}; ONNX quantizes floats and i32", ir::dtype_name(x_dtype)));
+  if ((!ir::is_float(x_dtype) && x_dtype != DType::kI32) || x_dtype == DType::kF64)
+    return n.invalid(fmt::format("input 0 is {}; ONNX quantizes f32, f16, bf16 and i32", ir::dtype_name(x_dtype)));
   CARVE_ASSIGN_OR_RETURN(int64_t onnx_dtype, n.attr_int("output_dtype", 0));
   DType dtype = DType::kU8;
   if (onnx_dtype != 0) {

@@ -100,6 +100,9 @@ TEST_CASE("onnx/ops/quantize_linear") {
     Model int_scale(13);
     int_scale.input("x", kF32, {3}).input("s", kI32, {}).node("QuantizeLinear", {"x", "s"});
     check_fails(int_scale, ErrorCode::kInvalidArgument, "not floating point");
+    Model doubles(13);
+    doubles.input("x", ::onnx::TensorProto::DOUBLE, {3}).input("s", kF32, {}).node("QuantizeLinear", {"x", "s"});
+    check_fails(doubles, ErrorCode::kInvalidArgument, "input 0 is f64");
     Model blocked(18);  // block_size is opset 21's; carve imports up to 18 but refuses it clearly
     blocked.input("x", kF32, {2, 4}).input("s", kF32, {2, 2}).node("QuantizeLinear", {"x", "s"}).i("block_size", 2);
     check_fails(blocked, ErrorCode::kUnsupported, "block_size");
