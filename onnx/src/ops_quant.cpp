@@ -99,6 +99,7 @@ Result<Tensor> shifted_operand(NodeContext& n, int index, int zp_index, int64_t 
   if (dtype != DType::kU8 && dtype != DType::kI8)
     return n.unsupported(fmt::format("input {} is {}; ONNX defines u8 and i8", index, ir::dtype_name(dtype)));
   const int64_t rank = x.type.shape.rank();
+  if (axis >= rank) axis = -1;  // a malformed rank: the matmul / conv names it
   const int64_t dim = axis >= 0 ? x.type.shape[static_cast<int>(axis)] : 0;
   CARVE_ASSIGN_OR_RETURN(std::optional<Tensor> zp, zero_point_input(n, zp_index, dtype, DType::kI32, axis, rank, dim));
   CARVE_ASSIGN_OR_RETURN(x, cast_to(n, x, DType::kI32));

@@ -128,6 +128,20 @@ TEST_CASE("onnx/ops/dequantize_linear") {
   check_close(wide, {HostTensor::from<int32_t>(Shape{2}, {1000000, -5}), HostTensor::scalar(0.5f)}, {500000, -2.5},
               0, 0);
 
+  // Constant weights (the usual form) fold at import through the reference interpreter.
+  Model folded(13);
+  folded.input("s", kF32, {}).node("DequantizeLinear", {"w", "s", "wz"});
+  auto* w = folded.g().add_initializer();
+  w->set_name("w");
+  w->set_data_type(::onnx::TensorProto::UINT8);
+  w->add_dims(3);
+  for (int v : {0, 7, 255}) w->add_int32_data(v);
+  auto* wz = folded.g().add_initializer();
+  wz->set_name("wz");
+  wz->set_data_type(::onnx::TensorProto::UINT8);
+  wz->add_int32_data(7);
+  check_close(folded, {HostTensor::scalar(0.25f)}, {-1.75, 0, 62}, 0, 0);
+
   Model mixed(13);
   mixed.input("x", kU8, {4}).input("s", kF32, {}).input("z", kI8, {}).node("DequantizeLinear", {"x", "s", "z"});
   check_fails(mixed, ErrorCode::kInvalidArgument, "zero point");
@@ -219,6 +233,10 @@ TEST_CASE("onnx/ops/conv_integer") {
   per_channel_x.input("x", kU8, {1, 2, 3, 3}).input("w", kU8, {1, 2, 2, 2}).input("xz", kU8, {2});
   per_channel_x.node("ConvInteger", {"x", "w", "xz"});
   check_fails(per_channel_x, ErrorCode::kInvalidArgument, "input 2 of shape [2] must have one element");
+  Model scalar_w(10);
+  scalar_w.input("x", kU8, {1, 1, 3}).input("w", kU8, {}).input("xz", kU8, {}).input("wz", kU8, {});
+  scalar_w.node("ConvInteger", {"x", "w", "xz", "wz"});
+  check_fails(scalar_w, ErrorCode::kUnsupported, "weights of rank 0");
 }
 
 TEST_CASE("onnx/ops/qlinear_conv") {
