@@ -197,6 +197,7 @@ void register_index_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_signal_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_text_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_random_ops(std::map<std::string, OpEntry, std::less<>>& table);
+void register_quant_ops(std::map<std::string, OpEntry, std::less<>>& table);
 
 // Softplus(x) = log(1 + exp(x)) without overflow (ops_elementwise.cpp; the recurrent ops'
 // activations use it too).
@@ -217,6 +218,14 @@ struct SubgraphOutputs {
 Result<SubgraphOutputs> lower_subgraph(NodeContext& n, const ::onnx::GraphProto& body, std::span<const Tensor> inputs,
                                        const std::string& scope);
 void register_control_ops(std::map<std::string, OpEntry, std::less<>>& table);
+// ONNX Conv's convolution of x and weight (1-D or 2-D, lifted to carve's conv2d) with
+// the node's auto_pad, dilations, group, kernel_shape, pads and strides (ops_nn.cpp;
+// ConvInteger and QLinearConv use it on their zero-point-shifted operands).
+Result<Tensor> conv(NodeContext& n, Tensor x, Tensor weight, std::optional<Tensor> bias);
+
+// round(v) (half to even) plus the zero point `zp`, saturated to the integer `dtype` and
+// cast to it; v and zp are f32 (ops_quant.cpp; DynamicQuantizeLinear uses it too).
+Result<Tensor> round_and_saturate(NodeContext& n, const Tensor& v, const std::optional<Tensor>& zp, ir::DType dtype);
 
 // import_model_bytes that, when the import fails because an operand computed from graph
 // inputs must be known, adds those inputs to *needs_values (onnx::Model then retries

@@ -55,6 +55,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_signal_ops(*t);
     detail::register_text_ops(*t);
     detail::register_random_ops(*t);
+    detail::register_quant_ops(*t);
     return t;
   }();
   return *table;
@@ -254,10 +255,11 @@ Arity arity(std::string_view op) {
       {"GatherND", {2, 2}}, {"ScatterND", {3, 3}}, {"ScatterElements", {3, 3}}, {"Scatter", {3, 3}},
       {"TopK", {1, 2}}, {"Einsum", {1, kMany}}, {"Compress", {2, 2}}, {"MaxUnpool", {2, 3}},
       {"ReverseSequence", {2, 2}},
-      {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}},
       {"If", {1, 1}}, {"Loop", {2, kMany}}, {"Scan", {1, kMany}},
       {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}}, {"MelWeightMatrix", {5, 5}},
       {"RandomUniform", {0, 0}}, {"RandomNormal", {0, 0}},
+      {"QuantizeLinear", {2, 3}}, {"DequantizeLinear", {2, 3}}, {"MatMulInteger", {2, 4}}, {"ConvInteger", {2, 4}},
+      {"QLinearMatMul", {8, 8}}, {"QLinearConv", {8, 9}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary

@@ -99,34 +99,24 @@ struct ConvOperands {
   Tensor x, weight;
   int spatial = 2;
 };
-Result<ConvOperands> conv_operands(NodeContext& n) {
+Result<ConvOperands> conv_operands(NodeContext& n, Tensor x, Tensor weight) {
   ConvOperands c;
-  CARVE_ASSIGN_OR_RETURN(c.x, n.input(0));
-  CARVE_ASSIGN_OR_RETURN(c.weight, n.input(1));
-  CARVE_ASSIGN_OR_RETURN(c.spatial, spatial_rank(n, c.weight, "weights"));
-  if (c.x.type.shape.rank() != c.weight.type.shape.rank())
-    return n.invalid(fmt::format("input of rank {} with weights of rank {}", c.x.type.shape.rank(), c.weight.type.shape.rank()));
-  CARVE_ASSIGN_OR_RETURN(c.x, lift_1d(n, c.x));
-  CARVE_ASSIGN_OR_RETURN(c.weight, lift_1d(n, c.weight));
+  CARVE_ASSIGN_OR_RETURN(c.spatial, spatial_rank(n, weight, "weights"));
+  if (x.type.shape.rank() != weight.type.shape.rank())
+    return n.invalid(fmt::format("input of rank {} with weights of rank {}", x.type.shape.rank(), weight.type.shape.rank()));
+  CARVE_ASSIGN_OR_RETURN(c.x, lift_1d(n, x));
+  CARVE_ASSIGN_OR_RETURN(c.weight, lift_1d(n, weight));
   return c;
 }
 
 Status lower_conv(NodeContext& n) {
-  CARVE_ASSIGN_OR_RETURN(ConvOperands ops, conv_operands(n));
-  auto& [x, weight, spatial] = ops;
-  CARVE_ASSIGN_OR_RETURN(Window w, read_window(n, x.type.shape, {weight.type.shape[2], weight.type.shape[3]}, spatial));
-  CARVE_ASSIGN_OR_RETURN(int64_t groups, n.attr_int("group", 1));
-  std::vector<Tensor> in{x, weight};
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor weight, n.input(1));
+  std::optional<Tensor> bias;
   if (n.has_input(2)) {
-    CARVE_ASSIGN_OR_RETURN(Tensor bias, n.input(2));
-    in.push_back(bias);
+    CARVE_ASSIGN_OR_RETURN(bias, n.input(2));
   }
-  ir::Attrs attrs{{"groups", groups},
-                  {"strides", std::vector<int64_t>(w.strides.begin(), w.strides.end())},
-                  {"pads", std::vector<int64_t>(w.pads.begin(), w.pads.end())},
-                  {"dilations", std::vector<int64_t>(w.dilations.begin(), w.dilations.end())}};
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kConv2d, in, std::move(attrs)));
-  CARVE_ASSIGN_OR_RETURN(y, lower_1d(n, y, spatial == 1));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, conv(n, std::move(x), std::move(weight), std::move(bias)));
   return n.set_output(0, y);
 }
 
@@ -136,7 +126,9 @@ Status lower_conv(NodeContext& n) {
 // minus the transposed conv's pads (output_padding and a larger output_shape at the end;
 // negative conv pads crop). Every output sums the same products, plus zeros.
 Status lower_conv_transpose(NodeContext& n) {
-  CARVE_ASSIGN_OR_RETURN(ConvOperands ops, conv_operands(n));
+  CARVE_ASSIGN_OR_RETURN(Tensor x_in, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor weight_in, n.input(1));
+  CARVE_ASSIGN_OR_RETURN(ConvOperands ops, conv_operands(n, std::move(x_in), std::move(weight_in)));
   auto& [x, weight, spatial] = ops;
   const ir::Shape xs = x.type.shape, ws = weight.type.shape;
   CARVE_ASSIGN_OR_RETURN(int64_t groups, n.attr_int("group", 1));
@@ -560,6 +552,21 @@ Status lower_layer_norm(NodeContext& n) {
 }
 
 }  // namespace
+
+Result<Tensor> conv(NodeContext& n, Tensor x_in, Tensor weight_in, std::optional<Tensor> bias) {
+  CARVE_ASSIGN_OR_RETURN(ConvOperands ops, conv_operands(n, std::move(x_in), std::move(weight_in)));
+  auto& [x, weight, spatial] = ops;
+  CARVE_ASSIGN_OR_RETURN(Window w, read_window(n, x.type.shape, {weight.type.shape[2], weight.type.shape[3]}, spatial));
+  CARVE_ASSIGN_OR_RETURN(int64_t groups, n.attr_int("group", 1));
+  std::vector<Tensor> in{x, weight};
+  if (bias) in.push_back(*bias);
+  ir::Attrs attrs{{"groups", groups},
+                  {"strides", std::vector<int64_t>(w.strides.begin(), w.strides.end())},
+                  {"pads", std::vector<int64_t>(w.pads.begin(), w.pads.end())},
+                  {"dilations", std::vector<int64_t>(w.dilations.begin(), w.dilations.end())}};
+  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kConv2d, in, std::move(attrs)));
+  return lower_1d(n, y, spatial == 1);
+}
 
 void register_nn_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["Conv"] = {lower_conv, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}};

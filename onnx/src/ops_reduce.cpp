@@ -121,9 +121,9 @@ Status lower_reduce(NodeContext& n) {
 }
 
 // DynamicQuantizeLinear(x f32) -> (y u8, scale f32, zero point u8), as ONNX's reference:
-// scale = (max(0, max x) - min(0, min x)) / 255, zero point = round(clip(-min / scale,
-// 0, 255)), y = clip(round(x / scale) + zero point, 0, 255); round is half to even, and
-// the clipped values are integral, so the casts to u8 are exact.
+// scale = (max(0, max x) - min(0, min x)) / 255, zero point = clip(round(-min / scale),
+// 0, 255) (the same as rounding the clipped value: the bounds are integers), y =
+// clip(round(x / scale) + zero point, 0, 255); round is half to even.
 Status lower_dynamic_quantize_linear(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
   const ir::DType dt = x.type.dtype;
@@ -138,18 +138,12 @@ Status lower_dynamic_quantize_linear(NodeContext& n) {
   CARVE_ASSIGN_OR_RETURN(lo, n.op(OpKind::kMin, {lo, zero}));
   CARVE_ASSIGN_OR_RETURN(Tensor range, n.op(OpKind::kSub, {hi, lo}));
   CARVE_ASSIGN_OR_RETURN(Tensor scale, n.op(OpKind::kDiv, {range, n.constant_doubles(dt, {}, {255.0})}));
-  const ir::Attrs to_u8{{"min", 0.0}, {"max", 255.0}};
   CARVE_ASSIGN_OR_RETURN(Tensor lo_steps, n.op(OpKind::kDiv, {lo, scale}));
-  CARVE_ASSIGN_OR_RETURN(Tensor zp, n.op(OpKind::kNeg, {lo_steps}));
-  CARVE_ASSIGN_OR_RETURN(zp, n.op(OpKind::kClip, {zp}, to_u8));
-  CARVE_ASSIGN_OR_RETURN(zp, n.op(OpKind::kRound, {zp}));
+  CARVE_ASSIGN_OR_RETURN(Tensor neg_lo_steps, n.op(OpKind::kNeg, {lo_steps}));
+  CARVE_ASSIGN_OR_RETURN(Tensor zp, round_and_saturate(n, neg_lo_steps, std::nullopt, ir::DType::kU8));
+  CARVE_ASSIGN_OR_RETURN(Tensor zp_f32, n.op(OpKind::kCast, {zp}, {{"to", ir::dtype_name(dt)}}));
   CARVE_ASSIGN_OR_RETURN(Tensor steps, n.op(OpKind::kDiv, {x, scale}));
-  CARVE_ASSIGN_OR_RETURN(steps, n.op(OpKind::kRound, {steps}));
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kAdd, {steps, zp}));
-  CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kClip, {y}, to_u8));
-  const ir::Attrs cast{{"to", std::string("u8")}};
-  CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kCast, {y}, cast));
-  CARVE_ASSIGN_OR_RETURN(zp, n.op(OpKind::kCast, {zp}, cast));
+  CARVE_ASSIGN_OR_RETURN(Tensor y, round_and_saturate(n, steps, zp_f32, ir::DType::kU8));
   CARVE_RETURN_IF_ERROR(n.set_output(0, y));
   CARVE_RETURN_IF_ERROR(n.set_output(1, scale));
   return n.set_output(2, zp);

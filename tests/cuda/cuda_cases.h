@@ -334,6 +334,24 @@ std::vector<Case> matmul_cases() {
                        b.output(b.gemm(b.input("a3", d, {4, 3}), b.input("b3", d, {3, 2}), b.input("c3", d, {2}), false, false, 3.0, -1.0));
                      }, 0, 0, -20, 20});
   }
+  // ONNX QLinearMatMul as the importer lowers it: u8 operands widened to i32 minus their
+  // zero points, an i32 matmul, then requantized in f32 (a multiplier of 1/16 makes ties:
+  // round is half to even) and saturated to u8.
+  cases.push_back({"quantized matmul requantized to u8", [](GraphBuilder& b) {
+                     auto f32_scalar = [&b](std::string name, float v) {
+                       std::vector<uint8_t> bytes(sizeof v);
+                       std::memcpy(bytes.data(), &v, sizeof v);
+                       return b.constant(std::move(name), DType::kF32, {}, bytes);
+                     };
+                     auto shifted = [&b](ValueId x, ValueId zp) {
+                       return b.sub(b.cast(x, DType::kI32), b.cast(zp, DType::kI32));
+                     };
+                     auto a = shifted(b.input("a", DType::kU8, {6, 40}), b.input("az", DType::kU8, {}));
+                     auto w = shifted(b.input("w", DType::kU8, {40, 5}), b.input("wz", DType::kU8, {}));
+                     auto acc = b.cast(b.matmul(a, w), DType::kF32);
+                     auto v = b.add(b.op1(ir::OpKind::kRound, {b.mul(acc, f32_scalar("m", 0.0625f))}), f32_scalar("yz", 128.f));
+                     b.output(b.cast(b.clip(v, 0, 255), DType::kU8));
+                   }, 0, 0, 0, 40});
   return cases;
 }
 

@@ -40,6 +40,7 @@ struct Model {
     t->set_name(name);
     auto* tt = t->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(elem_type);
+    tt->mutable_shape();  // present even for a scalar: a missing shape means unknown
     for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
     return *this;
   }
