@@ -1,0 +1,135 @@
+// The sampling and geometry operators the importer composes from other carve ops
+// (GridSample): one-node models (one_node_model.h) run through the reference interpreter
+// and (with the CPU JIT) a Session, against values computed here in double, pixel by pixel.
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "carve/reference/reference.h"
+#include "one_node_model.h"
+
+using carve::ErrorCode;
+using carve::reference::HostTensor;
+using carve::onnx_test::check_close;
+using carve::onnx_test::check_fails;
+using carve::onnx_test::kF32;
+using carve::onnx_test::Model;
+using carve::onnx_test::Values;
+
+namespace {
+
+// PyTorch's grid_sampler on one [H, W] image, written pixel by pixel: the reflection
+// bounces step by step rather than by the importer's closed form.
+struct GridSampleCase {
+  std::string mode, padding;
+  bool align_corners;
+  int64_t H, W;
+  std::vector<float> image;
+
+  double unnormalize(double g, int64_t size) const {
+    return align_corners ? (g + 1) / 2 * static_cast<double>(size - 1) : ((g + 1) * static_cast<double>(size) - 1) / 2;
+  }
+  double reflect(double x, double lo, double hi) const {
+    if (hi <= lo) return 0;
+    while (x < lo || x > hi) x = x < lo ? 2 * lo - x : 2 * hi - x;
+    return x;
+  }
+  double pad(double x, int64_t size) const {
+    const double last = static_cast<double>(size - 1);
+    if (padding == "reflection") x = align_corners ? reflect(x, 0, last) : reflect(x, -0.5, last + 0.5);
+    if (padding != "zeros") x = std::min(std::max(x, 0.0), last);
+    return x;
+  }
+  double pixel(double x, double y) const {
+    if (x < 0 || y < 0 || x > static_cast<double>(W - 1) || y > static_cast<double>(H - 1)) return 0;
+    return image[static_cast<size_t>(static_cast<int64_t>(y) * W + static_cast<int64_t>(x))];
+  }
+  static double cubic(double d) {
+    const double a = -0.75;
+    d = std::abs(d);
+    if (d <= 1) return ((a + 2) * d - (a + 3)) * d * d + 1;
+    return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+  }
+  double sample(double gx, double gy) const {
+    double x = unnormalize(gx, W), y = unnormalize(gy, H);
+    if (mode == "bicubic") {
+      const double x0 = std::floor(x), y0 = std::floor(y);
+      double sum = 0;
+      for (int i = -1; i <= 2; ++i)
+        for (int j = -1; j <= 2; ++j)
+          sum += pixel(pad(x0 + j, W), pad(y0 + i, H)) * cubic(x - (x0 + j)) * cubic(y - (y0 + i));
+      return sum;
+    }
+    x = pad(x, W);
+    y = pad(y, H);
+    if (mode == "nearest") return pixel(std::nearbyint(x), std::nearbyint(y));
+    const double x0 = std::floor(x), y0 = std::floor(y), fx = x - x0, fy = y - y0;
+    return pixel(x0, y0) * (1 - fx) * (1 - fy) + pixel(x0 + 1, y0) * fx * (1 - fy) + pixel(x0, y0 + 1) * (1 - fx) * fy +
+           pixel(x0 + 1, y0 + 1) * fx * fy;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("onnx/ops/grid_sample") {
+  // A 3x4 image sampled at grid points inside [-1, 1] and outside it on every side (none
+  // lands on a rounding tie or a pixel boundary), for each mode, padding and alignment.
+  const int64_t H = 3, W = 4;
+  std::vector<float> image;
+  for (int64_t i = 0; i < H * W; ++i) image.push_back(static_cast<float>((i * 5) % 7) - 2.5f);
+  const std::vector<float> gs{-3.1f, -1.13f, -0.71f, -0.3f, 0.07f, 0.42f, 0.93f, 1.21f, 2.63f};
+  std::vector<float> grid;  // [1, 9, 9, 2]: x varies along W_out, y along H_out
+  for (float gy : gs)
+    for (float gx : gs) grid.insert(grid.end(), {gx, gy});
+  const auto n = static_cast<int64_t>(gs.size());
+  for (const char* mode : {"bilinear", "nearest", "bicubic"})
+    for (const char* padding : {"zeros", "border", "reflection"})
+      for (bool align : {false, true}) {
+        CAPTURE(mode);
+        CAPTURE(padding);
+        CAPTURE(align);
+        const GridSampleCase c{mode, padding, align, H, W, image};
+        Values expected;
+        for (size_t k = 0; k < grid.size(); k += 2) expected.push_back(c.sample(grid[k], grid[k + 1]));
+        Model m(16);
+        m.input("x", kF32, {1, 1, H, W}).input("grid", kF32, {1, n, n, 2}).node("GridSample", {"x", "grid"});
+        m.s("mode", mode).s("padding_mode", padding).i("align_corners", align ? 1 : 0);
+        check_close(m, {HostTensor::from<float>(carve::ir::Shape{1, 1, H, W}, image),
+                        HostTensor::from<float>(carve::ir::Shape{1, n, n, 2}, grid)},
+                    expected, 1e-5, 1e-5);
+      }
+
+  SUBCASE("two images of two channels, a single-pixel axis") {
+    // Channel c of batch b is its image plus 10c + 100b; an image one pixel wide samples
+    // that column wherever x lands (reflection folds everything onto it).
+    Model m(16);
+    m.input("x", kF32, {2, 2, 2, 1}).input("grid", kF32, {2, 1, 2, 2}).node("GridSample", {"x", "grid"});
+    m.s("padding_mode", "reflection").i("align_corners", 1);
+    const HostTensor x = HostTensor::from<float>(carve::ir::Shape{2, 2, 2, 1}, {1, 2, 11, 12, 101, 102, 111, 112});
+    const HostTensor grid = HostTensor::from<float>(carve::ir::Shape{2, 1, 2, 2}, {5, -1, -7, 0.5f, 0.3f, 1, 0, 0});
+    check_close(m, {x, grid}, {1, 1.75, 11, 11.75, 102, 101.5, 112, 111.5});
+  }
+
+  SUBCASE("bad attributes and shapes name the node") {
+    auto model = [](const std::vector<int64_t>& x, const std::vector<int64_t>& grid) {
+      Model m(16);
+      m.input("x", kF32, x).input("grid", kF32, grid).node("GridSample", {"x", "grid"});
+      return m;
+    };
+    Model mode = model({1, 1, 2, 2}, {1, 2, 2, 2});
+    mode.s("mode", "area");
+    check_fails(mode, ErrorCode::kInvalidArgument, "mode='area'");
+    Model padding = model({1, 1, 2, 2}, {1, 2, 2, 2});
+    padding.s("padding_mode", "wrap");
+    check_fails(padding, ErrorCode::kInvalidArgument, "padding_mode='wrap'");
+    Model align = model({1, 1, 2, 2}, {1, 2, 2, 2});
+    align.i("align_corners", 2);
+    check_fails(align, ErrorCode::kInvalidArgument, "align_corners=2");
+    check_fails(model({1, 1, 2, 2}, {1, 2, 2, 3}), ErrorCode::kInvalidArgument, "needs [N, H_out, W_out, 2]");
+    check_fails(model({2, 1, 2, 2}, {1, 2, 2, 2}), ErrorCode::kInvalidArgument, "needs [N, H_out, W_out, 2]");
+    check_fails(model({1, 1, 2, 2, 2}, {1, 2, 2, 2, 3}), ErrorCode::kUnsupported, "4-D input");
+  }
+}
