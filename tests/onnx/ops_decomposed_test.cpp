@@ -462,9 +462,6 @@ TEST_CASE("onnx/ops/resize") {
   check_close(resize("linear", {}, {1, 1, 4, 4}), {x},
               {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
   check_close(resize("nearest", {1, 1, 1, 1.5}), {x}, {1, 1, 2, 3, 3, 4});
-  Model crop = resize("linear", {1, 1, 2, 2});
-  crop.s("coordinate_transformation_mode", "tf_crop_and_resize");
-  check_fails(crop, ErrorCode::kUnsupported, "coordinate_transformation_mode='tf_crop_and_resize'");
   check_fails(resize("linear", {2, 2}), ErrorCode::kInvalidArgument, "one value per axis");
 }
 

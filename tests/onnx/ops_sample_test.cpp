@@ -1,5 +1,5 @@
 // The sampling and geometry operators the importer composes from other carve ops
-// (GridSample): one-node models (one_node_model.h) run through the reference interpreter
+// (GridSample, Resize's tf_crop_and_resize, Upsample): one-node models (one_node_model.h) run through the reference interpreter
 // and (with the CPU JIT) a Session, against values computed here in double, pixel by pixel.
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
@@ -132,4 +132,55 @@ TEST_CASE("onnx/ops/grid_sample") {
     check_fails(model({2, 1, 2, 2}, {1, 2, 2, 2}), ErrorCode::kInvalidArgument, "needs [N, H_out, W_out, 2]");
     check_fails(model({1, 1, 2, 2, 2}, {1, 2, 2, 2, 3}), ErrorCode::kUnsupported, "4-D input");
   }
+}
+
+TEST_CASE("onnx/ops/resize_tf_crop_and_resize") {
+  // [[1 2] [3 4]] cropped to rows 0.25..0.75 and columns -0.5..1.5 (fractions of the last
+  // index), 3x3 linear: rows at 0.25, 0.5, 0.75; columns at -0.5 and 1.5 (outside: the
+  // extrapolation value) and 0.5.
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{1, 1, 2, 2}, {1, 2, 3, 4});
+  auto crop = [](const std::vector<float>& roi, const std::vector<int64_t>& sizes) {
+    Model m(13);
+    m.input("x", kF32, {1, 1, 2, 2}).float_init("roi", {static_cast<int64_t>(roi.size())}, roi).int64_init("sizes", sizes);
+    m.node("Resize", {"x", "roi", "", "sizes"}).s("mode", "linear").s("coordinate_transformation_mode", "tf_crop_and_resize");
+    m.f("extrapolation_value", 9);
+    return m;
+  };
+  check_close(crop({0, 0, 0.25f, -0.5f, 1, 1, 0.75f, 1.5f}, {1, 1, 3, 3}), {x}, {9, 2, 9, 9, 2.5, 9, 9, 3, 9});
+  // A roi far outside the input: every output is the extrapolation value.
+  check_close(crop({0, 0, 10, 10, 1, 1, 20, 20}, {1, 1, 2, 2}), {x}, {9, 9, 9, 9});
+  // One output along an axis samples the roi's middle.
+  check_close(crop({0, 0, 0, 0, 1, 1, 1, 1}, {1, 1, 1, 1}), {x}, {2.5});
+  check_fails(crop({0, 0, 1, 1}, {1, 1, 2, 2}), ErrorCode::kInvalidArgument, "roi has 4 values");
+  Model no_roi(13);
+  no_roi.input("x", kF32, {1, 1, 2, 2}).int64_init("sizes", {1, 1, 3, 3});
+  no_roi.node("Resize", {"x", "", "", "sizes"}).s("coordinate_transformation_mode", "tf_crop_and_resize");
+  check_fails(no_roi, ErrorCode::kInvalidArgument, "needs roi");
+}
+
+TEST_CASE("onnx/ops/upsample") {
+  // Upsample: nearest repeats each element (floor(o / scale)), linear interpolates at
+  // o / scale with the edge repeated; scales an input (opset 9, Resize-10) or an
+  // attribute (opset 7).
+  const HostTensor x = HostTensor::from<float>(carve::ir::Shape{1, 1, 2, 2}, {1, 2, 3, 4});
+  const Values nearest{1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4};
+  for (const char* op : {"Upsample", "Resize"}) {
+    CAPTURE(op);
+    Model m(std::string(op) == "Upsample" ? 9 : 10);
+    m.input("x", kF32, {1, 1, 2, 2}).float_init("scales", {4}, {1, 1, 2, 3}).node(op, {"x", "scales"});
+    check_close(m, {x}, nearest);
+  }
+  Model attr(7);
+  attr.input("x", kF32, {1, 1, 2, 2}).node("Upsample", {"x"});
+  auto* scales = attr.attr("scales", ::onnx::AttributeProto::FLOATS);
+  for (float s : {1.f, 1.f, 2.f, 3.f}) scales->add_floats(s);
+  check_close(attr, {x}, nearest);
+  Model linear(9);
+  linear.input("x", kF32, {1, 1, 2, 2}).float_init("scales", {4}, {1, 1, 1, 2}).node("Upsample", {"x", "scales"});
+  linear.s("mode", "linear");
+  check_close(linear, {x}, {1, 1.5, 2, 2, 3, 3.5, 4, 4});
+  Model bad(9);
+  bad.input("x", kF32, {1, 1, 2, 2}).float_init("scales", {4}, {1, 1, 2, 2}).node("Upsample", {"x", "scales"});
+  bad.s("mode", "cubic");
+  check_fails(bad, ErrorCode::kInvalidArgument, "mode='cubic'");
 }
