@@ -188,7 +188,7 @@ void register_tensor_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_loss_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_recurrent_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_index_ops(std::map<std::string, OpEntry, std::less<>>& table);
-void register_sample_ops(std::map<std::string, OpEntry, std::less<>>& table);  // GridSample
+void register_sample_ops(std::map<std::string, OpEntry, std::less<>>& table);  // GridSample, RoiAlign
 
 // Softplus(x) = log(1 + exp(x)) without overflow (ops_elementwise.cpp; the recurrent ops'
 // activations use it too).

@@ -217,7 +217,7 @@ Arity arity(std::string_view op) {
       {"RNN", {3, 6}}, {"GRU", {3, 6}}, {"LSTM", {3, 8}},
       {"GatherND", {2, 2}}, {"ScatterND", {3, 3}}, {"ScatterElements", {3, 3}}, {"Scatter", {3, 3}},
       {"TopK", {1, 2}}, {"Einsum", {1, kMany}}, {"Compress", {2, 2}}, {"MaxUnpool", {2, 3}},
-      {"ReverseSequence", {2, 2}}, {"GridSample", {2, 2}}, {"Upsample", {1, 2}},
+      {"ReverseSequence", {2, 2}}, {"GridSample", {2, 2}}, {"Upsample", {1, 2}}, {"RoiAlign", {3, 3}},
       {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}},
   };
   auto it = table->find(op);

@@ -10,9 +10,16 @@
 //  - a tap outside the image reads 0 (after border/reflection only bilinear's right and
 //    lower taps can be outside, with weight 0).
 // Coordinates are computed in f32 (f64 for an f64 grid), the taps' weights in X's type.
+//
+// RoiAlign (opsets 10, 16) the same way, with ONNX Runtime's arithmetic: each output bin
+// averages (or takes the max of) sampling_ratio^2 bilinear samples; a sample more than a
+// pixel outside the image is 0, one within it reads the border. The rois are data, so the
+// sample count must be the attribute's (sampling_ratio 0, adaptive, is per roi and not
+// supported). batch_indices out of [0, N) fail the run (the gather's run-time index check).
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 #include <optional>
 
 #include "context.h"
@@ -250,10 +257,171 @@ Status lower_grid_sample(NodeContext& n) {
   return n.set_output(0, y);
 }
 
+// RoiAlign's sample positions along one axis of `size` pixels: for each roi and sample,
+// the two pixels it interpolates ([R, M] i64) and their weights ([R, M], 0 for a sample
+// more than a pixel outside the image).
+struct AxisSamples {
+  std::array<Tensor, 2> pixel, weight;
+};
+
+class RoiAligner {
+ public:
+  RoiAligner(NodeContext& n, DType dtype) : n_(n), dtype_(dtype) {}
+
+  Tensor scalar(double v) { return n_.constant_doubles(dtype_, ir::Shape{}, {v}); }
+  Result<Tensor> binary(OpKind op, Tensor a, Tensor b) { return n_.op(op, {std::move(a), std::move(b)}); }
+  Result<Tensor> reshape(Tensor t, std::vector<int64_t> dims) { return n_.op(OpKind::kReshape, {std::move(t)}, {{"shape", std::move(dims)}}); }
+
+  // start + p * bin + (i + 0.5) * bin / ratio for bin p < bins and sample i < ratio, as
+  // ONNX Runtime orders it: [R, bins * ratio] from start and bin [R, 1].
+  Result<Tensor> positions(const Tensor& start, const Tensor& bin, int64_t bins, int64_t ratio) {
+    std::vector<double> p, i;
+    for (int64_t k = 0; k < bins * ratio; ++k) {
+      p.push_back(static_cast<double>(k / ratio));
+      i.push_back(static_cast<double>(k % ratio) + 0.5);
+    }
+    const ir::Shape row{1, bins * ratio};
+    CARVE_ASSIGN_OR_RETURN(Tensor offset, binary(OpKind::kMul, n_.constant_doubles(dtype_, row, p), bin));
+    CARVE_ASSIGN_OR_RETURN(Tensor inner, binary(OpKind::kMul, n_.constant_doubles(dtype_, row, i), bin));
+    CARVE_ASSIGN_OR_RETURN(inner, binary(OpKind::kDiv, inner, scalar(static_cast<double>(ratio))));
+    CARVE_ASSIGN_OR_RETURN(offset, binary(OpKind::kAdd, start, offset));
+    return binary(OpKind::kAdd, offset, inner);
+  }
+
+  Result<AxisSamples> samples(const Tensor& c, int64_t size) {
+    const auto last = static_cast<double>(size - 1);
+    CARVE_ASSIGN_OR_RETURN(Tensor above, binary(OpKind::kGreaterEqual, c, scalar(-1)));
+    CARVE_ASSIGN_OR_RETURN(Tensor below, binary(OpKind::kLessEqual, c, scalar(static_cast<double>(size))));
+    CARVE_ASSIGN_OR_RETURN(Tensor inside, n_.op(OpKind::kClip, {c}, {{"min", 0.0}, {"max", last}}));
+    AxisSamples a;
+    std::array<Tensor, 2> pixel;
+    CARVE_ASSIGN_OR_RETURN(pixel[0], n_.op(OpKind::kFloor, {inside}));
+    CARVE_ASSIGN_OR_RETURN(pixel[1], binary(OpKind::kAdd, pixel[0], scalar(1)));
+    CARVE_ASSIGN_OR_RETURN(pixel[1], binary(OpKind::kMin, pixel[1], scalar(last)));
+    CARVE_ASSIGN_OR_RETURN(a.weight[1], binary(OpKind::kSub, inside, pixel[0]));
+    CARVE_ASSIGN_OR_RETURN(a.weight[0], binary(OpKind::kSub, scalar(1), a.weight[1]));
+    for (size_t k = 0; k < 2; ++k) {
+      CARVE_ASSIGN_OR_RETURN(a.weight[k], n_.op(OpKind::kWhere, {above, a.weight[k], scalar(0)}));
+      CARVE_ASSIGN_OR_RETURN(a.weight[k], n_.op(OpKind::kWhere, {below, a.weight[k], scalar(0)}));
+      CARVE_ASSIGN_OR_RETURN(a.pixel[k], n_.op(OpKind::kCast, {pixel[k]}, {{"to", ir::dtype_name(DType::kI64)}}));
+    }
+    return a;
+  }
+
+ private:
+  NodeContext& n_;
+  DType dtype_;
+};
+
+Status lower_roi_align(NodeContext& n) {
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  CARVE_ASSIGN_OR_RETURN(Tensor rois, n.input(1));
+  CARVE_ASSIGN_OR_RETURN(Tensor batch, n.input(2));
+  CARVE_ASSIGN_OR_RETURN(std::string mode, n.attr_string("mode", "avg"));
+  CARVE_ASSIGN_OR_RETURN(std::string transform, n.attr_string("coordinate_transformation_mode",
+                                                              n.opset() >= 16 ? "half_pixel" : "output_half_pixel"));
+  CARVE_ASSIGN_OR_RETURN(int64_t out_h, n.attr_int("output_height", 1));
+  CARVE_ASSIGN_OR_RETURN(int64_t out_w, n.attr_int("output_width", 1));
+  CARVE_ASSIGN_OR_RETURN(int64_t ratio, n.attr_int("sampling_ratio", 0));
+  CARVE_ASSIGN_OR_RETURN(double spatial_scale, n.attr_float("spatial_scale", 1.0));
+  if (mode != "avg" && mode != "max") return n.invalid(fmt::format("mode='{}' (avg or max)", mode));
+  if (transform != "half_pixel" && transform != "output_half_pixel")
+    return n.invalid(fmt::format("coordinate_transformation_mode='{}' (half_pixel or output_half_pixel)", transform));
+  if (out_h < 1 || out_w < 1 || out_h > 4096 || out_w > 4096)
+    return n.invalid(fmt::format("output_height={}, output_width={} (1..4096)", out_h, out_w));
+  if (ratio < 0 || ratio > 64) return n.invalid(fmt::format("sampling_ratio={} (0..64)", ratio));
+  if (ratio == 0)
+    return n.unsupported("sampling_ratio=0 (adaptive: each roi's sample count follows its size at run time); "
+                         "carve needs a fixed sampling_ratio");
+  if (!std::isfinite(spatial_scale)) return n.invalid(fmt::format("spatial_scale={}", spatial_scale));
+  const ir::Shape& xs = x.type.shape;
+  const ir::Shape& rs = rois.type.shape;
+  const ir::Shape& bs = batch.type.shape;
+  if (xs.rank() != 4 || !ir::is_float(x.type.dtype))
+    return n.invalid(fmt::format("X {} (needs a float [N, C, H, W])", x.type.to_string()));
+  if (rs.rank() != 2 || rs[1] != 4 || rois.type.dtype != x.type.dtype)
+    return n.invalid(fmt::format("rois {} (needs [num_rois, 4] of X's type)", rois.type.to_string()));
+  if (bs.rank() != 1 || bs[0] != rs[0] || (batch.type.dtype != DType::kI64 && batch.type.dtype != DType::kI32))
+    return n.invalid(fmt::format("batch_indices {} (needs [num_rois] integers)", batch.type.to_string()));
+  if (rs[0] < 1) return n.unsupported("no rois (num_rois = 0)");
+  if (xs[0] < 1 || xs[2] < 1 || xs[3] < 1) return n.invalid(fmt::format("X {} has no pixels", x.type.to_string()));
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], R = rs[0];
+  const DType dtype = x.type.dtype;
+  RoiAligner align(n, dtype);
+
+  // Each roi's corners in pixels, [R, 1] each: x1, y1, x2, y2.
+  std::array<Tensor, 4> corner;
+  const double offset = transform == "half_pixel" ? 0.5 : 0.0;
+  for (int64_t k = 0; k < 4; ++k) {
+    CARVE_ASSIGN_OR_RETURN(Tensor c, n.op(OpKind::kSlice, {rois}, {{"starts", std::vector<int64_t>{k}}, {"ends", std::vector<int64_t>{k + 1}},
+                                                                   {"axes", std::vector<int64_t>{1}}}));
+    CARVE_ASSIGN_OR_RETURN(c, align.binary(OpKind::kMul, c, align.scalar(spatial_scale)));
+    CARVE_ASSIGN_OR_RETURN(corner[static_cast<size_t>(k)], align.binary(OpKind::kSub, c, align.scalar(offset)));
+  }
+  std::array<AxisSamples, 2> axis;  // y, x
+  for (size_t a = 0; a < 2; ++a) {
+    CARVE_ASSIGN_OR_RETURN(Tensor extent, align.binary(OpKind::kSub, corner[a == 0 ? 3 : 2], corner[a == 0 ? 1 : 0]));
+    if (transform == "output_half_pixel") {  // the legacy form makes every roi at least a pixel
+      CARVE_ASSIGN_OR_RETURN(extent, align.binary(OpKind::kMax, extent, align.scalar(1)));
+    }
+    const int64_t bins = a == 0 ? out_h : out_w;
+    CARVE_ASSIGN_OR_RETURN(Tensor bin, align.binary(OpKind::kDiv, extent, align.scalar(static_cast<double>(bins))));
+    CARVE_ASSIGN_OR_RETURN(Tensor c, align.positions(corner[a == 0 ? 1 : 0], bin, bins, ratio));
+    CARVE_ASSIGN_OR_RETURN(axis[a], align.samples(c, a == 0 ? H : W));
+  }
+
+  // The image as [N, H*W, C]; each sample's pixel (batch, y*W + x) by gather_nd. A
+  // negative batch index becomes N, out of range like any other bad one.
+  const int64_t Mh = out_h * ratio, Mw = out_w * ratio;
+  CARVE_ASSIGN_OR_RETURN(Tensor image, n.op(OpKind::kTranspose, {x}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}));
+  CARVE_ASSIGN_OR_RETURN(image, align.reshape(image, {N, H * W, C}));
+  if (batch.type.dtype != DType::kI64) {
+    CARVE_ASSIGN_OR_RETURN(batch, n.op(OpKind::kCast, {batch}, {{"to", ir::dtype_name(DType::kI64)}}));
+  }
+  auto i64 = [&](int64_t v) { return n.constant_ints(DType::kI64, ir::Shape{}, {v}); };
+  CARVE_ASSIGN_OR_RETURN(Tensor negative, align.binary(OpKind::kLess, batch, i64(0)));
+  CARVE_ASSIGN_OR_RETURN(batch, n.op(OpKind::kWhere, {negative, i64(N), batch}));
+  CARVE_ASSIGN_OR_RETURN(batch, align.reshape(batch, {R, 1, 1}));
+  CARVE_ASSIGN_OR_RETURN(batch, align.binary(OpKind::kAdd, batch, n.constant_ints(DType::kI64, ir::Shape{1, Mh * Mw, 1},
+                                                                                  std::vector<int64_t>(static_cast<size_t>(Mh * Mw), 0))));
+  std::optional<Tensor> pooled;
+  for (size_t i = 0; i < 2; ++i)
+    for (size_t j = 0; j < 2; ++j) {
+      CARVE_ASSIGN_OR_RETURN(Tensor row, align.reshape(axis[0].pixel[i], {R, Mh, 1}));
+      CARVE_ASSIGN_OR_RETURN(row, align.binary(OpKind::kMul, row, i64(W)));
+      CARVE_ASSIGN_OR_RETURN(Tensor col, align.reshape(axis[1].pixel[j], {R, 1, Mw}));
+      CARVE_ASSIGN_OR_RETURN(Tensor pixel, align.binary(OpKind::kAdd, row, col));
+      CARVE_ASSIGN_OR_RETURN(pixel, align.reshape(pixel, {R, Mh * Mw, 1}));
+      CARVE_ASSIGN_OR_RETURN(Tensor index, n.op(OpKind::kConcat, {batch, pixel}, {{"axis", int64_t{2}}}));
+      CARVE_ASSIGN_OR_RETURN(Tensor v, n.op(OpKind::kGatherNd, {image, index}));
+      CARVE_ASSIGN_OR_RETURN(v, align.reshape(v, {R, Mh, Mw, C}));
+      CARVE_ASSIGN_OR_RETURN(Tensor wy, align.reshape(axis[0].weight[i], {R, Mh, 1, 1}));
+      CARVE_ASSIGN_OR_RETURN(Tensor wx, align.reshape(axis[1].weight[j], {R, 1, Mw, 1}));
+      CARVE_ASSIGN_OR_RETURN(Tensor w, align.binary(OpKind::kMul, wy, wx));
+      CARVE_ASSIGN_OR_RETURN(v, align.binary(OpKind::kMul, v, w));
+      if (pooled) {
+        CARVE_ASSIGN_OR_RETURN(v, align.binary(mode == "avg" ? OpKind::kAdd : OpKind::kMax, *pooled, v));
+      }
+      pooled = v;
+    }
+  // Each bin's ratio x ratio samples: [R, out_h, ratio, out_w, ratio, C] reduced over the
+  // sample axes.
+  CARVE_ASSIGN_OR_RETURN(Tensor y, align.reshape(*pooled, {R, out_h, ratio, out_w, ratio, C}));
+  CARVE_ASSIGN_OR_RETURN(y, n.op(mode == "avg" ? OpKind::kReduceSum : OpKind::kReduceMax, {y},
+                                 {{"axes", std::vector<int64_t>{2, 4}}, {"keepdims", int64_t{0}}}));
+  if (mode == "avg") {
+    CARVE_ASSIGN_OR_RETURN(y, align.binary(OpKind::kDiv, y, align.scalar(static_cast<double>(ratio * ratio))));
+  }
+  CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kTranspose, {y}, {{"perm", std::vector<int64_t>{0, 3, 1, 2}}}));
+  return n.set_output(0, y);
+}
+
 }  // namespace
 
 void register_sample_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["GridSample"] = {lower_grid_sample, {"align_corners", "mode", "padding_mode"}};
+  t["RoiAlign"] = {lower_roi_align, {"coordinate_transformation_mode", "mode", "output_height", "output_width",
+                                     "sampling_ratio", "spatial_scale"}};
 }
 
 }  // namespace carve::onnx::detail

@@ -1,9 +1,10 @@
 // The sampling and geometry operators the importer composes from other carve ops
-// (GridSample, Resize's tf_crop_and_resize, Upsample): one-node models (one_node_model.h) run through the reference interpreter
+// (GridSample, Resize's tf_crop_and_resize, Upsample, RoiAlign): one-node models (one_node_model.h) run through the reference interpreter
 // and (with the CPU JIT) a Session, against values computed here in double, pixel by pixel.
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ using carve::reference::HostTensor;
 using carve::onnx_test::check_close;
 using carve::onnx_test::check_fails;
 using carve::onnx_test::kF32;
+constexpr int kI64 = ::onnx::TensorProto::INT64;
 using carve::onnx_test::Model;
 using carve::onnx_test::Values;
 
@@ -69,6 +71,84 @@ struct GridSampleCase {
     const double x0 = std::floor(x), y0 = std::floor(y), fx = x - x0, fy = y - y0;
     return pixel(x0, y0) * (1 - fx) * (1 - fy) + pixel(x0 + 1, y0) * fx * (1 - fy) + pixel(x0, y0 + 1) * (1 - fx) * fy +
            pixel(x0 + 1, y0 + 1) * fx * fy;
+  }
+};
+
+// ONNX Runtime's RoiAlign on [N, C, H, W] in double, sample by sample.
+struct RoiAlignCase {
+  std::string mode;
+  bool half_pixel;
+  int64_t N, C, H, W, out_h, out_w, ratio;
+  double spatial_scale;
+  std::vector<float> image, rois;
+  std::vector<int64_t> batch;
+
+  Values run() const {
+    Values y;
+    const double offset = half_pixel ? 0.5 : 0.0;
+    for (size_t r = 0; r < batch.size(); ++r) {
+      const double x1 = rois[4 * r] * spatial_scale - offset, y1 = rois[4 * r + 1] * spatial_scale - offset;
+      double w = rois[4 * r + 2] * spatial_scale - offset - x1, h = rois[4 * r + 3] * spatial_scale - offset - y1;
+      if (!half_pixel) w = std::max(w, 1.0), h = std::max(h, 1.0);
+      const double bin_h = h / static_cast<double>(out_h), bin_w = w / static_cast<double>(out_w);
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t ph = 0; ph < out_h; ++ph)
+          for (int64_t pw = 0; pw < out_w; ++pw) {
+            double acc = 0;
+            bool first = true;
+            for (int64_t iy = 0; iy < ratio; ++iy)
+              for (int64_t ix = 0; ix < ratio; ++ix) {
+                const double sy = y1 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(ratio);
+                const double sx = x1 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(ratio);
+                double v[4] = {0, 0, 0, 0};
+                if (sy >= -1 && sy <= static_cast<double>(H) && sx >= -1 && sx <= static_cast<double>(W)) {
+                  auto low = [](double t, int64_t size, int64_t& lo, int64_t& hi) {
+                    t = std::max(t, 0.0);
+                    lo = static_cast<int64_t>(t);
+                    if (lo >= size - 1) {
+                      lo = hi = size - 1;
+                      return 0.0;
+                    }
+                    hi = lo + 1;
+                    return t - static_cast<double>(lo);
+                  };
+                  int64_t y0, y1i, x0, x1i;
+                  const double ly = low(sy, H, y0, y1i), lx = low(sx, W, x0, x1i);
+                  auto at = [&](int64_t yy, int64_t xx) {
+                    return static_cast<double>(image[static_cast<size_t>(((batch[r] * C + c) * H + yy) * W + xx)]);
+                  };
+                  v[0] = (1 - ly) * (1 - lx) * at(y0, x0);
+                  v[1] = (1 - ly) * lx * at(y0, x1i);
+                  v[2] = ly * (1 - lx) * at(y1i, x0);
+                  v[3] = ly * lx * at(y1i, x1i);
+                }
+                if (mode == "avg") {
+                  acc += v[0] + v[1] + v[2] + v[3];
+                } else {
+                  const double m = std::max(std::max(v[0], v[1]), std::max(v[2], v[3]));
+                  acc = first ? m : std::max(acc, m);
+                  first = false;
+                }
+              }
+            y.push_back(mode == "avg" ? acc / static_cast<double>(ratio * ratio) : acc);
+          }
+    }
+    return y;
+  }
+
+  carve::onnx_test::Model model() const {
+    Model m(16);
+    const auto R = static_cast<int64_t>(batch.size());
+    m.input("x", kF32, {N, C, H, W}).input("rois", kF32, {R, 4}).input("batch", kI64, {R});
+    m.node("RoiAlign", {"x", "rois", "batch"}).s("mode", mode).i("output_height", out_h).i("output_width", out_w);
+    m.i("sampling_ratio", ratio).f("spatial_scale", static_cast<float>(spatial_scale));
+    m.s("coordinate_transformation_mode", half_pixel ? "half_pixel" : "output_half_pixel");
+    return m;
+  }
+  std::vector<HostTensor> inputs(const std::vector<int64_t>& batch_values) const {
+    const auto R = static_cast<int64_t>(batch.size());
+    return {HostTensor::from<float>(carve::ir::Shape{N, C, H, W}, image), HostTensor::from<float>(carve::ir::Shape{R, 4}, rois),
+            HostTensor::from<int64_t>(carve::ir::Shape{R}, batch_values)};
   }
 };
 
@@ -183,4 +263,48 @@ TEST_CASE("onnx/ops/upsample") {
   bad.input("x", kF32, {1, 1, 2, 2}).float_init("scales", {4}, {1, 1, 2, 2}).node("Upsample", {"x", "scales"});
   bad.s("mode", "cubic");
   check_fails(bad, ErrorCode::kInvalidArgument, "mode='cubic'");
+}
+
+TEST_CASE("onnx/ops/roi_align") {
+  // Two 4x5 images of two channels (negative values too, so max differs from avg); rois
+  // inside, partly left of and above the image (samples past -1 read 0), past its right and
+  // lower edges (samples within a pixel read the border), and one smaller than a pixel.
+  RoiAlignCase c{"avg", true, 2, 2, 4, 5, 2, 3, 2, 0.8, {}, {}, {1, 0, 1, 0}};
+  for (int64_t i = 0; i < 2 * 2 * 4 * 5; ++i) c.image.push_back(static_cast<float>((i * 7) % 11) - 3.f);
+  c.rois = {0.3f, 0.2f, 4.7f, 3.9f, -2.6f, -1.8f, 2.1f, 1.3f, 4.2f, 3.5f, 7.5f, 5.8f, 1.1f, 1.4f, 1.3f, 1.5f};
+  for (const char* mode : {"avg", "max"})
+    for (bool half_pixel : {true, false})
+      for (int64_t ratio : {1, 2, 3}) {
+        CAPTURE(mode);
+        CAPTURE(half_pixel);
+        CAPTURE(ratio);
+        c.mode = mode;
+        c.half_pixel = half_pixel;
+        c.ratio = ratio;
+        check_close(c.model(), c.inputs(c.batch), c.run(), 1e-5, 1e-5);
+      }
+
+  SUBCASE("batch indices outside [0, N) fail the run") {
+    for (int64_t bad : {2, -1}) {
+      CAPTURE(bad);
+      carve::onnx_test::check_run_fails(c.model(), c.inputs({0, bad, 1, 0}), ErrorCode::kOutOfBounds, "the_node");
+    }
+  }
+
+  SUBCASE("bad attributes and shapes name the node") {
+    RoiAlignCase a = c;
+    a.ratio = 0;
+    check_fails(a.model(), ErrorCode::kUnsupported, "sampling_ratio=0");
+    RoiAlignCase m = c;
+    m.mode = "median";
+    check_fails(m.model(), ErrorCode::kInvalidArgument, "mode='median'");
+    Model rois(16);
+    rois.input("x", kF32, {1, 1, 4, 4}).input("rois", kF32, {2, 5}).input("batch", kI64, {2});
+    rois.node("RoiAlign", {"x", "rois", "batch"}).i("sampling_ratio", 2);
+    check_fails(rois, ErrorCode::kInvalidArgument, "needs [num_rois, 4]");
+    Model batch(16);
+    batch.input("x", kF32, {1, 1, 4, 4}).input("rois", kF32, {2, 4}).input("batch", kI64, {3});
+    batch.node("RoiAlign", {"x", "rois", "batch"}).i("sampling_ratio", 2);
+    check_fails(batch, ErrorCode::kInvalidArgument, "needs [num_rois] integers");
+  }
 }
