@@ -189,6 +189,7 @@ void register_loss_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_recurrent_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_index_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_sample_ops(std::map<std::string, OpEntry, std::less<>>& table);  // GridSample, RoiAlign
+void register_linalg_ops(std::map<std::string, OpEntry, std::less<>>& table);  // Det
 
 // Softplus(x) = log(1 + exp(x)) without overflow (ops_elementwise.cpp; the recurrent ops'
 // activations use it too).

@@ -49,6 +49,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_recurrent_ops(*t);
     detail::register_index_ops(*t);
     detail::register_sample_ops(*t);
+    detail::register_linalg_ops(*t);
     return t;
   }();
   return *table;

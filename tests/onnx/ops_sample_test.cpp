@@ -1,5 +1,5 @@
 // The sampling and geometry operators the importer composes from other carve ops
-// (GridSample, Resize's tf_crop_and_resize, Upsample, RoiAlign): one-node models (one_node_model.h) run through the reference interpreter
+// (GridSample, Resize's tf_crop_and_resize, Upsample, RoiAlign, Det): one-node models (one_node_model.h) run through the reference interpreter
 // and (with the CPU JIT) a Session, against values computed here in double, pixel by pixel.
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
@@ -151,6 +151,20 @@ struct RoiAlignCase {
             HostTensor::from<int64_t>(carve::ir::Shape{R}, batch_values)};
   }
 };
+
+// The determinant by cofactor expansion along the first row (no pivoting, no division).
+double cofactor_det(const std::vector<double>& a, int64_t n) {
+  if (n == 1) return a[0];
+  double det = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    std::vector<double> minor;
+    for (int64_t r = 1; r < n; ++r)
+      for (int64_t c = 0; c < n; ++c)
+        if (c != j) minor.push_back(a[static_cast<size_t>(r * n + c)]);
+    det += (j % 2 == 0 ? 1 : -1) * a[static_cast<size_t>(j)] * cofactor_det(minor, n - 1);
+  }
+  return det;
+}
 
 }  // namespace
 
@@ -306,5 +320,44 @@ TEST_CASE("onnx/ops/roi_align") {
     batch.input("x", kF32, {1, 1, 4, 4}).input("rois", kF32, {2, 4}).input("batch", kI64, {3});
     batch.node("RoiAlign", {"x", "rois", "batch"}).i("sampling_ratio", 2);
     check_fails(batch, ErrorCode::kInvalidArgument, "needs [num_rois] integers");
+  }
+}
+
+TEST_CASE("onnx/ops/det") {
+  // Batches of n x n matrices against cofactor expansion: dense ones, ones whose first
+  // pivot is 0 (a row swap), singular ones (a zero column, equal rows, all zeros), 1x1.
+  for (int64_t n : {1, 2, 3, 4, 5}) {
+    CAPTURE(n);
+    std::vector<float> values;
+    Values expected;
+    for (int64_t b = 0; b < 6; ++b) {
+      std::vector<double> a(static_cast<size_t>(n * n));
+      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(static_cast<int64_t>(i * 7 + static_cast<size_t>(b) * 5) % 13) * 0.5 - 3;
+      if (b == 1) a[0] = 0;                                            // first pivot 0
+      if (b == 2) for (int64_t r = 0; r < n; ++r) a[static_cast<size_t>(r * n + n - 1)] = 0;  // a zero column
+      if (b == 3 && n > 1) for (int64_t c = 0; c < n; ++c) a[static_cast<size_t>(n + c)] = a[static_cast<size_t>(c)];  // rows 0, 1 equal
+      if (b == 4) std::fill(a.begin(), a.end(), 0.0);
+      for (double v : a) values.push_back(static_cast<float>(v));
+      expected.push_back(cofactor_det(a, n));
+    }
+    Model m(11);
+    m.input("x", kF32, {2, 3, n, n}).node("Det", {"x"});
+    check_close(m, {HostTensor::from<float>(carve::ir::Shape{2, 3, n, n}, values)}, expected, 1e-5, 1e-4);
+  }
+
+  SUBCASE("one f64 matrix gives a scalar") {
+    Model m(11);
+    m.input("x", ::onnx::TensorProto::DOUBLE, {3, 3}).node("Det", {"x"});
+    const std::vector<double> a{0, 2, 1, 3, 0, 4, 5, 6, 0};  // pivots in rows 2, then 1: two swaps
+    check_close(m, {HostTensor::from<double>(carve::ir::Shape{3, 3}, a)}, {cofactor_det(a, 3)}, 1e-12, 0);
+  }
+
+  SUBCASE("bad shapes name the node") {
+    Model rect(11);
+    rect.input("x", kF32, {2, 3}).node("Det", {"x"});
+    check_fails(rect, ErrorCode::kInvalidArgument, "needs [..., n, n]");
+    Model big(11);
+    big.input("x", kF32, {65, 65}).node("Det", {"x"});
+    check_fails(big, ErrorCode::kUnsupported, "65 x 65 matrices");
   }
 }
