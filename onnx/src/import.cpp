@@ -40,6 +40,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     auto* t = new std::map<std::string, OpEntry, std::less<>>();
     detail::register_elementwise_ops(*t);
     detail::register_nn_ops(*t);
+    detail::register_conv_transpose_ops(*t);
     detail::register_reduce_ops(*t);
     detail::register_norm_ops(*t);
     detail::register_resize_ops(*t);
