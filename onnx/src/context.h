@@ -171,6 +171,9 @@ class NodeContext {
 
 // Rank-normalised axis (kInvalidArgument via the node when out of range).
 Result<int64_t> normalize_axis(const NodeContext& n, int64_t axis, int64_t rank);
+// kUnsupported via the node when `t` has a dimension of 0, for lowerings whose reshapes
+// would read a 0 as "copy the input's dim".
+Status require_non_empty(const NodeContext& n, const Tensor& t, std::string_view what);
 
 using Lowering = Status (*)(NodeContext&);
 struct OpEntry {

@@ -197,6 +197,8 @@ Status lower_conv_transpose(NodeContext& n) {
   if (ws.rank() < 3 || ws.rank() > 5)
     return n.unsupported(fmt::format("weights of rank {}; carve supports 1-D, 2-D and 3-D (NCL, NCHW, NCDHW)", ws.rank()));
   if (xs.rank() != ws.rank()) return n.invalid(fmt::format("input of rank {} with weights of rank {}", xs.rank(), ws.rank()));
+  CARVE_RETURN_IF_ERROR(require_non_empty(n, x, "input"));
+  CARVE_RETURN_IF_ERROR(require_non_empty(n, weight, "weights"));
   CARVE_ASSIGN_OR_RETURN(int64_t groups, n.attr_int("group", 1));
   if (groups < 1 || xs[1] % groups != 0 || ws[0] != xs[1])
     return n.invalid(fmt::format("weights [{}, ...] for {} input channels in {} groups", ws[0], xs[1], groups));

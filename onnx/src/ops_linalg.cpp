@@ -78,6 +78,7 @@ Status lower_det(NodeContext& n) {
   if (rank < 2 || s[rank - 1] != s[rank - 2])
     return n.invalid(fmt::format("input {} (needs [..., n, n])", x.type.to_string()));
   if (!ir::is_float(x.type.dtype)) return n.invalid(fmt::format("input of {} (float types only)", ir::dtype_name(x.type.dtype)));
+  CARVE_RETURN_IF_ERROR(require_non_empty(n, x, "input"));
   const int64_t order = s[rank - 1];
   if (order < 1 || order > kMaxDetOrder)
     return n.unsupported(fmt::format("{} x {} matrices (carve unrolls the factorisation: 1..{})", order, order, kMaxDetOrder));

@@ -221,7 +221,8 @@ Status lower_grid_sample(NodeContext& n) {
   if (!ir::is_float(x.type.dtype) || !ir::is_float(grid.type.dtype))
     return n.unsupported(fmt::format("X of {} and grid of {} (float types only)", ir::dtype_name(x.type.dtype),
                                      ir::dtype_name(grid.type.dtype)));
-  if (xs[2] <= 0 || xs[3] <= 0) return n.invalid(fmt::format("X of shape {} has no pixels", xs.to_string()));
+  CARVE_RETURN_IF_ERROR(require_non_empty(n, x, "X"));
+  CARVE_RETURN_IF_ERROR(require_non_empty(n, grid, "grid"));
   // Integral coordinates up to H and W must be exact in the coordinate type.
   const DType coord_dtype = grid.type.dtype == DType::kF64 ? DType::kF64 : DType::kF32;
   if (xs[2] > (int64_t{1} << 24) || xs[3] > (int64_t{1} << 24))
@@ -343,8 +344,8 @@ Status lower_roi_align(NodeContext& n) {
     return n.invalid(fmt::format("rois {} (needs [num_rois, 4] of X's type)", rois.type.to_string()));
   if (bs.rank() != 1 || bs[0] != rs[0] || (batch.type.dtype != DType::kI64 && batch.type.dtype != DType::kI32))
     return n.invalid(fmt::format("batch_indices {} (needs [num_rois] integers)", batch.type.to_string()));
-  if (rs[0] < 1) return n.unsupported("no rois (num_rois = 0)");
-  if (xs[0] < 1 || xs[2] < 1 || xs[3] < 1) return n.invalid(fmt::format("X {} has no pixels", x.type.to_string()));
+  CARVE_RETURN_IF_ERROR(require_non_empty(n, x, "X"));
+  CARVE_RETURN_IF_ERROR(require_non_empty(n, rois, "rois"));
   const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], R = rs[0];
   const DType dtype = x.type.dtype;
   RoiAligner align(n, dtype);

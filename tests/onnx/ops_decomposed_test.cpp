@@ -504,6 +504,9 @@ TEST_CASE("onnx/ops/conv_transpose_3d") {
   Model rank6(13);
   rank6.input("x", kF32, {1, 1, 2, 2, 2, 2}).input("w", kF32, {1, 1, 2, 2, 2, 2}).node("ConvTranspose", {"x", "w"});
   check_fails(rank6, ErrorCode::kUnsupported, "weights of rank 6");
+  Model empty(13);
+  empty.input("x", kF32, {1, 2, 0, 2, 2}).input("w", kF32, {2, 1, 2, 2, 2}).node("ConvTranspose", {"x", "w"});
+  check_fails(empty, ErrorCode::kUnsupported, "input f32[1,2,0,2,2] is empty");
 }
 
 TEST_CASE("onnx/ops/resize") {

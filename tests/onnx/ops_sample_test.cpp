@@ -225,6 +225,8 @@ TEST_CASE("onnx/ops/grid_sample") {
     check_fails(model({1, 1, 2, 2}, {1, 2, 2, 3}), ErrorCode::kInvalidArgument, "needs [N, H_out, W_out, 2]");
     check_fails(model({2, 1, 2, 2}, {1, 2, 2, 2}), ErrorCode::kInvalidArgument, "needs [N, H_out, W_out, 2]");
     check_fails(model({1, 1, 2, 2, 2}, {1, 2, 2, 2, 3}), ErrorCode::kUnsupported, "4-D input");
+    check_fails(model({1, 0, 2, 2}, {1, 2, 2, 2}), ErrorCode::kUnsupported, "X f32[1,0,2,2] is empty");
+    check_fails(model({1, 1, 2, 2}, {1, 0, 2, 2}), ErrorCode::kUnsupported, "grid f32[1,0,2,2] is empty");
   }
 }
 
@@ -320,6 +322,10 @@ TEST_CASE("onnx/ops/roi_align") {
     batch.input("x", kF32, {1, 1, 4, 4}).input("rois", kF32, {2, 4}).input("batch", kI64, {3});
     batch.node("RoiAlign", {"x", "rois", "batch"}).i("sampling_ratio", 2);
     check_fails(batch, ErrorCode::kInvalidArgument, "needs [num_rois] integers");
+    Model none(16);
+    none.input("x", kF32, {1, 1, 4, 4}).input("rois", kF32, {0, 4}).input("batch", kI64, {0});
+    none.node("RoiAlign", {"x", "rois", "batch"}).i("sampling_ratio", 2);
+    check_fails(none, ErrorCode::kUnsupported, "rois f32[0,4] is empty");
   }
 }
 
@@ -359,5 +365,8 @@ TEST_CASE("onnx/ops/det") {
     Model big(11);
     big.input("x", kF32, {65, 65}).node("Det", {"x"});
     check_fails(big, ErrorCode::kUnsupported, "65 x 65 matrices");
+    Model empty(11);
+    empty.input("x", kF32, {0, 3, 3}).node("Det", {"x"});
+    check_fails(empty, ErrorCode::kUnsupported, "input f32[0,3,3] is empty");
   }
 }
