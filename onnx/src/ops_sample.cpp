@@ -89,8 +89,9 @@ class GridSampler {
     return n_.op(OpKind::kWhere, {even, from_lo, from_hi});
   }
 
-  // The pixels at integral coordinates (x, y) [N, Ho, Wo, 1] as [N, Ho, Wo, C]; 0 outside.
-  Result<Tensor> fetch(const Tensor& x, const Tensor& y) {
+  // The pixels at integral coordinates (x, y) [N, Ho, Wo, 1] as [N, Ho, Wo, C], times
+  // `weight` when given; 0 outside, whatever the weight (an infinite coordinate's is NaN).
+  Result<Tensor> fetch(const Tensor& x, const Tensor& y, const std::optional<Tensor>& weight = std::nullopt) {
     const ir::Shape& s = image_.type.shape;  // [N, H*W, C]
     CARVE_ASSIGN_OR_RETURN(Tensor cx, clip(x, width_));
     CARVE_ASSIGN_OR_RETURN(Tensor cy, clip(y, height_));
@@ -104,6 +105,9 @@ class GridSampler {
     CARVE_ASSIGN_OR_RETURN(index, n_.op(OpKind::kReshape, {index}, {{"shape", std::vector<int64_t>{grid[0], grid[1] * grid[2], 1}}}));
     CARVE_ASSIGN_OR_RETURN(Tensor v, n_.op(OpKind::kGatherNd, {image_, index}, {{"batch_dims", int64_t{1}}}));
     CARVE_ASSIGN_OR_RETURN(v, n_.op(OpKind::kReshape, {v}, {{"shape", std::vector<int64_t>{grid[0], grid[1], grid[2], s[2]}}}));
+    if (weight) {
+      CARVE_ASSIGN_OR_RETURN(v, binary(OpKind::kMul, v, *weight));
+    }
     Tensor zero = n_.constant_doubles(image_.type.dtype, ir::Shape{}, {0});
     CARVE_ASSIGN_OR_RETURN(v, n_.op(OpKind::kWhere, {inside_y, v, zero}));
     return n_.op(OpKind::kWhere, {inside_x, v, zero});
@@ -116,12 +120,11 @@ class GridSampler {
     std::optional<Tensor> sum;
     for (size_t i = 0; i < kTaps; ++i)
       for (size_t j = 0; j < kTaps; ++j) {
-        CARVE_ASSIGN_OR_RETURN(Tensor v, fetch(x[j], y[i]));
         CARVE_ASSIGN_OR_RETURN(Tensor w, binary(OpKind::kMul, wx[j], wy[i]));
         if (w.type.dtype != image_.type.dtype) {
           CARVE_ASSIGN_OR_RETURN(w, n_.op(OpKind::kCast, {w}, {{"to", ir::dtype_name(image_.type.dtype)}}));
         }
-        CARVE_ASSIGN_OR_RETURN(v, binary(OpKind::kMul, v, w));
+        CARVE_ASSIGN_OR_RETURN(Tensor v, fetch(x[j], y[i], w));
         if (sum) {
           CARVE_ASSIGN_OR_RETURN(v, binary(OpKind::kAdd, *sum, v));
         }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -205,6 +206,18 @@ TEST_CASE("onnx/ops/grid_sample") {
     const HostTensor x = HostTensor::from<float>(carve::ir::Shape{2, 2, 2, 1}, {1, 2, 11, 12, 101, 102, 111, 112});
     const HostTensor grid = HostTensor::from<float>(carve::ir::Shape{2, 1, 2, 2}, {5, -1, -7, 0.5f, 0.3f, 1, 0, 0});
     check_close(m, {x, grid}, {1, 1.75, 11, 11.75, 102, 101.5, 112, 111.5});
+  }
+
+  SUBCASE("infinite and huge grid values read 0 with zeros padding") {
+    const float inf = std::numeric_limits<float>::infinity();
+    for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+      CAPTURE(mode);
+      Model m(16);
+      m.input("x", kF32, {1, 1, H, W}).input("grid", kF32, {1, 1, 3, 2}).node("GridSample", {"x", "grid"}).s("mode", mode);
+      check_close(m, {HostTensor::from<float>(carve::ir::Shape{1, 1, H, W}, image),
+                      HostTensor::from<float>(carve::ir::Shape{1, 1, 3, 2}, {inf, 0, -inf, 0.2f, 1e30f, -1e30f})},
+                  {0, 0, 0}, 0, 0);
+    }
   }
 
   SUBCASE("bad attributes and shapes name the node") {
