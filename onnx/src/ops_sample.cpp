@@ -32,11 +32,13 @@ using ir::OpKind;
 
 enum class Padding { kZeros, kBorder, kReflection };
 
-// Sampling the [N, H, W, C] image at coordinates of shape [N, Ho, Wo, 1].
+// Sampling an H x W image, held as [N, H*W, C], at coordinates of shape [N, Ho, Wo, 1].
 class GridSampler {
  public:
-  GridSampler(NodeContext& n, Tensor image_nhwc, DType coord_dtype, Padding padding, bool align_corners)
-      : n_(n), image_(std::move(image_nhwc)), coord_dtype_(coord_dtype), padding_(padding), align_corners_(align_corners) {}
+  GridSampler(NodeContext& n, Tensor image, int64_t height, int64_t width, DType coord_dtype, Padding padding,
+              bool align_corners)
+      : n_(n), image_(std::move(image)), height_(height), width_(width), coord_dtype_(coord_dtype), padding_(padding),
+        align_corners_(align_corners) {}
 
   Tensor scalar(double v) { return n_.constant_doubles(coord_dtype_, ir::Shape{}, {v}); }
 
@@ -186,11 +188,10 @@ class GridSampler {
     return weighted_sum(tx, ty, wx, wy);
   }
 
-  int64_t height_ = 0, width_ = 0;
-
  private:
   NodeContext& n_;
   Tensor image_;
+  int64_t height_, width_;
   DType coord_dtype_;
   Padding padding_;
   bool align_corners_;
@@ -236,9 +237,7 @@ Status lower_grid_sample(NodeContext& n) {
 
   CARVE_ASSIGN_OR_RETURN(Tensor image, n.op(OpKind::kTranspose, {x}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}));
   CARVE_ASSIGN_OR_RETURN(image, n.op(OpKind::kReshape, {image}, {{"shape", std::vector<int64_t>{xs[0], xs[2] * xs[3], xs[1]}}}));
-  GridSampler sampler(n, image, coord_dtype, padding, align_corners == 1);
-  sampler.height_ = xs[2];
-  sampler.width_ = xs[3];
+  GridSampler sampler(n, image, xs[2], xs[3], coord_dtype, padding, align_corners == 1);
   std::array<Tensor, 2> coord;  // x (along W), y (along H): [N, Ho, Wo, 1]
   for (int64_t k = 0; k < 2; ++k) {
     CARVE_ASSIGN_OR_RETURN(Tensor g, n.op(OpKind::kSlice, {grid}, {{"starts", std::vector<int64_t>{k}}, {"ends", std::vector<int64_t>{k + 1}},
