@@ -1,4 +1,4 @@
-// Resize (opset 11+) as per-axis interpolation, the separable form ONNX's reference
+// Resize as per-axis interpolation, the separable form ONNX's reference
 // computes. Along each resized axis, output coordinate o maps to an input coordinate x by
 // coordinate_transformation_mode; its n nearest input positions (n = 2 linear, 4 cubic;
 // edges repeat the border element, as the reference's edge padding does) get the mode's
@@ -11,6 +11,7 @@
 //  - tf_crop_and_resize: the axis's roi [start, end] (fractions of the axis) is what the
 //    output spans; output positions whose coordinate falls outside the input take
 //    extrapolation_value (a where with a constant mask after the axis's taps).
+// Upsample (opsets 7-9) and Resize-10 are the asymmetric nearest (floor) and linear forms.
 // Scales, sizes and roi must be known at import; opset 18's axes/antialias are not
 // supported.
 #include <fmt/format.h>
