@@ -85,6 +85,12 @@ Result<int64_t> normalize_axis(const NodeContext& n, int64_t axis, int64_t rank)
   return axis < 0 ? axis + rank : axis;
 }
 
+Status require_non_empty(const NodeContext& n, const Tensor& t, std::string_view what) {
+  for (int d = 0; d < t.type.shape.rank(); ++d)
+    if (t.type.shape[d] == 0) return n.unsupported(fmt::format("{} {} is empty (a dimension of 0)", what, t.type.to_string()));
+  return Status();
+}
+
 // ---------------------------------------------------------------- inputs
 
 int NodeContext::num_inputs() const { return node.input_size(); }

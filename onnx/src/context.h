@@ -177,6 +177,9 @@ class NodeContext {
 
 // Rank-normalised axis (kInvalidArgument via the node when out of range).
 Result<int64_t> normalize_axis(const NodeContext& n, int64_t axis, int64_t rank);
+// kUnsupported via the node when `t` has a dimension of 0, for lowerings whose reshapes
+// would read a 0 as "copy the input's dim".
+Status require_non_empty(const NodeContext& n, const Tensor& t, std::string_view what);
 
 using Lowering = Status (*)(NodeContext&);
 struct OpEntry {
@@ -198,6 +201,9 @@ void register_signal_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_text_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_random_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_quant_ops(std::map<std::string, OpEntry, std::less<>>& table);
+void register_sample_ops(std::map<std::string, OpEntry, std::less<>>& table);  // GridSample, RoiAlign
+void register_linalg_ops(std::map<std::string, OpEntry, std::less<>>& table);  // Det
+void register_conv_transpose_ops(std::map<std::string, OpEntry, std::less<>>& table);
 
 // Softplus(x) = log(1 + exp(x)) without overflow (ops_elementwise.cpp; the recurrent ops'
 // activations use it too).

@@ -43,6 +43,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     auto* t = new std::map<std::string, OpEntry, std::less<>>();
     detail::register_elementwise_ops(*t);
     detail::register_nn_ops(*t);
+    detail::register_conv_transpose_ops(*t);
     detail::register_reduce_ops(*t);
     detail::register_norm_ops(*t);
     detail::register_resize_ops(*t);
@@ -56,6 +57,8 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_text_ops(*t);
     detail::register_random_ops(*t);
     detail::register_quant_ops(*t);
+    detail::register_sample_ops(*t);
+    detail::register_linalg_ops(*t);
     return t;
   }();
   return *table;
@@ -260,6 +263,7 @@ Arity arity(std::string_view op) {
       {"RandomUniform", {0, 0}}, {"RandomNormal", {0, 0}},
       {"QuantizeLinear", {2, 3}}, {"DequantizeLinear", {2, 3}}, {"MatMulInteger", {2, 4}}, {"ConvInteger", {2, 4}},
       {"QLinearMatMul", {8, 8}}, {"QLinearConv", {8, 9}},
+      {"GridSample", {2, 2}}, {"Upsample", {1, 2}}, {"RoiAlign", {3, 3}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary

@@ -94,7 +94,7 @@ Result<int> spatial_rank(const NodeContext& n, const Tensor& x, std::string_view
   return rank - 2;
 }
 
-// Conv's and ConvTranspose's input and weights, both lifted to 2-D, and the spatial rank.
+// Conv's input and weights, both lifted to 2-D, and the spatial rank.
 struct ConvOperands {
   Tensor x, weight;
   int spatial = 2;
@@ -117,104 +117,6 @@ Status lower_conv(NodeContext& n) {
     CARVE_ASSIGN_OR_RETURN(bias, n.input(2));
   }
   CARVE_ASSIGN_OR_RETURN(Tensor y, conv(n, std::move(x), std::move(weight), std::move(bias)));
-  return n.set_output(0, y);
-}
-
-// ConvTranspose as a convolution: the input with stride - 1 zeros between its elements
-// (unsqueeze, zero pad, reshape, slice), convolved at stride 1 with the weights flipped in
-// space and their in/out channels swapped per group, padded by the window's extent - 1
-// minus the transposed conv's pads (output_padding and a larger output_shape at the end;
-// negative conv pads crop). Every output sums the same products, plus zeros.
-Status lower_conv_transpose(NodeContext& n) {
-  CARVE_ASSIGN_OR_RETURN(Tensor x_in, n.input(0));
-  CARVE_ASSIGN_OR_RETURN(Tensor weight_in, n.input(1));
-  CARVE_ASSIGN_OR_RETURN(ConvOperands ops, conv_operands(n, std::move(x_in), std::move(weight_in)));
-  auto& [x, weight, spatial] = ops;
-  const ir::Shape xs = x.type.shape, ws = weight.type.shape;
-  CARVE_ASSIGN_OR_RETURN(int64_t groups, n.attr_int("group", 1));
-  if (groups < 1 || xs[1] % groups != 0 || ws[0] != xs[1])
-    return n.invalid(fmt::format("weights [{}, ...] for {} input channels in {} groups", ws[0], xs[1], groups));
-  const std::array<int64_t, 2> kernel{ws[2], ws[3]};
-  CARVE_ASSIGN_OR_RETURN(auto strides, pair_attr(n, "strides", 1, spatial));
-  CARVE_ASSIGN_OR_RETURN(auto dilations, pair_attr(n, "dilations", 1, spatial));
-  CARVE_ASSIGN_OR_RETURN(auto out_pad, pair_attr(n, "output_padding", 0, spatial, 0));
-  CARVE_ASSIGN_OR_RETURN(auto kernel_attr, pair_attr(n, "kernel_shape", 0, spatial));
-  if (kernel_attr[1] != 0 && kernel_attr != kernel) return n.invalid("kernel_shape differs from the weights'");
-  CARVE_ASSIGN_OR_RETURN(std::vector<int64_t> pads,
-                         n.attr_ints("pads", std::vector<int64_t>(static_cast<size_t>(2 * spatial), 0)));
-  if (static_cast<int>(pads.size()) != 2 * spatial) return n.invalid("attribute 'pads' needs 2 values per spatial axis");
-  if (spatial == 1) pads = {0, pads[0], 0, pads[1]};
-  CARVE_ASSIGN_OR_RETURN(std::string auto_pad, n.attr_string("auto_pad", "NOTSET"));
-  std::array<int64_t, 2> extent{}, natural{};  // window extent; output size without pads
-  for (size_t i = 0; i < 2; ++i) {
-    if (strides[i] < 1 || dilations[i] < 1 || out_pad[i] < 0 || out_pad[i] >= std::max(strides[i], dilations[i]))
-      return n.invalid("strides and dilations must be >= 1, output_padding below the stride or dilation");
-    extent[i] = (kernel[i] - 1) * dilations[i] + 1;
-    natural[i] = strides[i] * (xs[2 + i] - 1) + out_pad[i] + extent[i];
-  }
-  // output_shape or SAME_*: the pads that give that size (a negative one extends).
-  std::optional<std::array<int64_t, 2>> target;
-  if (n.has_attr("output_shape")) {
-    CARVE_ASSIGN_OR_RETURN(target, pair_attr(n, "output_shape", 1, spatial));
-  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    target = std::array<int64_t, 2>{xs[2] * strides[0], xs[3] * strides[1]};
-  } else if (auto_pad == "VALID") {
-    pads = {0, 0, 0, 0};
-  } else if (auto_pad != "NOTSET") {
-    return n.unsupported(fmt::format("auto_pad='{}'", auto_pad));
-  }
-  if (target) {
-    for (size_t i = 0; i < 2; ++i) {
-      const int64_t total = natural[i] - (*target)[i];
-      const int64_t half = total / 2;
-      pads[i] = auto_pad == "SAME_LOWER" ? total - half : half;
-      pads[i + 2] = total - pads[i];
-    }
-  }
-  // 1. Zeros between the input's elements.
-  if (strides[0] > 1 || strides[1] > 1) {
-    CARVE_ASSIGN_OR_RETURN(Tensor t, n.op(OpKind::kUnsqueeze, {x}, {{"axes", std::vector<int64_t>{3, 5}}}));
-    CARVE_ASSIGN_OR_RETURN(t, n.op(OpKind::kPad, {t}, {{"pads", std::vector<int64_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, strides[0] - 1, 0, strides[1] - 1}}}));
-    CARVE_ASSIGN_OR_RETURN(t, n.op(OpKind::kReshape, {t}, {{"shape", std::vector<int64_t>{xs[0], xs[1], xs[2] * strides[0], xs[3] * strides[1]}}}));
-    CARVE_ASSIGN_OR_RETURN(x, n.op(OpKind::kSlice, {t}, {{"starts", std::vector<int64_t>{0, 0}},
-                                                           {"ends", std::vector<int64_t>{(xs[2] - 1) * strides[0] + 1, (xs[3] - 1) * strides[1] + 1}},
-                                                           {"axes", std::vector<int64_t>{2, 3}}}));
-  }
-  // 2. The weights [C, M/g, kh, kw] as a convolution's [M, C/g, kh, kw], flipped.
-  const int64_t in_g = xs[1] / groups, out_g = ws[1];
-  CARVE_ASSIGN_OR_RETURN(Tensor w, n.op(OpKind::kReshape, {weight}, {{"shape", std::vector<int64_t>{groups, in_g, out_g, ws[2], ws[3]}}}));
-  CARVE_ASSIGN_OR_RETURN(w, n.op(OpKind::kTranspose, {w}, {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}}));
-  CARVE_ASSIGN_OR_RETURN(w, n.op(OpKind::kReshape, {w}, {{"shape", std::vector<int64_t>{groups * out_g, in_g, ws[2], ws[3]}}}));
-  CARVE_ASSIGN_OR_RETURN(w, n.op(OpKind::kSlice, {w}, {{"starts", std::vector<int64_t>{-1, -1}},
-                                                       {"ends", std::vector<int64_t>{-ws[2] - 1, -ws[3] - 1}},
-                                                       {"axes", std::vector<int64_t>{2, 3}},
-                                                       {"steps", std::vector<int64_t>{-1, -1}}}));
-  // 3. The convolution, then the crop of any negative pad.
-  std::array<int64_t, 4> conv_pads{}, crop{};
-  for (size_t i = 0; i < 2; ++i) {
-    const int64_t begin = extent[i] - 1 - pads[i], end = extent[i] - 1 - pads[i + 2] + out_pad[i];
-    conv_pads[i] = std::max<int64_t>(begin, 0);
-    conv_pads[i + 2] = std::max<int64_t>(end, 0);
-    crop[i] = std::max<int64_t>(-begin, 0);
-    crop[i + 2] = std::max<int64_t>(-end, 0);
-  }
-  std::vector<Tensor> in{x, w};
-  if (n.has_input(2)) {
-    CARVE_ASSIGN_OR_RETURN(Tensor bias, n.input(2));
-    in.push_back(bias);
-  }
-  ir::Attrs attrs{{"groups", groups},
-                  {"strides", std::vector<int64_t>{1, 1}},
-                  {"pads", std::vector<int64_t>(conv_pads.begin(), conv_pads.end())},
-                  {"dilations", std::vector<int64_t>(dilations.begin(), dilations.end())}};
-  CARVE_ASSIGN_OR_RETURN(Tensor y, n.op(OpKind::kConv2d, in, std::move(attrs)));
-  if (crop != std::array<int64_t, 4>{}) {
-    const ir::Shape& ys = y.type.shape;
-    CARVE_ASSIGN_OR_RETURN(y, n.op(OpKind::kSlice, {y}, {{"starts", std::vector<int64_t>{crop[0], crop[1]}},
-                                                         {"ends", std::vector<int64_t>{ys[2] - crop[2], ys[3] - crop[3]}},
-                                                         {"axes", std::vector<int64_t>{2, 3}}}));
-  }
-  CARVE_ASSIGN_OR_RETURN(y, lower_1d(n, y, spatial == 1));
   return n.set_output(0, y);
 }
 
@@ -570,8 +472,6 @@ Result<Tensor> conv(NodeContext& n, Tensor x_in, Tensor weight_in, std::optional
 
 void register_nn_ops(std::map<std::string, OpEntry, std::less<>>& t) {
   t["Conv"] = {lower_conv, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}};
-  t["ConvTranspose"] = {lower_conv_transpose, {"auto_pad", "dilations", "group", "kernel_shape", "output_padding",
-                                               "output_shape", "pads", "strides"}};
   t["MaxPool"] = {lower_pool<OpKind::kMaxPool>,
                   {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}};
   t["AveragePool"] = {lower_pool<OpKind::kAvgPool>,

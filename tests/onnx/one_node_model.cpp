@@ -11,6 +11,20 @@ namespace carve::onnx_test {
 
 using reference::HostTensor;
 
+namespace {
+
+std::vector<runtime::Buffer> borrow(const std::vector<HostTensor>& inputs) {
+  std::vector<runtime::Buffer> buffers;
+  for (const HostTensor& t : inputs) {
+    auto b = runtime::Buffer::borrow(std::as_bytes(std::span(t.bytes)), t.type.dtype, t.type.shape);
+    REQUIRE(b.ok());
+    buffers.push_back(*b);
+  }
+  return buffers;
+}
+
+}  // namespace
+
 Result<onnx::ImportedModel> import(const Model& m) {
   const std::string bytes = m.proto.SerializeAsString();
   return onnx::import_model_bytes(std::as_bytes(std::span(bytes.data(), bytes.size())), "ops.onnx");
@@ -30,13 +44,7 @@ std::vector<Values> run(const Model& m, const std::vector<HostTensor>& inputs, i
   auto program = (*session)->compile(model->graph);
   if (!program.ok() && program.status().code() == ErrorCode::kUnavailable) return results;
   REQUIRE_MESSAGE(program.ok(), program.status().to_string());
-  std::vector<carve::runtime::Buffer> buffers;
-  for (const HostTensor& t : inputs) {
-    auto b = carve::runtime::Buffer::borrow(std::as_bytes(std::span(t.bytes)), t.type.dtype, t.type.shape);
-    REQUIRE(b.ok());
-    buffers.push_back(*b);
-  }
-  auto outputs = (*program)->run(buffers);
+  auto outputs = (*program)->run(borrow(inputs));
   REQUIRE_MESSAGE(outputs.ok(), outputs.status().to_string());
   const carve::runtime::Buffer& result = (*outputs)[m.result];
   auto bytes = result.bytes();
@@ -73,6 +81,24 @@ void check_fails(const Model& m, ErrorCode code, const std::string& what) {
   CHECK(r.status().code() == code);
   CHECK(r.status().message().find("onnx node 'the_node' (" + m.op->op_type() + ")") != std::string::npos);
   CHECK(r.status().message().find(what) != std::string::npos);
+}
+
+void check_run_fails(const Model& m, const std::vector<HostTensor>& inputs, ErrorCode code, const std::string& what) {
+  auto model = import(m);
+  REQUIRE_MESSAGE(model.ok(), model.status().to_string());
+  auto ref = carve::reference::run_reference(model->graph, inputs);
+  REQUIRE_FALSE(ref.ok());
+  CHECK(ref.status().code() == code);
+  auto session = carve::runtime::Session::create();
+  REQUIRE(session.ok());
+  auto program = (*session)->compile(model->graph);
+  if (!program.ok() && program.status().code() == ErrorCode::kUnavailable) return;  // no CPU JIT
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  auto outputs = (*program)->run(borrow(inputs));
+  INFO(outputs.status().to_string());
+  REQUIRE_FALSE(outputs.ok());
+  CHECK(outputs.status().code() == code);
+  CHECK(outputs.status().message().find(what) != std::string::npos);
 }
 
 }  // namespace carve::onnx_test

@@ -109,4 +109,9 @@ void check_close(const Model& m, const std::vector<reference::HostTensor>& input
 // The import fails with `code`, naming the node ('the_node') and containing `what`.
 void check_fails(const Model& m, ErrorCode code, const std::string& what);
 
+// The import succeeds and running `m` on `inputs` fails with `code`: in the reference
+// interpreter and (with the CPU JIT) in a Session, whose message contains `what`.
+void check_run_fails(const Model& m, const std::vector<reference::HostTensor>& inputs, ErrorCode code,
+                     const std::string& what);
+
 }  // namespace carve::onnx_test

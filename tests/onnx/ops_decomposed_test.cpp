@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -466,6 +467,77 @@ TEST_CASE("onnx/ops/conv_transpose") {
   check_fails(bad, ErrorCode::kInvalidArgument, "weights [3, ...] for 4 input channels");
 }
 
+TEST_CASE("onnx/ops/conv_transpose_3d") {
+  // Against the direct scatter loop over depth, height and width: y[n, g*M+m, o] +=
+  // x[n, g*C+c, i] * w[g*C+c, m, a] at o = i*s - pad_begin + a*d per axis, with a bias;
+  // per-axis strides, pads, output_padding and dilations, groups, and an output_shape one
+  // larger than the natural size (a negative end pad: a zero slice at the end).
+  struct Form {
+    int64_t groups;
+    std::array<int64_t, 3> stride, pad_begin, pad_end, out_pad, dilation;
+    bool output_shape;
+  };
+  const int64_t C = 2, M = 2;
+  const std::array<int64_t, 3> in{2, 3, 2}, k{2, 3, 2};
+  for (const Form& f : {Form{1, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1}, false},
+                        Form{2, {2, 1, 2}, {1, 0, 1}, {0, 1, 1}, {1, 0, 1}, {1, 2, 1}, false},
+                        Form{1, {3, 2, 1}, {2, 1, 0}, {1, 0, 0}, {0, 1, 0}, {2, 1, 1}, false},
+                        Form{1, {2, 1, 1}, {0, 0, 0}, {-1, -1, -1}, {0, 0, 0}, {1, 1, 1}, true}}) {
+    CAPTURE(f.groups);
+    CAPTURE(f.output_shape);
+    std::array<int64_t, 3> out{};
+    for (size_t a = 0; a < 3; ++a)
+      out[a] = f.stride[a] * (in[a] - 1) + f.out_pad[a] + (k[a] - 1) * f.dilation[a] + 1 - f.pad_begin[a] - f.pad_end[a];
+    const int64_t cg = C / f.groups, oc_count = M * f.groups, in_size = in[0] * in[1] * in[2], out_size = out[0] * out[1] * out[2];
+    std::vector<float> xv(static_cast<size_t>(C * in_size)), wv(static_cast<size_t>(C * M * k[0] * k[1] * k[2])), bv;
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>((i * 7) % 11) - 5.f;
+    for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<float>((i * 5) % 9) * 0.25f - 1.f;
+    for (int64_t i = 0; i < oc_count; ++i) bv.push_back(static_cast<float>(i) * 0.5f + 1);
+    Values expected(static_cast<size_t>(oc_count * out_size));
+    for (size_t i = 0; i < expected.size(); ++i) expected[i] = bv[i / static_cast<size_t>(out_size)];
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t i = 0; i < in_size; ++i)
+          for (int64_t a = 0; a < k[0] * k[1] * k[2]; ++a) {
+            const std::array<int64_t, 3> ii{i / (in[1] * in[2]), i / in[2] % in[1], i % in[2]};
+            const std::array<int64_t, 3> aa{a / (k[1] * k[2]), a / k[2] % k[1], a % k[2]};
+            int64_t o = 0;
+            bool inside = true;
+            for (size_t d = 0; d < 3; ++d) {
+              const int64_t od = ii[d] * f.stride[d] - f.pad_begin[d] + aa[d] * f.dilation[d];
+              inside = inside && od >= 0 && od < out[d];
+              o = o * out[d] + od;
+            }
+            if (!inside) continue;
+            const int64_t oc = (c / cg) * M + m;
+            expected[static_cast<size_t>(oc * out_size + o)] +=
+                static_cast<double>(xv[static_cast<size_t>(c * in_size + i)]) * wv[static_cast<size_t>((c * M + m) * k[0] * k[1] * k[2] + a)];
+          }
+    Model m(13);
+    m.input("x", kF32, {1, C, in[0], in[1], in[2]}).input("w", kF32, {C, M, k[0], k[1], k[2]}).float_init("b", {oc_count}, bv);
+    m.node("ConvTranspose", {"x", "w", "b"}).i("group", f.groups).ints("strides", {f.stride.begin(), f.stride.end()});
+    m.ints("output_padding", {f.out_pad.begin(), f.out_pad.end()}).ints("dilations", {f.dilation.begin(), f.dilation.end()});
+    if (f.output_shape) {
+      m.ints("output_shape", {out.begin(), out.end()});
+    } else {
+      m.ints("pads", {f.pad_begin[0], f.pad_begin[1], f.pad_begin[2], f.pad_end[0], f.pad_end[1], f.pad_end[2]});
+    }
+    check_close(m, {HostTensor::from<float>(carve::ir::Shape{1, C, in[0], in[1], in[2]}, xv),
+                    HostTensor::from<float>(carve::ir::Shape{C, M, k[0], k[1], k[2]}, wv)},
+                expected);
+  }
+  Model bad(13);
+  bad.input("x", kF32, {1, 2, 2, 2, 2}).input("w", kF32, {2, 2, 2, 2, 2}).node("ConvTranspose", {"x", "w"});
+  bad.ints("strides", {1, 1});
+  check_fails(bad, ErrorCode::kInvalidArgument, "attribute 'strides' has 2 values for 3 spatial axes");
+  Model rank6(13);
+  rank6.input("x", kF32, {1, 1, 2, 2, 2, 2}).input("w", kF32, {1, 1, 2, 2, 2, 2}).node("ConvTranspose", {"x", "w"});
+  check_fails(rank6, ErrorCode::kUnsupported, "weights of rank 6");
+  Model empty(13);
+  empty.input("x", kF32, {1, 2, 0, 2, 2}).input("w", kF32, {2, 1, 2, 2, 2}).node("ConvTranspose", {"x", "w"});
+  check_fails(empty, ErrorCode::kUnsupported, "input f32[1,2,0,2,2] is empty");
+}
+
 TEST_CASE("onnx/ops/resize") {
   // [[1 2] [3 4]] upsampled 2x: nearest (a gather) and linear half_pixel (a matmul per
   // axis), the values of ONNX's own examples; sizes instead of scales; what is rejected.
@@ -491,9 +563,6 @@ TEST_CASE("onnx/ops/resize") {
   check_close(resize("linear", {}, {1, 1, 4, 4}), {x},
               {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
   check_close(resize("nearest", {1, 1, 1, 1.5}), {x}, {1, 1, 2, 3, 3, 4});
-  Model crop = resize("linear", {1, 1, 2, 2});
-  crop.s("coordinate_transformation_mode", "tf_crop_and_resize");
-  check_fails(crop, ErrorCode::kUnsupported, "coordinate_transformation_mode='tf_crop_and_resize'");
   check_fails(resize("linear", {2, 2}), ErrorCode::kInvalidArgument, "one value per axis");
 }
 
