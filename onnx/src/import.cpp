@@ -77,9 +77,18 @@ Result<int64_t> default_opset(const ::onnx::ModelProto& model) {
   return Status(ErrorCode::kUnsupported, "onnx model imports no default-domain opset");
 }
 
+// The tensor type of a graph input: its own, or an optional's element. carve has no
+// absent inputs, so an optional tensor input is imported as its tensor (always present:
+// OptionalHasElement on it is true).
+const ::onnx::TypeProto* input_type(const ::onnx::ValueInfoProto& info) {
+  const ::onnx::TypeProto* type = &info.type();
+  if (type->has_optional_type()) type = &type->optional_type().elem_type();
+  return type->has_tensor_type() ? type : nullptr;
+}
+
 // The input's declared shape with symbolic/unknown dims fixed (options or symbolic_dim).
 Result<ir::Shape> input_shape(const ::onnx::ValueInfoProto& info, const ImportOptions& options) {
-  const auto& tensor = info.type().tensor_type();
+  const auto& tensor = input_type(info)->tensor_type();
   auto given = options.input_shapes.find(info.name());
   if (!tensor.has_shape()) {
     if (given != options.input_shapes.end()) return given->second;
@@ -177,9 +186,9 @@ Status declare_inputs(const ::onnx::GraphProto& graph, Context& ctx) {
   }
   for (const auto& info : graph.input()) {
     if (ctx.env.contains(info.name())) continue;  // an initializer (IR version < 4 lists them as inputs)
-    if (!info.type().has_tensor_type())
+    if (input_type(info) == nullptr)
       return Status(ErrorCode::kUnsupported, fmt::format("onnx input '{}' is not a tensor", info.name()));
-    Result<ir::DType> dtype = detail::dtype_from_onnx(info.type().tensor_type().elem_type());
+    Result<ir::DType> dtype = detail::dtype_from_onnx(input_type(info)->tensor_type().elem_type());
     if (!dtype.ok()) return dtype.status().with_context(fmt::format("onnx input '{}'", info.name()));
     if (auto given = ctx.options.input_values.find(info.name()); given != ctx.options.input_values.end()) {
       CARVE_RETURN_IF_ERROR(declare_value_input(info, *dtype, given->second, ctx));
@@ -259,6 +268,7 @@ Arity arity(std::string_view op) {
       {"TopK", {1, 2}}, {"Einsum", {1, kMany}}, {"Compress", {2, 2}}, {"MaxUnpool", {2, 3}},
       {"ReverseSequence", {2, 2}},
       {"If", {1, 1}}, {"Loop", {2, kMany}}, {"Scan", {1, kMany}},
+      {"Optional", {0, 1}}, {"OptionalHasElement", {0, 1}},
       {"BitShift", {2, 2}}, {"ReduceProd", {1, 2}}, {"MelWeightMatrix", {5, 5}},
       {"RandomUniform", {0, 0}}, {"RandomNormal", {0, 0}},
       {"QuantizeLinear", {2, 3}}, {"DequantizeLinear", {2, 3}}, {"MatMulInteger", {2, 4}}, {"ConvInteger", {2, 4}},

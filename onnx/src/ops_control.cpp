@@ -1,4 +1,4 @@
-// Control flow: If, Loop, Scan, resolved at import (context.h, lower_subgraph). carve's
+// Control flow: If, Loop, Scan, resolved at import (and optionals, always present) (context.h, lower_subgraph). carve's
 // programs are static DAGs of kernels, so an If takes the branch its condition picks and
 // a Loop or Scan is unrolled into copies of its body, one per iteration. What decides the
 // control flow (If's condition, Loop's trip count and each iteration's condition) must
@@ -229,11 +229,27 @@ Status lower_scan(NodeContext& n) {
   return Status();
 }
 
+// Optionals: carve holds only present ones (an optional graph input is its tensor), so
+// Optional(x) and OptionalGetElement(x) are x, and OptionalHasElement is true unless its
+// input is omitted (opset 18). An empty Optional (no input) is refused.
+Status lower_optional(NodeContext& n) {
+  if (!n.has_input(0)) return n.unsupported("an empty optional (no input) is not supported");
+  CARVE_ASSIGN_OR_RETURN(Tensor x, n.input(0));
+  return n.set_output(0, x);
+}
+
+Status lower_optional_has_element(NodeContext& n) {
+  return n.set_output(0, n.constant_ints(ir::DType::kBool, ir::Shape{}, {n.has_input(0) ? 1 : 0}));
+}
+
 }  // namespace
 
 void register_control_ops(std::map<std::string, OpEntry, std::less<>>& table) {
   table["If"] = {lower_if, {"then_branch", "else_branch"}};
   table["Loop"] = {lower_loop, {"body"}};
+  table["Optional"] = {lower_optional, {"type"}};
+  table["OptionalGetElement"] = {lower_optional, {}};
+  table["OptionalHasElement"] = {lower_optional_has_element, {}};
   table["Scan"] = {lower_scan,
                    {"body", "num_scan_inputs", "directions", "scan_input_axes", "scan_input_directions",
                     "scan_output_axes", "scan_output_directions"}};

@@ -184,3 +184,21 @@ TEST_CASE("onnx/control/a subgraph with the wrong number of inputs is a clear er
   m.op->mutable_attribute(0)->mutable_g()->add_input()->set_name("extra");
   check_fails(m, ErrorCode::kInvalidArgument, "do not agree");
 }
+
+TEST_CASE("onnx/control/optional tensors are always present") {
+  // An optional graph input is imported as its tensor; OptionalGetElement reads it and
+  // OptionalHasElement says it is there; an empty Optional is refused.
+  Model m(15);
+  m.input("x", kF32, {2});
+  auto* wrapped = m.g().mutable_input(0)->mutable_type();
+  ::onnx::TypeProto tensor = *wrapped;
+  *wrapped->mutable_optional_type()->mutable_elem_type() = tensor;
+  m.node("OptionalGetElement", {"x"});
+  check_close(m, {floats({2}, {1.5f, -2.f})}, {1.5f, -2.f});
+  Model has(15);
+  has.input("x", kF32, {2}).node("OptionalHasElement", {"x"});
+  check_close(has, {floats({2}, {1.5f, -2.f})}, {1});
+  Model empty(15);
+  empty.input("x", kF32, {2}).node("Optional", {});
+  check_fails(empty, ErrorCode::kUnsupported, "empty optional");
+}
