@@ -6,7 +6,7 @@ tests do not: the models and .npy files are committed). Weights are random (seed
 never downloaded.
 
   scripts/make_onnx_models.py                 # regenerate tests/onnx/models (small models)
-  scripts/make_onnx_models.py --full DIR      # full-size torchvision CNNs (CNNS) + GPT/BERT + U-Net + TRANSFORMERS, batch 1
+  scripts/make_onnx_models.py --full DIR      # full-size torchvision CNNs (CNNS) + GPT/BERT + U-Net + SSD + TRANSFORMERS, batch 1
   scripts/make_onnx_models.py --full DIR --only resnet18,vgg16   # some of them
   scripts/make_onnx_models.py --full DIR --only tenc_bf1_op17_t128,gpt_t512   # names: FULL
 
@@ -511,6 +511,69 @@ def small_models():
     ]
 
 
+class NmsRows(torch.autograd.Function):
+    """ONNX NonMaxSuppression on boxes [B, N, 4] (y1, x1, y2, x2) and scores [B, C, N]: rows
+    (batch, class, box) of the boxes kept, per batch and class in score order. torch
+    computes the same selection with torchvision.ops.nms; the export is the one ONNX node."""
+
+    @staticmethod
+    def forward(ctx, boxes, scores, max_per_class, iou_threshold, score_threshold):
+        rows = []
+        for b in range(boxes.shape[0]):
+            y1, x1, y2, x2 = boxes[b].unbind(-1)
+            xyxy = torch.stack([torch.min(x1, x2), torch.min(y1, y2), torch.max(x1, x2), torch.max(y1, y2)], -1)
+            for c in range(scores.shape[1]):
+                candidates = torch.nonzero(scores[b, c] > score_threshold).flatten()
+                kept = torchvision.ops.nms(xyxy[candidates], scores[b, c][candidates], iou_threshold)[:max_per_class]
+                rows += [[b, c, i] for i in candidates[kept].tolist()]
+        return torch.tensor(rows, dtype=torch.long).reshape(-1, 3)
+
+    @staticmethod
+    def symbolic(g, boxes, scores, max_per_class, iou_threshold, score_threshold):
+        def const(value, dtype):
+            return g.op("Constant", value_t=torch.tensor([value], dtype=dtype))
+        return g.op("NonMaxSuppression", boxes, scores, const(max_per_class, torch.long),
+                    const(iou_threshold, torch.float), const(score_threshold, torch.float))
+
+
+class SsdLite(nn.Module):
+    """An SSD-style detector: a conv backbone, box deltas and class scores per anchor on
+    two feature maps (12x12 and 6x6 of a 96x96 image), boxes decoded from fixed anchors,
+    then NonMaxSuppression per class. Outputs the boxes, the scores and the selected rows
+    (the post-NMS gather stays with the caller: carve refuses nodes that read a
+    data-dependent extent, runtime/session.h)."""
+
+    def __init__(self, classes=4, anchors=3):
+        super().__init__()
+        self.classes, self.anchors = classes, anchors
+        self.stem = nn.Sequential(conv_bn(3, 16, s=2), conv_bn(16, 32, s=2), conv_bn(32, 64, s=2))
+        self.down = conv_bn(64, 96, s=2)
+        self.loc = nn.ModuleList([nn.Conv2d(c, anchors * 4, 3, padding=1) for c in (64, 96)])
+        self.conf = nn.ModuleList([nn.Conv2d(c, anchors * classes, 3, padding=1) for c in (64, 96)])
+        priors = []  # (cy, cx, h, w) per cell and anchor, in image fractions
+        for size in (12, 6):
+            for i in range(size):
+                for j in range(size):
+                    for k in range(anchors):
+                        side = (k + 1) * 1.5 / size
+                        priors.append([(i + 0.5) / size, (j + 0.5) / size, side, side * (0.5 + 0.5 * k)])
+        self.register_buffer("priors", torch.tensor(priors))
+
+    def forward(self, image):
+        f1 = self.stem(image)
+        f2 = self.down(f1)
+        deltas = torch.cat([l(f).permute(0, 2, 3, 1).reshape(1, -1, 4) for l, f in zip(self.loc, (f1, f2))], 1)
+        logits = torch.cat([c(f).permute(0, 2, 3, 1).reshape(1, -1, self.classes) for c, f in zip(self.conf, (f1, f2))], 1)
+        p = self.priors
+        cy = p[:, 0] + deltas[..., 0] * 0.1 * p[:, 2]
+        cx = p[:, 1] + deltas[..., 1] * 0.1 * p[:, 3]
+        h = p[:, 2] * torch.exp(deltas[..., 2] * 0.2)
+        w = p[:, 3] * torch.exp(deltas[..., 3] * 0.2)
+        boxes = torch.stack([cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2], -1)
+        scores = torch.sigmoid(logits).transpose(1, 2)
+        return boxes, scores, NmsRows.apply(boxes, scores, 10, 0.5, 0.3)
+
+
 # The torchvision CNNs of --full (and of benchmarks/compare/compare.py --cnn): random
 # weights, batch 1, the default constructor arguments.
 CNNS = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "squeezenet1_0",
@@ -545,7 +608,7 @@ def cnn_input(name):
 SEQ_LENS = [32, 128, 512]
 TRANSFORMERS = ([f"tenc_bf{bf}_op{opset}_t{t}" for bf in (0, 1) for opset in (13, 17) for t in SEQ_LENS]
                 + [f"{m}_t{t}" for m in ("gpt", "bert") for t in SEQ_LENS])
-FULL = CNNS + ["gpt", "bert", "unet"] + TRANSFORMERS
+FULL = CNNS + ["gpt", "bert", "unet", "ssd_lite"] + TRANSFORMERS
 
 
 def transformer_encoder(batch_first):
@@ -583,6 +646,9 @@ def full_model(name):
     if name == "unet":  # 256x256, 32/64/128 channels
         torch.manual_seed(6)
         return randomize(UNet(base=32), 47), [rand(1, 3, 256, 256, seed=48)], 13, ["image"], ["mask"]
+    if name == "ssd_lite":  # 96x96, 4 classes, 540 anchors
+        torch.manual_seed(7)
+        return randomize(SsdLite(), 51), [rand(1, 3, 96, 96, seed=52)], 13, ["image"], ["boxes", "scores", "selected"]
     m = re.fullmatch(r"(gpt|bert)_t(\d+)", name)
     if m:
         return (gpt_model if m.group(1) == "gpt" else bert_model)(int(m.group(2)), max(512, int(m.group(2))))
