@@ -506,6 +506,8 @@ def small_models():
         ("bert_tiny", Bert(), [ids(60, 1, 8, seed=31), ids(2, 1, 8, seed=32), mask], 14, ["ids", "segments", "mask"],
          ["hidden", "pooled"]),
         ("unet_tiny", randomize(UNet(base=4), 45), [rand(1, 3, 16, 16, seed=46)], 13, ["image"], ["mask"]),
+        ("ssd_tiny", randomize(SsdLite(classes=3, width=4, image=48), 53), [rand(1, 3, 48, 48, seed=54)], 13, ["image"],
+         ["boxes", "scores", "selected"]),
         ("recurrent_tiny", Recurrent(), [rand(2, 5, 8, seed=48), rand(2, 2, 6, seed=49), rand(2, 2, 6, seed=50)], 14,
          ["x", "h0", "c0"], ["y", "h"]),
     ]
@@ -538,20 +540,21 @@ class NmsRows(torch.autograd.Function):
 
 class SsdLite(nn.Module):
     """An SSD-style detector: a conv backbone, box deltas and class scores per anchor on
-    two feature maps (12x12 and 6x6 of a 96x96 image), boxes decoded from fixed anchors,
+    two feature maps (1/8 and 1/16 of the image), boxes decoded from fixed anchors,
     then NonMaxSuppression per class. Outputs the boxes, the scores and the selected rows
     (the post-NMS gather stays with the caller: carve refuses nodes that read a
     data-dependent extent, runtime/session.h)."""
 
-    def __init__(self, classes=4, anchors=3):
+    def __init__(self, classes=4, anchors=3, width=16, image=96):
         super().__init__()
         self.classes, self.anchors = classes, anchors
-        self.stem = nn.Sequential(conv_bn(3, 16, s=2), conv_bn(16, 32, s=2), conv_bn(32, 64, s=2))
-        self.down = conv_bn(64, 96, s=2)
-        self.loc = nn.ModuleList([nn.Conv2d(c, anchors * 4, 3, padding=1) for c in (64, 96)])
-        self.conf = nn.ModuleList([nn.Conv2d(c, anchors * classes, 3, padding=1) for c in (64, 96)])
+        w = width
+        self.stem = nn.Sequential(conv_bn(3, w, s=2), conv_bn(w, 2 * w, s=2), conv_bn(2 * w, 4 * w, s=2))
+        self.down = conv_bn(4 * w, 6 * w, s=2)
+        self.loc = nn.ModuleList([nn.Conv2d(c, anchors * 4, 3, padding=1) for c in (4 * w, 6 * w)])
+        self.conf = nn.ModuleList([nn.Conv2d(c, anchors * classes, 3, padding=1) for c in (4 * w, 6 * w)])
         priors = []  # (cy, cx, h, w) per cell and anchor, in image fractions
-        for size in (12, 6):
+        for size in (image // 8, image // 16):
             for i in range(size):
                 for j in range(size):
                     for k in range(anchors):
@@ -570,7 +573,7 @@ class SsdLite(nn.Module):
         h = p[:, 2] * torch.exp(deltas[..., 2] * 0.2)
         w = p[:, 3] * torch.exp(deltas[..., 3] * 0.2)
         boxes = torch.stack([cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2], -1)
-        scores = torch.sigmoid(logits).transpose(1, 2)
+        scores = torch.sigmoid(logits).transpose(1, 2).contiguous()  # C order in the .npy
         return boxes, scores, NmsRows.apply(boxes, scores, 10, 0.5, 0.3)
 
 
