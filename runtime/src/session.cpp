@@ -319,10 +319,9 @@ std::vector<BufferHandle*> written_handles(const Program& p) {
   return handles;
 }
 
-// Kernels may have written handles before a failure: their values are undefined now.
 // Each output's shape after a run: its type's, with a data-dependent extent read from
-// the slot its kernel wrote (program.h OutputExtent).
-std::vector<ir::Shape> actual_output_shapes(const Program& p, const RegionBases& bases) {
+// the slot its kernel wrote (program.h OutputExtent); one outside [0, bound] is kInternal.
+Result<std::vector<ir::Shape>> actual_output_shapes(const Program& p, const RegionBases& bases) {
   std::vector<ir::Shape> shapes;
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     const ir::Shape& planned = p.graph.value(p.outputs[i]).type.shape;
@@ -333,11 +332,16 @@ std::vector<ir::Shape> actual_output_shapes(const Program& p, const RegionBases&
     }
     int64_t actual = 0;
     std::memcpy(&actual, operand_address(p, bases, extent->extent), sizeof actual);
+    if (actual < 0 || actual > planned[extent->axis])
+      return Status(ErrorCode::kInternal, fmt::format("output {}: its kernel wrote the extent {} outside [0, {}]",
+                                                      ir::describe_value(p.graph, p.outputs[i]), actual,
+                                                      planned[extent->axis]));
     shapes.push_back(ir::actual_shape(planned, {extent->axis, ir::kNoValue}, actual));
   }
   return shapes;
 }
 
+// Kernels may have written handles before a failure: their values are undefined now.
 void invalidate_written_handles(const Program& p, const Status& failure) {
   for (BufferHandle* h : written_handles(p))
     h->invalidate(fmt::format("a run of '{}' failed: {}", p.graph.name, failure.message()));
@@ -438,7 +442,8 @@ Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> ou
     }
     Status status = executor_.run(p, schedule_, operands_, run_options, record);
     if (status.ok()) {
-      if (record != nullptr) record->output_shapes = actual_output_shapes(p, bases_);
+      if (record == nullptr) return status;
+      CARVE_ASSIGN_OR_RETURN(record->output_shapes, actual_output_shapes(p, bases_));
       return status;
     }
     if (!saved.empty()) {
