@@ -6,7 +6,7 @@ tests do not: the models and .npy files are committed). Weights are random (seed
 never downloaded.
 
   scripts/make_onnx_models.py                 # regenerate tests/onnx/models (small models)
-  scripts/make_onnx_models.py --full DIR      # full-size torchvision CNNs (CNNS) + GPT/BERT + U-Net + Swin-T + TRANSFORMERS, batch 1
+  scripts/make_onnx_models.py --full DIR      # full-size torchvision CNNs (CNNS) + GPT/BERT + U-Net + Swin-T + SSD + TRANSFORMERS, batch 1
   scripts/make_onnx_models.py --full DIR --only resnet18,vgg16   # some of them
   scripts/make_onnx_models.py --full DIR --only tenc_bf1_op17_t128,gpt_t512   # names: FULL
 
@@ -515,10 +515,76 @@ def small_models():
         ("bert_tiny", Bert(), [ids(60, 1, 8, seed=31), ids(2, 1, 8, seed=32), mask], 14, ["ids", "segments", "mask"],
          ["hidden", "pooled"]),
         ("unet_tiny", randomize(UNet(base=4), 45), [rand(1, 3, 16, 16, seed=46)], 13, ["image"], ["mask"]),
+        ("ssd_tiny", randomize(SsdLite(classes=3, width=4, image=48), 53), [rand(1, 3, 48, 48, seed=54)], 13, ["image"],
+         ["boxes", "scores", "selected"]),
         ("recurrent_tiny", Recurrent(), [rand(2, 5, 8, seed=48), rand(2, 2, 6, seed=49), rand(2, 2, 6, seed=50)], 14,
          ["x", "h0", "c0"], ["y", "h"]),
         ("swin_tiny", tiny_swin(), [rand(1, 3, 32, 32, seed=52)], 17, ["image"], ["logits"]),
     ]
+
+
+class NmsRows(torch.autograd.Function):
+    """ONNX NonMaxSuppression on boxes [B, N, 4] (y1, x1, y2, x2) and scores [B, C, N]: rows
+    (batch, class, box) of the boxes kept, per batch and class in score order. torch
+    computes the same selection with torchvision.ops.nms; the export is the one ONNX node."""
+
+    @staticmethod
+    def forward(ctx, boxes, scores, max_per_class, iou_threshold, score_threshold):
+        rows = []
+        for b in range(boxes.shape[0]):
+            y1, x1, y2, x2 = boxes[b].unbind(-1)
+            xyxy = torch.stack([torch.min(x1, x2), torch.min(y1, y2), torch.max(x1, x2), torch.max(y1, y2)], -1)
+            for c in range(scores.shape[1]):
+                candidates = torch.nonzero(scores[b, c] > score_threshold).flatten()
+                kept = torchvision.ops.nms(xyxy[candidates], scores[b, c][candidates], iou_threshold)[:max_per_class]
+                rows += [[b, c, i] for i in candidates[kept].tolist()]
+        return torch.tensor(rows, dtype=torch.long).reshape(-1, 3)
+
+    @staticmethod
+    def symbolic(g, boxes, scores, max_per_class, iou_threshold, score_threshold):
+        def const(value, dtype):
+            return g.op("Constant", value_t=torch.tensor([value], dtype=dtype))
+        return g.op("NonMaxSuppression", boxes, scores, const(max_per_class, torch.long),
+                    const(iou_threshold, torch.float), const(score_threshold, torch.float))
+
+
+class SsdLite(nn.Module):
+    """An SSD-style detector: a conv backbone, box deltas and class scores per anchor on
+    two feature maps (1/8 and 1/16 of the image), boxes decoded from fixed anchors,
+    then NonMaxSuppression per class. Outputs the boxes, the scores and the selected rows
+    (the post-NMS gather stays with the caller: carve refuses nodes that read a
+    data-dependent extent, runtime/session.h)."""
+
+    def __init__(self, classes=4, anchors=3, width=16, image=96):
+        super().__init__()
+        self.classes, self.anchors = classes, anchors
+        w = width
+        self.stem = nn.Sequential(conv_bn(3, w, s=2), conv_bn(w, 2 * w, s=2), conv_bn(2 * w, 4 * w, s=2))
+        self.down = conv_bn(4 * w, 6 * w, s=2)
+        self.loc = nn.ModuleList([nn.Conv2d(c, anchors * 4, 3, padding=1) for c in (4 * w, 6 * w)])
+        self.conf = nn.ModuleList([nn.Conv2d(c, anchors * classes, 3, padding=1) for c in (4 * w, 6 * w)])
+        priors = []  # (cy, cx, h, w) per cell and anchor, in image fractions
+        for size in (image // 8, image // 16):
+            for i in range(size):
+                for j in range(size):
+                    for k in range(anchors):
+                        side = (k + 1) * 1.5 / size
+                        priors.append([(i + 0.5) / size, (j + 0.5) / size, side, side * (0.5 + 0.5 * k)])
+        self.register_buffer("priors", torch.tensor(priors))
+
+    def forward(self, image):
+        f1 = self.stem(image)
+        f2 = self.down(f1)
+        deltas = torch.cat([l(f).permute(0, 2, 3, 1).reshape(1, -1, 4) for l, f in zip(self.loc, (f1, f2))], 1)
+        logits = torch.cat([c(f).permute(0, 2, 3, 1).reshape(1, -1, self.classes) for c, f in zip(self.conf, (f1, f2))], 1)
+        p = self.priors
+        cy = p[:, 0] + deltas[..., 0] * 0.1 * p[:, 2]
+        cx = p[:, 1] + deltas[..., 1] * 0.1 * p[:, 3]
+        h = p[:, 2] * torch.exp(deltas[..., 2] * 0.2)
+        w = p[:, 3] * torch.exp(deltas[..., 3] * 0.2)
+        boxes = torch.stack([cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2], -1)
+        scores = torch.sigmoid(logits).transpose(1, 2).contiguous()  # C order in the .npy
+        return boxes, scores, NmsRows.apply(boxes, scores, 10, 0.5, 0.3)
 
 
 # The torchvision CNNs of --full (and of benchmarks/compare/compare.py --cnn): random
@@ -555,7 +621,7 @@ def cnn_input(name):
 SEQ_LENS = [32, 128, 512]
 TRANSFORMERS = ([f"tenc_bf{bf}_op{opset}_t{t}" for bf in (0, 1) for opset in (13, 17) for t in SEQ_LENS]
                 + [f"{m}_t{t}" for m in ("gpt", "bert") for t in SEQ_LENS])
-FULL = CNNS + ["gpt", "bert", "unet", "swin_t"] + TRANSFORMERS
+FULL = CNNS + ["gpt", "bert", "unet", "swin_t", "ssd_lite"] + TRANSFORMERS
 
 
 def transformer_encoder(batch_first):
@@ -596,6 +662,9 @@ def full_model(name):
     if name == "swin_t":  # torchvision's Swin-T (shifted windows: Roll -> Slice/Concat, Mod in the mask)
         torch.manual_seed(7)
         return randomize(torchvision.models.swin_t(weights=None), 8), [rand(1, 3, 224, 224, seed=49)], 17, ["image"], ["logits"]
+    if name == "ssd_lite":  # 96x96, 4 classes, 540 anchors
+        torch.manual_seed(7)
+        return randomize(SsdLite(), 51), [rand(1, 3, 96, 96, seed=52)], 13, ["image"], ["boxes", "scores", "selected"]
     m = re.fullmatch(r"(gpt|bert)_t(\d+)", name)
     if m:
         return (gpt_model if m.group(1) == "gpt" else bert_model)(int(m.group(2)), max(512, int(m.group(2))))
@@ -936,7 +1005,7 @@ def write_io_forms(out_dir):
 
 def write_error_models(out_dir):
     """Models carve must reject with a clear error (listed in errors.txt: file, expected text)."""
-    single_node("err_unsupported_op", "NonZero", [("x", [2, 3])], [("y", [2, 3])], out_dir)
+    single_node("err_unsupported_op", "RandomUniformLike", [("x", [2, 3])], [("y", [2, 3])], out_dir)
     single_node("err_pad_wrap", "Pad", [("x", [2, 3])], [("y", [2, 5])], out_dir, opset=13,
                 initializers=[numpy_helper.from_array(np.array([0, 1, 0, 1], dtype=np.int64), "pads")],
                 mode="wrap")
@@ -946,7 +1015,7 @@ def write_error_models(out_dir):
     single_node("err_dynamic_reshape", "Reshape", [("x", [2, 3]), ("shape", [2])], [("y", [3, 2])], out_dir)
     with open(os.path.join(out_dir, "errors.txt"), "w") as f:
         f.write("# model | text the error must contain (ONNX node name, op type, what is missing)\n")
-        f.write("err_unsupported_op|onnx node 'err_unsupported_op_node' (NonZero): operator is not supported\n")
+        f.write("err_unsupported_op|onnx node 'err_unsupported_op_node' (RandomUniformLike): operator is not supported\n")
         f.write("err_pad_wrap|onnx node 'err_pad_wrap_node' (Pad): mode='wrap'\n")
         f.write("err_unknown_attr|onnx node 'err_unknown_attr_node' (Relu): attribute 'frobnicate' is not supported\n")
         f.write("err_conv3d|onnx node 'err_conv3d_node' (Conv): weights of rank 5\n")

@@ -37,8 +37,15 @@ Status run(carve_program* program, const carve_tensor* const* inputs, size_t num
     in_buffers.push_back(inputs[i]->buffer);
   }
   const auto types = program->program->output_types();
+  const std::vector<runtime::OutputExtent>& extents = program->program->program().output_extents;
   for (size_t i = 0; i < num_outputs; ++i) {
     if (outputs[i] != nullptr) {
+      // A caller tensor keeps its shape: it could not say the actual extent (ir/extent.h).
+      if (i < extents.size() && extents[i].axis >= 0)
+        return Status(ErrorCode::kInvalidArgument, std::string(fn) + ": output " + std::to_string(i) + " ('" +
+                                                       program->outputs[i].name +
+                                                       "') has a data-dependent extent: pass NULL and carve returns it "
+                                                       "at its actual shape");
       out_buffers.push_back(outputs[i]->buffer);
       continue;
     }
@@ -50,8 +57,14 @@ Status run(carve_program* program, const carve_tensor* const* inputs, size_t num
   runtime::RunRecord record;
   CARVE_RETURN_IF_ERROR(program->program->run(in_buffers, out_buffers, options, &record));
   std::vector<std::unique_ptr<carve_tensor>> created(num_outputs);
-  for (size_t i = 0; i < num_outputs; ++i)
-    if (outputs[i] == nullptr) created[i].reset(new_tensor(out_buffers[i]));
+  for (size_t i = 0; i < num_outputs; ++i) {
+    if (outputs[i] != nullptr) continue;
+    runtime::Buffer& b = out_buffers[i];
+    if (i < record.output_shapes.size() && record.output_shapes[i] != b.shape()) {  // its actual extent
+      CARVE_ASSIGN_OR_RETURN(b, b.view(0, b.dtype(), record.output_shapes[i]));
+    }
+    created[i].reset(new_tensor(b));
+  }
   for (size_t i = 0; i < num_outputs; ++i)
     if (created[i]) outputs[i] = created[i].release();
   std::lock_guard lock(program->record_mutex);

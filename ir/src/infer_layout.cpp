@@ -350,6 +350,57 @@ Result<Types> infer_top_k(const TensorType& x, const AttrReader& attrs) {
   return Types{TensorType{x.dtype, Shape(dims)}, TensorType{DType::kI64, Shape(dims)}};
 }
 
+// The data-dependent ops (op.h, extent.h): outputs at their upper bound, then the extent.
+const TensorType kExtentType{DType::kI64, Shape()};
+
+Result<Types> infer_non_zero(const TensorType& x) {
+  const int64_t rank = std::max(1, x.shape.rank());
+  CARVE_ASSIGN_OR_RETURN(int64_t numel, x.shape.num_elements());
+  return Types{TensorType{DType::kI64, Shape({rank, numel})}, kExtentType};
+}
+
+Result<Types> infer_unique(const TensorType& x, const AttrReader& attrs) {
+  CARVE_RETURN_IF_ERROR(attrs.get_flag("sorted", true).status());
+  CARVE_ASSIGN_OR_RETURN(int64_t numel, x.shape.num_elements());
+  std::vector<int64_t> dims = {numel};
+  int axis = 0;
+  if (attrs.has("axis")) {
+    CARVE_RETURN_IF_ERROR(expect_min_rank(x, 1, "input"));
+    CARVE_ASSIGN_OR_RETURN(int64_t raw_axis, attrs.get_int("axis"));
+    CARVE_ASSIGN_OR_RETURN(axis, normalize_axis(raw_axis, x.shape.rank(), "axis"));
+    dims = x.shape.dims();
+  }
+  const int64_t len = dims[static_cast<size_t>(axis)];
+  const TensorType per_slice{DType::kI64, Shape({len})};
+  return Types{TensorType{x.dtype, Shape(dims)}, per_slice, per_slice, per_slice, kExtentType};
+}
+
+// A scalar or one-element input of `dtype` (ONNX gives these as [] or [1]).
+Status expect_scalar(const TensorType& t, DType dtype, std::string_view what) {
+  if (t.dtype == dtype && (t.shape.rank() == 0 || (t.shape.rank() == 1 && t.shape[0] == 1))) return Status();
+  return type_error(fmt::format("{} must be {}[] or {}[1], got {}", what, dtype_name(dtype), dtype_name(dtype),
+                                t.to_string()));
+}
+
+Result<Types> infer_non_max_suppression(Inputs in, const AttrReader& attrs) {
+  CARVE_ASSIGN_OR_RETURN(bool center, attrs.get_flag("center_point_box", false));
+  (void)center;
+  const TensorType& boxes = in[0];
+  const TensorType& scores = in[1];
+  CARVE_RETURN_IF_ERROR(expect_rank(boxes, 3, "boxes"));
+  CARVE_RETURN_IF_ERROR(expect_rank(scores, 3, "scores"));
+  if (boxes.dtype != DType::kF32 || scores.dtype != DType::kF32)
+    return type_error(fmt::format("boxes and scores must be f32, got {} and {}", boxes.to_string(), scores.to_string()));
+  const int64_t batches = boxes.shape[0], n = boxes.shape[1];
+  if (boxes.shape[2] != 4 || scores.shape[0] != batches || scores.shape[2] != n)
+    return shape_error(fmt::format("boxes {} and scores {} need [B,N,4] and [B,C,N]", boxes.shape.to_string(),
+                                   scores.shape.to_string()));
+  CARVE_RETURN_IF_ERROR(expect_scalar(in[2], DType::kI64, "max_output_boxes_per_class"));
+  CARVE_RETURN_IF_ERROR(expect_scalar(in[3], DType::kF32, "iou_threshold"));
+  if (in.size() > 4) CARVE_RETURN_IF_ERROR(expect_scalar(in[4], DType::kF32, "score_threshold"));
+  return Types{TensorType{DType::kI64, Shape({batches * scores.shape[1] * n, 3})}, kExtentType};
+}
+
 }  // namespace
 
 Result<Types> infer_layout(OpKind op, Inputs in, const AttrReader& attrs) {
@@ -374,6 +425,12 @@ Result<Types> infer_layout(OpKind op, Inputs in, const AttrReader& attrs) {
       return infer_scatter_nd(in[0], in[1], in[2], attrs);
     case OpKind::kTopK:
       return infer_top_k(in[0], attrs);
+    case OpKind::kNonZero:
+      return infer_non_zero(in[0]);
+    case OpKind::kUnique:
+      return infer_unique(in[0], attrs);
+    case OpKind::kNonMaxSuppression:
+      return infer_non_max_suppression(in, attrs);
     case OpKind::kReshape:
       return infer_reshape(in[0], attrs);
     case OpKind::kFlatten:

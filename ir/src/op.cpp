@@ -33,6 +33,8 @@ constexpr SV kHandle[] = {"handle"};
 constexpr SV kGatherNd[] = {"batch_dims"};
 constexpr SV kScatterNd[] = {"reduction"};
 constexpr SV kTopK[] = {"axis", "k", "largest"};
+constexpr SV kUnique[] = {"sorted", "axis"};
+constexpr SV kNms[] = {"center_point_box"};
 constexpr SV kHandleAxis[] = {"handle", "axis"};
 
 enum Flags : unsigned { kView = 1, kElem = 2, kState = 4, kSink = 8 };
@@ -126,6 +128,9 @@ constexpr std::array<OpTraits, kNumOps> kTable = {{
     One(K::kGatherNd, "gather_nd", kGatherNd, 2, 2),
     One(K::kScatterNd, "scatter_nd", kScatterNd, 3, 3),
     T(K::kTopK, "top_k", 1, 1, 2, 2, 0, kTopK),
+    T(K::kNonZero, "non_zero", 1, 1, 2, 2, 0, kNone),
+    T(K::kUnique, "unique", 1, 1, 5, 5, 0, kUnique),
+    T(K::kNonMaxSuppression, "non_max_suppression", 4, 5, 2, 2, 0, kNms),
     T(K::kReshape, "reshape", 1, 1, 1, 1, kView, kShape),
     T(K::kFlatten, "flatten", 1, 1, 1, 1, kView, kAxis),
     T(K::kSqueeze, "squeeze", 1, 1, 1, 1, kView, kAxes),

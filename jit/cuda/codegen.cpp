@@ -167,6 +167,11 @@ Result<KernelSource> generate_kernel(const ir::Graph& graph, const KernelGroup& 
       case ir::OpKind::kGatherNd:
       case ir::OpKind::kScatterNd:
       case ir::OpKind::kTopK: s = detail::emit_index(w); break;
+      case ir::OpKind::kNonZero:
+      case ir::OpKind::kUnique:
+      case ir::OpKind::kNonMaxSuppression:
+        s = detail::unsupported(graph, a, "a data-dependent extent (ir/extent.h) runs in a CPU Session only");
+        break;
       default: s = detail::emit_layout(w); break;
     }
   }

@@ -62,6 +62,7 @@ Status emit_matmul(EmitContext& ec, const ir::Node& node, const Epilogue& epilog
 Status emit_conv(EmitContext& ec, const ir::Node& node, const Epilogue& epilogue);    // conv2d
 Status emit_pool(EmitContext& ec, const ir::Node& node);                     // max_pool, avg_pool
 Status emit_index(EmitContext& ec, const ir::Node& node);                    // gather_nd, scatter_nd, top_k (emit_layout.cpp)
+Status emit_dynamic(EmitContext& ec, const ir::Node& node);  // non_zero, unique, non_max_suppression (emit_dynamic.cpp)
 
 Status emit_attention(EmitContext& ec);  // [matmul, chain..., softmax, matmul] (tiling::attention_shape)
 

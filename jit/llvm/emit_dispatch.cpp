@@ -78,6 +78,10 @@ Status emit_group(EmitContext& ec) {
     case ir::OpKind::kScatterNd:
     case ir::OpKind::kTopK:
       return emit_index(ec, anchor);
+    case ir::OpKind::kNonZero:
+    case ir::OpKind::kUnique:
+    case ir::OpKind::kNonMaxSuppression:
+      return emit_dynamic(ec, anchor);
     default:
       return emit_layout(ec, anchor);
   }

@@ -204,6 +204,7 @@ void register_quant_ops(std::map<std::string, OpEntry, std::less<>>& table);
 void register_sample_ops(std::map<std::string, OpEntry, std::less<>>& table);  // GridSample, RoiAlign
 void register_linalg_ops(std::map<std::string, OpEntry, std::less<>>& table);  // Det
 void register_conv_transpose_ops(std::map<std::string, OpEntry, std::less<>>& table);
+void register_dynamic_ops(std::map<std::string, OpEntry, std::less<>>& table);
 
 // Softplus(x) = log(1 + exp(x)) without overflow (ops_elementwise.cpp; the recurrent ops'
 // activations use it too).

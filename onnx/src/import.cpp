@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "carve/ir/extent.h"
 #include "context.h"
 #include "patterns.h"
 
@@ -59,6 +60,7 @@ const std::map<std::string, OpEntry, std::less<>>& op_table() {
     detail::register_quant_ops(*t);
     detail::register_sample_ops(*t);
     detail::register_linalg_ops(*t);
+    detail::register_dynamic_ops(*t);
     return t;
   }();
   return *table;
@@ -273,7 +275,7 @@ Arity arity(std::string_view op) {
       {"RandomUniform", {0, 0}}, {"RandomNormal", {0, 0}},
       {"QuantizeLinear", {2, 3}}, {"DequantizeLinear", {2, 3}}, {"MatMulInteger", {2, 4}}, {"ConvInteger", {2, 4}},
       {"QLinearMatMul", {8, 8}}, {"QLinearConv", {8, 9}},
-      {"GridSample", {2, 2}}, {"Upsample", {1, 2}}, {"RoiAlign", {3, 3}},
+      {"GridSample", {2, 2}}, {"Upsample", {1, 2}}, {"RoiAlign", {3, 3}}, {"NonMaxSuppression", {2, 5}},
   };
   auto it = table->find(op);
   return it != table->end() ? it->second : Arity{1, 1};  // every other supported op is unary
@@ -300,8 +302,10 @@ Status lower_node(const ::onnx::NodeProto& node, int index, Context& ctx) {
 }
 
 // The declared output type, where the model gives one, must match what carve inferred
-// (dims only when the inputs keep their declared shapes).
-Status check_output_type(const ::onnx::ValueInfoProto& info, const ir::TensorType& type, bool check_dims) {
+// (dims only when the inputs keep their declared shapes; never the data-dependent
+// `dynamic_axis`, whose declared size is whatever the exporter's example gave).
+Status check_output_type(const ::onnx::ValueInfoProto& info, const ir::TensorType& type, bool check_dims,
+                         int dynamic_axis) {
   if (!info.type().has_tensor_type()) return Status();
   const auto& tensor = info.type().tensor_type();
   Result<ir::DType> dtype = detail::dtype_from_onnx(tensor.elem_type());
@@ -310,7 +314,7 @@ Status check_output_type(const ::onnx::ValueInfoProto& info, const ir::TensorTyp
     same = same && tensor.shape().dim_size() == type.shape.rank();
     for (int i = 0; same && i < tensor.shape().dim_size(); ++i) {
       const auto& d = tensor.shape().dim(i);
-      same = !check_dims || !d.has_dim_value() || d.dim_value() == type.shape[i];
+      same = !check_dims || !d.has_dim_value() || i == dynamic_axis || d.dim_value() == type.shape[i];
     }
   }
   if (same) return Status();
@@ -328,7 +332,12 @@ Status mark_outputs(const ::onnx::GraphProto& graph, Context& ctx) {
     if (it == ctx.env.end())
       return Status(ErrorCode::kInvalidArgument, fmt::format("onnx output '{}' is never produced", info.name()));
     const bool declared_inputs = ctx.options.input_shapes.empty() && ctx.options.input_values.empty();
-    CARVE_RETURN_IF_ERROR(check_output_type(info, it->second.type, declared_inputs));
+    int dynamic_axis = -1;
+    if (it->second.value != ir::kNoValue) {
+      const std::optional<ir::DynamicExtent> extent = ir::dynamic_extent(ctx.builder.graph(), it->second.value);
+      if (extent) dynamic_axis = extent->axis;
+    }
+    CARVE_RETURN_IF_ERROR(check_output_type(info, it->second.type, declared_inputs, dynamic_axis));
     CARVE_ASSIGN_OR_RETURN(ir::ValueId v, ctx.materialize(it->second));
     const ir::Value& value = ctx.builder.graph().value(v);
     const bool is_output = ctx.builder.graph().is_output(v);

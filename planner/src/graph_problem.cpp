@@ -251,7 +251,8 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
     auto i = static_cast<size_t>(v.id);
     if (out.values[i].root != v.id || out.values[i].placement != Placement::kArena) continue;
     int64_t first = root_first[i], last = root_last[i];
-    if (graph.is_output(v.id)) last = std::max<int64_t>(last, end_step - 1);
+    const bool kept = i < options.live_to_end.size() && options.live_to_end[i];
+    if (graph.is_output(v.id) || kept) last = std::max<int64_t>(last, end_step - 1);
     out.values[i].buffer = static_cast<int32_t>(out.problem.buffers.size());
     out.problem.buffers.push_back(BufferRequest{v.name, bytes[i], options.alignment, first + 1, last + 2});
     out.buffer_root.push_back(v.id);

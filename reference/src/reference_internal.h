@@ -134,6 +134,7 @@ Status run_elementwise(const Ctx& ctx);  // unary, binary, comparisons, where, c
 Status run_nn(const Ctx& ctx);           // reductions .. batch_norm
 Status run_layout(const Ctx& ctx);       // concat .. gather, views
 Status run_index(const Ctx& ctx);        // gather_nd, scatter_nd, top_k
+Status run_dynamic(const Ctx& ctx);      // non_zero, unique, non_max_suppression
 Status run_state(const Ctx& ctx);        // read_handle, write_handle, write_handle_at
 
 }  // namespace carve::reference::ref

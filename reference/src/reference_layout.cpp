@@ -210,6 +210,9 @@ Status run_layout(const Ctx& ctx) {
     case OpKind::kGatherNd:
     case OpKind::kScatterNd:
     case OpKind::kTopK: return run_index(ctx);
+    case OpKind::kNonZero:
+    case OpKind::kUnique:
+    case OpKind::kNonMaxSuppression: return run_dynamic(ctx);
     case OpKind::kReshape:
     case OpKind::kFlatten:
     case OpKind::kSqueeze:

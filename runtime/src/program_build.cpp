@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "carve/ir/extent.h"
 #include "carve/ir/order.h"
 #include "carve/ir/verify.h"
 #include "carve/jit/fusion.h"
@@ -75,6 +76,44 @@ Result<MemoryRef> value_ref(const Program& p, ir::ValueId v) {
   }
   return Status(ErrorCode::kInternal, fmt::format("{} is kept in registers but a kernel reads it from memory",
                                                   ir::describe_value(g, v)));
+}
+
+// Data-dependent extents (ir/extent.h): a node reading such a value would read the
+// padding past the actual extent, so it is refused. Returns, per value, whether it is an
+// extent the runtime reads after the run (that of a graph output): kept to the end.
+Result<std::vector<bool>> check_dynamic_extents(const Program& p) {
+  const ir::Graph& g = p.graph;
+  std::vector<bool> live_to_end(static_cast<size_t>(g.num_values()), false);
+  for (const ir::Node& node : g.nodes) {
+    for (ir::ValueId v : node.inputs) {
+      if (!ir::dynamic_extent(g, v)) continue;
+      return Status(ErrorCode::kUnsupported,
+                    fmt::format("data-dependent extent of {} consumed by {} is not supported yet: only a graph "
+                                "output may have one",
+                                ir::describe_value(g, v), ir::describe_node(g, node.id)));
+    }
+  }
+  for (ir::ValueId v : p.outputs) {
+    const std::optional<ir::DynamicExtent> extent = ir::dynamic_extent(g, v);
+    if (!extent) continue;
+    if (p.on_device)
+      return Status(ErrorCode::kUnsupported,
+                    fmt::format("graph output {} has a data-dependent extent: it runs in a CPU Session only",
+                                ir::describe_value(g, v)));
+    live_to_end[static_cast<size_t>(extent->extent)] = true;
+  }
+  return live_to_end;
+}
+
+Status bind_output_extents(Program& p) {
+  p.output_extents.assign(p.outputs.size(), OutputExtent{});
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const std::optional<ir::DynamicExtent> extent = ir::dynamic_extent(p.graph, p.outputs[i]);
+    if (!extent) continue;
+    CARVE_ASSIGN_OR_RETURN(MemoryRef ref, value_ref(p, extent->extent));
+    p.output_extents[i] = OutputExtent{extent->axis, ref};
+  }
+  return Status();
 }
 
 // A group whose every output is an alias (a folded view, or a handle read used in
@@ -635,6 +674,7 @@ Result<std::unique_ptr<Program>> build_program(ir::Graph graph, const CompileOpt
   p->outputs = p->graph.outputs;
   CARVE_RETURN_IF_ERROR(bind_constants(*p, options));
   CARVE_RETURN_IF_ERROR(bind_handles(*p, options));
+  CARVE_ASSIGN_OR_RETURN(std::vector<bool> live_to_end, check_dynamic_extents(*p));
 
   // Nodes placed on another device than the program's never share a kernel group.
   std::vector<uint8_t> side;
@@ -650,6 +690,7 @@ Result<std::unique_ptr<Program>> build_program(ir::Graph graph, const CompileOpt
                          jit::form_kernel_groups(p->graph, p->order,
                                                  {.fuse = options.fuse, .fuse_attention = !p->on_device, .side = std::move(side)}));
   planner::GraphPlanOptions plan_options;
+  plan_options.live_to_end = std::move(live_to_end);
   plan_options.inplace = options.inplace;
   plan_options.unstored.assign(static_cast<size_t>(p->graph.num_values()), false);
   for (const auto& group : fused) {
@@ -687,6 +728,7 @@ Result<std::unique_ptr<Program>> build_program(ir::Graph graph, const CompileOpt
       p->launches.push_back(std::move(part));
     }
   }
+  CARVE_RETURN_IF_ERROR(bind_output_extents(*p));
   p->times.materialise = phase_seconds();
   if (p->on_device) {  // the device executor compiles the same groups with NVRTC
     for (auto& group : groups) p->kernels.push_back({std::move(group), nullptr, false});

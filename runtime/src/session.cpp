@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <functional>
 #include <thread>
 
+#include "carve/ir/extent.h"
 #include "carve/jit/fusion.h"
 #include "carve/runtime/executor.h"
 #include "carve/runtime/trace.h"
@@ -317,6 +319,28 @@ std::vector<BufferHandle*> written_handles(const Program& p) {
   return handles;
 }
 
+// Each output's shape after a run: its type's, with a data-dependent extent read from
+// the slot its kernel wrote (program.h OutputExtent); one outside [0, bound] is kInternal.
+Result<std::vector<ir::Shape>> actual_output_shapes(const Program& p, const RegionBases& bases) {
+  std::vector<ir::Shape> shapes;
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const ir::Shape& planned = p.graph.value(p.outputs[i]).type.shape;
+    const OutputExtent* extent = i < p.output_extents.size() ? &p.output_extents[i] : nullptr;
+    if (extent == nullptr || extent->axis < 0) {
+      shapes.push_back(planned);
+      continue;
+    }
+    int64_t actual = 0;
+    std::memcpy(&actual, operand_address(p, bases, extent->extent), sizeof actual);
+    if (actual < 0 || actual > planned[extent->axis])
+      return Status(ErrorCode::kInternal, fmt::format("output {}: its kernel wrote the extent {} outside [0, {}]",
+                                                      ir::describe_value(p.graph, p.outputs[i]), actual,
+                                                      planned[extent->axis]));
+    shapes.push_back(ir::actual_shape(planned, {extent->axis, ir::kNoValue}, actual));
+  }
+  return shapes;
+}
+
 // Kernels may have written handles before a failure: their values are undefined now.
 void invalidate_written_handles(const Program& p, const Status& failure) {
   for (BufferHandle* h : written_handles(p))
@@ -391,6 +415,10 @@ Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> ou
       CARVE_RETURN_IF_ERROR(device_->check_arguments(p, inputs, outputs));  // before anything runs
       Status status = device_->run(p, inputs, outputs, record);
       if (!status.ok()) invalidate_written_handles(p, status);
+      if (status.ok() && record != nullptr) {  // device programs have static shapes only
+        record->output_shapes.clear();
+        for (ir::ValueId v : p.outputs) record->output_shapes.push_back(p.graph.value(v).type.shape);
+      }
       return status;
     }
     // Only the caller-bound operands are re-resolved; arena operands come from their views.
@@ -413,7 +441,11 @@ Status CompiledProgram::run(std::span<const Buffer> inputs, std::span<Buffer> ou
       CARVE_ASSIGN_OR_RETURN(saved, save_written_handles(p));
     }
     Status status = executor_.run(p, schedule_, operands_, run_options, record);
-    if (status.ok()) return status;
+    if (status.ok()) {
+      if (record == nullptr) return status;
+      CARVE_ASSIGN_OR_RETURN(record->output_shapes, actual_output_shapes(p, bases_));
+      return status;
+    }
     if (!saved.empty()) {
       for (auto& [handle, bytes] : saved) std::memcpy(handle->memory().unsafe_data(), bytes.data(), bytes.size());
       return status;
@@ -455,7 +487,14 @@ Result<std::vector<Buffer>> CompiledProgram::run(std::span<const Buffer> inputs,
     CARVE_ASSIGN_OR_RETURN(Buffer b, Buffer::allocate(cpu_allocator(), type.dtype, type.shape));
     outputs.push_back(std::move(b));
   }
-  CARVE_RETURN_IF_ERROR(run(inputs, outputs, options, record));
+  RunRecord local;
+  RunRecord& rec = record != nullptr ? *record : local;
+  CARVE_RETURN_IF_ERROR(run(inputs, outputs, options, &rec));
+  // An output with a data-dependent extent: a view of its actual shape over the planned bytes.
+  for (size_t i = 0; i < outputs.size() && i < rec.output_shapes.size(); ++i) {
+    if (rec.output_shapes[i] == outputs[i].shape()) continue;
+    CARVE_ASSIGN_OR_RETURN(outputs[i], outputs[i].view(0, outputs[i].dtype(), rec.output_shapes[i]));
+  }
   return outputs;
 }
 

@@ -416,11 +416,48 @@ CARVE_C_TEST(onnx_model) {
   return 0;
 }
 
+/* non_zero's output has a data-dependent extent: carve-owned, it comes back at its actual
+ * shape; a caller tensor for it is refused (it could not say the shape). */
+CARVE_C_TEST(data_dependent_extent) {
+  static const char kNonZero[] =
+      "graph nz {\n"
+      "  input x: f32[4]\n"
+      "  n = non_zero(x) -> idx: i64[1,4], count: i64[]\n"
+      "  output idx\n"
+      "}\n";
+  carve_session* s;
+  carve_program* p;
+  int rc = create_session(&s);
+  if (rc) return rc;
+  OK(carve_session_compile_text(s, kNonZero, sizeof kNonZero - 1, NULL, &p));
+  float x[4] = {0, 3, 0, 5};
+  int64_t dims[1] = {4};
+  carve_tensor* tx;
+  OK(carve_tensor_wrap(CARVE_F32, dims, 1, x, sizeof x, 0, &tx));
+  const carve_tensor* inputs[1] = {tx};
+  carve_tensor* idx = NULL;
+  OK(carve_program_run(p, inputs, 1, &idx, 1, NULL));
+  CHECK(carve_tensor_rank(idx) == 2);
+  const int64_t* got = (const int64_t*)carve_tensor_data(idx);
+  CHECK(got[0] == 1 && got[1] == 3);
+  CHECK(carve_tensor_dims(idx)[0] == 1 && carve_tensor_dims(idx)[1] == 2);
+  carve_tensor_free(idx);
+  int64_t bound[2] = {1, 4};
+  carve_tensor* given;
+  OK(carve_tensor_create(CARVE_I64, bound, 2, &given));
+  EXPECT_ERROR(carve_program_run(p, inputs, 1, &given, 1, NULL), CARVE_INVALID_ARGUMENT, "data-dependent extent");
+  carve_tensor_free(given);
+  carve_tensor_free(tx);
+  carve_program_free(p);
+  carve_session_free(s);
+  return 0;
+}
+
 #define CASE(name) {#name, test_##name}
 static const struct { const char* name; int (*fn)(void); } kCases[] = {
     CASE(version), CASE(tensor_wrap_and_create), CASE(tensor_errors), CASE(compile_errors_name_the_problem),
     CASE(signature_and_plan), CASE(run_is_zero_copy), CASE(run_owned_outputs_and_handles), CASE(shared_handles),
-    CASE(run_errors), CASE(run_cancelled_and_deadline), CASE(hazard_check_and_trace), CASE(onnx_model),
+    CASE(run_errors), CASE(run_cancelled_and_deadline), CASE(hazard_check_and_trace), CASE(onnx_model), CASE(data_dependent_extent),
 };
 
 int main(int argc, char** argv) {

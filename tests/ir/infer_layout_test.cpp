@@ -292,3 +292,30 @@ TEST_CASE("ir/shape/top_k") {
   CHECK(infer_error(OpKind::kTopK, {tt(DType::kBool, {3})}, {{"k", 1}}) == ErrorCode::kTypeMismatch);
   CHECK(infer_error(OpKind::kTopK, {f32({})}, {{"k", 1}}) == ErrorCode::kShapeError);
 }
+
+TEST_CASE("ir/shape/data-dependent extents are planned at their bound") {
+  const TensorType extent = tt(DType::kI64, {});  // the last output
+  auto nz = infer(OpKind::kNonZero, {tt(DType::kBool, {2, 3})});
+  REQUIRE(nz.ok());
+  CHECK(*nz == std::vector<TensorType>{tt(DType::kI64, {2, 6}), extent});
+  auto scalar = infer(OpKind::kNonZero, {f32({})});  // a scalar counts as [1]
+  REQUIRE(scalar.ok());
+  CHECK((*scalar)[0] == tt(DType::kI64, {1, 1}));
+  auto flat = infer(OpKind::kUnique, {f32({2, 3})});
+  REQUIRE(flat.ok());
+  const TensorType six = tt(DType::kI64, {6});
+  CHECK(*flat == std::vector<TensorType>{f32({6}), six, six, six, extent});
+  auto rows = infer(OpKind::kUnique, {tt(DType::kI32, {4, 3})}, {{"axis", -2}, {"sorted", 0}});
+  REQUIRE(rows.ok());
+  const TensorType four = tt(DType::kI64, {4});
+  CHECK(*rows == std::vector<TensorType>{tt(DType::kI32, {4, 3}), four, four, four, extent});
+  CHECK(infer_error(OpKind::kUnique, {f32({2, 3})}, {{"axis", 2}}) == ErrorCode::kVerifyError);
+  auto nms = infer(OpKind::kNonMaxSuppression,
+                   {f32({2, 5, 4}), f32({2, 3, 5}), tt(DType::kI64, {1}), f32({}), f32({1})});
+  REQUIRE(nms.ok());
+  CHECK(*nms == std::vector<TensorType>{tt(DType::kI64, {30, 3}), extent});
+  CHECK(infer_error(OpKind::kNonMaxSuppression, {f32({2, 5, 4}), f32({2, 3, 4}), tt(DType::kI64, {1}), f32({})}) ==
+        ErrorCode::kShapeError);
+  CHECK(infer_error(OpKind::kNonMaxSuppression, {f32({2, 5, 4}), f32({2, 3, 5}), f32({1}), f32({})}) ==
+        ErrorCode::kTypeMismatch);
+}

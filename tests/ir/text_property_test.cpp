@@ -379,6 +379,25 @@ class RandomGraph {
         for (ValueId v : b.top_k(x, pick_int(0, static_cast<int>(extent)), axis, coin())) add(v);
         return;
       }
+      case OpKind::kNonZero:
+        for (ValueId v : b.op(op, {pick(0, 4)})) add(v);
+        return;
+      case OpKind::kUnique: {
+        ValueId x = pick(1, 4);
+        Attrs attrs{{"sorted", coin()}};
+        if (coin()) attrs["axis"] = int64_t{axis_of(type(x).shape.rank())};
+        for (ValueId v : b.op(op, {x}, std::move(attrs))) add(v);
+        return;
+      }
+      case OpKind::kNonMaxSuppression: {
+        const int64_t batches = pick_int(1, 2), boxes = pick_int(0, 3);
+        std::vector<ValueId> in = {leaf(DType::kF32, Shape{batches, boxes, 4}),
+                                   leaf(DType::kF32, Shape{batches, pick_int(1, 2), boxes}),
+                                   leaf(DType::kI64, Shape{1}), leaf(DType::kF32, Shape{})};
+        if (coin()) in.push_back(leaf(DType::kF32, Shape{1}));
+        for (ValueId v : b.op(op, in, {{"center_point_box", coin()}})) add(v);
+        return;
+      }
       case OpKind::kReshape: {
         ValueId x = pick(0, 4);
         Ints target = type(x).shape.dims();

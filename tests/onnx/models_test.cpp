@@ -67,6 +67,7 @@ CARVE_ONNX_MODEL_CASES(gpt_tiny)
 CARVE_ONNX_MODEL_CASES(gpt_tiny_14)
 CARVE_ONNX_MODEL_CASES(bert_tiny)
 CARVE_ONNX_MODEL_CASES(unet_tiny)
+CARVE_ONNX_MODEL_CASES(ssd_tiny)
 CARVE_ONNX_MODEL_CASES(recurrent_tiny)
 CARVE_ONNX_MODEL_CASES(swin_tiny)
 CARVE_ONNX_MODEL_CASES(bert_dynamic)
@@ -87,7 +88,7 @@ TEST_CASE("onnx/models/manifest_is_tested") {
   const std::string tested =
       " op_unary op_binary op_where_equal op_conv op_batchnorm op_pools op_pools_13 op_linalg op_linalg_11"
       " op_layout op_layout_11 op_embedding op_trilu op_layernorm op_hardswish op_1d resnet_tiny mobilenet_v2_tiny"
-      " mobilenet_v3_tiny mobilenet_v3_tiny_13 squeezenet_tiny vgg_tiny gpt_tiny gpt_tiny_14 bert_tiny unet_tiny recurrent_tiny swin_tiny"
+      " mobilenet_v3_tiny mobilenet_v3_tiny_13 squeezenet_tiny vgg_tiny gpt_tiny gpt_tiny_14 bert_tiny unet_tiny ssd_tiny recurrent_tiny swin_tiny"
       " bert_dynamic external_weights forms_opset10 forms_opset15 forms_edges forms_io forms_misc forms_layernorm forms_pad_pool ";
   int count = 0;
   for (std::string name; std::getline(manifest, name);) {
@@ -96,5 +97,5 @@ TEST_CASE("onnx/models/manifest_is_tested") {
     INFO(name);
     CHECK(tested.find(" " + name + " ") != std::string::npos);
   }
-  CHECK(count == 37);
+  CHECK(count == 38);
 }

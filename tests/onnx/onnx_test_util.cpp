@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
+#include "carve/ir/extent.h"
 #include "carve/runtime/npy.h"
 #include "carve/runtime/session.h"
 #include "test_support.h"
@@ -106,9 +108,24 @@ Result<double> reference_error(const std::string& name) {
   CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> expected, read_expected(name, model.graph));
   std::vector<reference::HostTensor> host;
   for (const auto& b : inputs) host.push_back(to_host(b));
+  // An output with a data-dependent extent (ir/extent.h) comes at its bound, the result
+  // packed first: its extent, added as an output, says how much of it to compare.
+  const size_t declared = model.graph.outputs.size();
+  std::vector<std::optional<ir::DynamicExtent>> extents;
+  for (size_t i = 0; i < declared; ++i) {
+    extents.push_back(ir::dynamic_extent(model.graph, model.graph.outputs[i]));
+    if (extents.back()) model.graph.outputs.push_back(extents.back()->extent);
+  }
   CARVE_ASSIGN_OR_RETURN(std::vector<reference::HostTensor> outputs, reference::run_reference(model.graph, host));
   std::vector<std::vector<double>> actual;
-  for (const auto& t : outputs) actual.push_back(t.to_doubles());
+  for (size_t i = 0, next = declared; i < declared; ++i) {
+    std::vector<double> values = outputs[i].to_doubles();
+    if (extents[i]) {
+      const int64_t extent = outputs[next++].as<int64_t>().at(0);
+      values.resize(static_cast<size_t>(*ir::actual_shape(outputs[i].type.shape, *extents[i], extent).num_elements()));
+    }
+    actual.push_back(std::move(values));
+  }
   return worst_error(actual, expected);
 }
 

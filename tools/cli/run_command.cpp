@@ -221,7 +221,10 @@ Status run_graph(const RunCommandOptions& options, std::ostream& out, std::ostre
     const double cpu_start = process_cpu_seconds();
     // Runs after the first write into the first run's outputs, as an embedder binding its
     // output buffers does: fresh ones each run would time the allocator's page faults.
-    if (i == 0) {
+    // Outputs with a data-dependent extent (ir/extent.h) come back at each run's shape.
+    const auto& extents = program->program().output_extents;
+    const bool dynamic = std::any_of(extents.begin(), extents.end(), [](const auto& e) { return e.axis >= 0; });
+    if (i == 0 || dynamic) {
       CARVE_ASSIGN_OR_RETURN(outputs, program->run(inputs, run_options, &record));
     } else {
       CARVE_RETURN_IF_ERROR(program->run(inputs, outputs, run_options, &record));

@@ -76,6 +76,22 @@ enum class OpKind : uint16_t {
                // updates applied in row-major order of indices (so duplicates are deterministic)
   kTopK,       // attrs axis (-1), k (required, 0..dim), largest (1); outputs values and i64
                // indices, sorted (ties: lower index first; NaN after every number)
+  // Data-dependent extents (ir/extent.h): one output dim is planned at its static upper
+  // bound; the op writes the result packed at its actual extent from the first byte (the
+  // rest zero) and that extent to its last output, an i64 scalar.
+  kNonZero,   // (x) -> (i64 [rank, numel]: coordinates of the nonzero elements in row-major
+              // order, extent); a rank-0 x counts as [1]
+  kUnique,    // (x) -> (y, i64 indices [n], i64 inverse_indices [len], i64 counts [n], extent);
+              // attrs sorted (1), axis (absent: x flattened). Slices along axis (elements
+              // without it) compare lexicographically, NaN equal to NaN and after every
+              // number; y/indices/counts are bounded by the axis length (n); sorted 0 keeps
+              // first-occurrence order
+  kNonMaxSuppression,  // (boxes f32 [B,N,4], scores f32 [B,C,N], max_per_class i64 [] or [1],
+              // iou_threshold f32 [] or [1][, score_threshold f32 [] or [1]]) -> (i64 [B*C*N, 3]
+              // rows (batch, class, box), extent); attr center_point_box (0). Per batch and
+              // class: boxes with score > score_threshold in score order (ties: lower index
+              // first) greedily kept unless their IoU with a kept box is > iou_threshold, at
+              // most max_per_class (<= 0: none); computed in f32 as ONNX Runtime does
   // views: the output aliases the input's memory
   kReshape,    // attr shape: -1 = inferred (at most one), 0 = copy the input dim
   kFlatten,    // attr axis (1), in [-rank, rank]

@@ -45,6 +45,9 @@ struct GraphPlanOptions {
   std::vector<bool> unstored{};
   // Nodes that run as one kernel (fusion groups); a node in no group runs alone.
   std::vector<std::vector<ir::NodeId>> fused_groups{};
+  // Arena values kept until the end of the run, by ValueId; empty = none. The runtime
+  // reads a data-dependent extent (ir/extent.h) after the run.
+  std::vector<bool> live_to_end{};
 };
 
 enum class Placement : uint8_t {

@@ -60,6 +60,11 @@
 //    that part is not counted). max_pool ignores padding.
 //  - pad's `value` is converted to the dtype with the cast rules.
 //  - Views (reshape, flatten, squeeze, unsqueeze, identity) copy the bytes.
+//  - non_zero, unique and non_max_suppression (ir/extent.h): outputs of their planned
+//    (upper-bound) type, the result packed at the actual extent from the first byte, zeros
+//    after it, the extent in the last output. unique orders NaN after every number and
+//    equal to NaN; non_max_suppression computes IoU in f32 as ONNX Runtime does and never
+//    selects a NaN score.
 //  - Memory: reference_node's outputs must not overlap its inputs, except that a view may
 //    be given the same address for input and output.
 #pragma once

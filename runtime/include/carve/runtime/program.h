@@ -124,6 +124,14 @@ struct ProgramKernel {
   bool has_code() const { return fn != nullptr || library != nullptr; }
 };
 
+// A graph output with a data-dependent extent (ir/extent.h): the output is planned at
+// its upper bound and `extent` (an i64 the same kernel writes, kept until the end of the
+// run) holds its actual size along `axis`. CPU programs only.
+struct OutputExtent {
+  int axis = -1;  // -1: the output's shape is static
+  MemoryRef extent;
+};
+
 struct PlanSummary {
   std::string strategy;
   int64_t arena_bytes = 0;
@@ -163,6 +171,7 @@ struct Program {
   std::vector<int32_t> value_views;      // per ValueId: its arena view, -1 when not in the arena
   std::vector<ProgramKernel> kernels;
   std::vector<Launch> launches;          // in program (execution) order
+  std::vector<OutputExtent> output_extents;  // index-parallel to outputs
   double jit_seconds = 0;
   int64_t kernels_from_cache = 0;  // = kernels_from_memory + kernels_from_disk
   // Kernels by where their code came from: compiled now, the JIT's memory cache (an

@@ -233,6 +233,9 @@ struct RunRecord {
   std::vector<TaskTiming> timings;  // per task (index = task); empty unless check_hazards / record_trace
   bool hazards_checked = false;
   std::vector<Hazard> hazards;
+  // CompiledProgram::run: each output's actual shape, output_types() except along a
+  // data-dependent extent (ir/extent.h); empty when the run failed.
+  std::vector<ir::Shape> output_shapes;
 };
 
 // Owns a tbb::task_arena of `threads` slots (0 = hardware concurrency) so repeated runs

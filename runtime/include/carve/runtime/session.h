@@ -28,6 +28,16 @@
 //    and the bound; that write is skipped) and a cancellation during the run (kCancelled,
 //    RunOptions::stop/deadline) mark every handle the program writes invalid (handle.h:
 //    reading it fails until set() or reset()).
+//  - Data-dependent extents (ir/extent.h: non_zero, unique, non_max_suppression): such an
+//    output is planned at its upper bound (output_types() says that bound) and its kernel
+//    writes the result packed at the actual shape from the first byte, and the actual
+//    extent to a slot the program keeps until the end of the run. run() returning
+//    outputs gives a view of the actual shape over the planned bytes; with caller
+//    outputs (of the bound's type) the data sits packed at their start and
+//    RunRecord::output_shapes says the actual shapes. Each run of one compiled program has
+//    its own extent. A node inside the graph reading such a value is refused by compile()
+//    (kUnsupported naming the value and the node); CPU Sessions only (kUnsupported on a
+//    device).
 //  - Ownership: a CompiledProgram owns its arena, kernels (via the Session's JIT, which
 //    it keeps alive) and the graph (moved in, or a copy); it keeps bound handles alive.
 //  - Execution: compile() also builds the hazard DAG over the launches' storage byte
