@@ -1005,7 +1005,8 @@ def write_io_forms(out_dir):
 
 def write_error_models(out_dir):
     """Models carve must reject with a clear error (listed in errors.txt: file, expected text)."""
-    single_node("err_unsupported_op", "RandomUniformLike", [("x", [2, 3])], [("y", [2, 3])], out_dir)
+    # StringNormalizer: a string op (carve has no string tensors).
+    single_node("err_unsupported_op", "StringNormalizer", [("x", [2, 3])], [("y", [2, 3])], out_dir)
     single_node("err_pad_wrap", "Pad", [("x", [2, 3])], [("y", [2, 5])], out_dir, opset=13,
                 initializers=[numpy_helper.from_array(np.array([0, 1, 0, 1], dtype=np.int64), "pads")],
                 mode="wrap")
@@ -1015,7 +1016,7 @@ def write_error_models(out_dir):
     single_node("err_dynamic_reshape", "Reshape", [("x", [2, 3]), ("shape", [2])], [("y", [3, 2])], out_dir)
     with open(os.path.join(out_dir, "errors.txt"), "w") as f:
         f.write("# model | text the error must contain (ONNX node name, op type, what is missing)\n")
-        f.write("err_unsupported_op|onnx node 'err_unsupported_op_node' (RandomUniformLike): operator is not supported\n")
+        f.write("err_unsupported_op|onnx node 'err_unsupported_op_node' (StringNormalizer): operator is not supported\n")
         f.write("err_pad_wrap|onnx node 'err_pad_wrap_node' (Pad): mode='wrap'\n")
         f.write("err_unknown_attr|onnx node 'err_unknown_attr_node' (Relu): attribute 'frobnicate' is not supported\n")
         f.write("err_conv3d|onnx node 'err_conv3d_node' (Conv): weights of rank 5\n")

@@ -52,6 +52,9 @@ TEST_CASE("cuda/dryrun/every committed ONNX model compiles for sm_80 and sm_90")
   size_t count = 0;
   for (std::string name; std::getline(manifest, name);) {
     if (name.empty() || name.starts_with("err_")) continue;  // the models meant to be rejected
+    // NonMaxSuppression's data-dependent extent runs on the CPU only (cuda/gpu/onnx checks
+    // the refusal).
+    if (name == "ssd_tiny") continue;
     args.push_back(models + "/" + name + ".onnx");
     ++count;
   }
