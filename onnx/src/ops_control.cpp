@@ -34,8 +34,9 @@ Result<bool> known_flag(NodeContext& n, const Tensor& t, const std::string& name
                                      "it known then",
                                      what, inputs.empty() ? "" : fmt::format(" from graph input(s) {}", inputs)));
   }
-  if (to_int64s(t).size() != 1) return n.invalid(fmt::format("{} must hold one element", what));
-  return to_int64s(t)[0] != 0;
+  const std::vector<int64_t> values = to_int64s(t);
+  if (values.size() != 1) return n.invalid(fmt::format("{} must hold one element", what));
+  return values[0] != 0;
 }
 
 // `parts` (one per iteration, equal shapes) stacked along a new axis `axis`.
