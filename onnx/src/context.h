@@ -216,7 +216,8 @@ Result<Tensor> softplus(NodeContext& n, const Tensor& x);
 // node the body defines is copied under names prefixed with `scope` (so each iteration
 // has its own), names the body reads from enclosing scopes resolve in ctx.env, and the
 // tensors of body.output() are returned with their (prefixed) names. At most
-// kMaxInlinedNodes nodes are lowered this way per import (kUnsupported beyond).
+// kMaxInlinedNodes nodes (a body without nodes counting one) are lowered this way per
+// import (kUnsupported beyond).
 inline constexpr int64_t kMaxInlinedNodes = 200000;
 struct SubgraphOutputs {
   std::vector<Tensor> tensors;

@@ -463,7 +463,9 @@ Result<detail::SubgraphOutputs> detail::lower_subgraph(NodeContext& n, const ::o
   if (body.input_size() != static_cast<int>(inputs.size()))
     return n.invalid(fmt::format("its subgraph '{}' takes {} inputs, given {}", body.name(), body.input_size(),
                                  inputs.size()));
-  ctx.inlined_nodes += body.node_size();
+  // At least one per copy: a body of no nodes (outputs wired to inputs) still costs an
+  // iteration, and a trip count of 10^9 must not run that long.
+  ctx.inlined_nodes += std::max(1, body.node_size());
   if (ctx.inlined_nodes > kMaxInlinedNodes)
     return n.unsupported(fmt::format("unrolling its subgraph '{}' would lower more than {} nodes at import (carve "
                                      "resolves control flow at import)",

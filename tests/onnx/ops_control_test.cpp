@@ -160,6 +160,12 @@ TEST_CASE("onnx/control/loop conditions carve cannot know at import are refused"
   check_fails(data_cond, ErrorCode::kUnsupported, "condition after iteration 0");
   // No trip count and a condition that stays true: refused, not unrolled forever.
   check_fails(loop_model("", {"cond_in"}, "Identity"), ErrorCode::kUnsupported, "still true after 4096");
+  // A huge trip count over a body without nodes is bounded like one with nodes.
+  Model empty_body(13);
+  empty_body.input("y", kF32, {2}).int64_init("M", {1000000000}).bool_init("go", {1});
+  empty_body.node("Loop", {"M", "go", "y"});
+  set_graph(empty_body, "body", Body("body").input("i").input("c").input("v").output("c").output("v"));
+  check_fails(empty_body, ErrorCode::kUnsupported, "more than 200000 nodes");
 }
 
 TEST_CASE("onnx/control/scan runs its body along any axis in either direction") {
