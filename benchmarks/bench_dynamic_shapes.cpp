@@ -1,4 +1,4 @@
-// onnx::Model at several sequence lengths: the first run at each new shape (import +
+// One Session::compile of an onnx::Model, run at several sequence lengths: the first run at each new shape (import +
 // compile + run) against the steady state (the cached program's run), wall and process
 // CPU time, with the JIT's kernel counts. Run it twice with one fresh CARVE_CACHE_DIR for
 // a cold and a warm disk kernel cache (docs/benchmarks.md, "Dynamic shapes").
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "carve/onnx/model.h"
+#include "carve/runtime/dynamic_program.h"
 
 namespace {
 
@@ -46,29 +47,31 @@ int main(int argc, char** argv) {
   options.jit.compile_threads = 1;
   auto session = runtime::Session::create(options);
   if (!session.ok()) return fail(session.status());
+  auto program = (*session)->compile(std::shared_ptr<onnx::Model>(std::move(*model)));
+  if (!program.ok()) return fail(program.status());
   fmt::print("{:>6} | {:>14} {:>14} | {:>9} {:>9} | {:>14} {:>14}\n", "length", "first wall ms", "first CPU ms",
              "codegens", "disk hits", "steady wall ms", "steady CPU ms");
   for (int i = 2; i < argc; ++i) {
     const int64_t length = std::atoll(argv[i]);
-    onnx::NamedBuffers inputs;
-    for (const std::string& name : (*model)->input_names()) {
+    std::vector<runtime::Buffer> inputs;
+    for (size_t n = 0; n < (*program)->input_names().size(); ++n) {
       auto b = runtime::Buffer::allocate(runtime::cpu_allocator(), ir::DType::kI64, ir::Shape({1, length}));
       if (!b.ok()) return fail(b.status());
       auto data = b->mutable_span<int64_t>();
       if (!data.ok()) return fail(data.status());
       std::fill(data->begin(), data->end(), 1);
-      inputs.insert_or_assign(name, *b);
+      inputs.push_back(*b);
     }
     const jit::JitStats before = (*session)->jit_stats();
     double wall = wall_seconds(), cpu = cpu_seconds();
-    if (auto out = (*model)->run(**session, inputs); !out.ok()) return fail(out.status());
+    if (auto out = (*program)->run(inputs); !out.ok()) return fail(out.status());
     const double first_wall = wall_seconds() - wall, first_cpu = cpu_seconds() - cpu;
     const jit::JitStats after = (*session)->jit_stats();
     std::vector<double> walls, cpus;
     for (int r = 0; r < 50; ++r) {
       wall = wall_seconds();
       cpu = cpu_seconds();
-      if (auto out = (*model)->run(**session, inputs); !out.ok()) return fail(out.status());
+      if (auto out = (*program)->run(inputs); !out.ok()) return fail(out.status());
       walls.push_back(wall_seconds() - wall);
       cpus.push_back(cpu_seconds() - cpu);
     }
@@ -78,8 +81,8 @@ int main(int argc, char** argv) {
                1e3 * first_cpu, after.codegen_count - before.codegen_count, after.disk_hits - before.disk_hits,
                1e3 * walls[walls.size() / 2], 1e3 * cpus[cpus.size() / 2]);
   }
-  const onnx::ModelStats stats = (*model)->stats();
-  fmt::print("model: {} runs, {} compiles, {} cache hits, {} programs cached\n", stats.runs, stats.compiles, stats.hits,
-             stats.cached);
+  const runtime::DynamicProgramStats stats = (*program)->stats();
+  fmt::print("program: {} runs, {} specialisations, {} cache hits, {} programs cached\n", stats.runs,
+             stats.specialisations, stats.hits, stats.cached);
   return 0;
 }

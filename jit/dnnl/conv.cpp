@@ -514,3 +514,24 @@ std::unique_ptr<LibraryKernel> make_conv(const ir::Graph& graph, const KernelGro
 }
 
 }  // namespace carve::jit::dnnl_kernels
+
+namespace carve::jit {
+
+std::string library_blocked_layout() {
+  // Asked once: does a 3x3 conv of 16 channels get a JIT kernel reading and writing nChw16c?
+  static const bool blocked = [] {
+    tiling::ConvShape c{};
+    c.n = 1, c.c = 16, c.h = 8, c.w = 8, c.o = 16, c.kh = 3, c.kw = 3, c.oh = 8, c.ow = 8;
+    c.sh = c.sw = c.dh = c.dw = 1, c.pt = c.pl = c.pb = c.pr = 1, c.groups = 1, c.og = 16, c.cg = 16;
+    try {
+      auto pd = dnnl_kernels::conv_primitive(c, false, 16, false, dnnl::primitive_attr());
+      using dnnl_kernels::memory, dnnl_kernels::Tag;
+      return pd && pd->src_desc() == memory::desc({1, 16, 8, 8}, memory::data_type::f32, Tag::nChw16c);
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return blocked ? "nChw16c" : "";
+}
+
+}  // namespace carve::jit

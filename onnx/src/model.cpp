@@ -1,4 +1,4 @@
-// onnx::Model: the specialisation cache over import + Session::compile (model.h).
+// onnx::Model: an ONNX model as a graph family, one import per input signature (model.h).
 #include "carve/onnx/model.h"
 
 #include <fmt/format.h>
@@ -49,7 +49,6 @@ Result<std::unique_ptr<Model>> Model::load_bytes(std::span<const std::byte> byte
 Result<std::unique_ptr<Model>> Model::load_owned(std::vector<std::byte> bytes, std::string_view name,
                                                  ModelOptions options) {
   return no_exceptions(fmt::format("loading '{}'", name), [&]() -> Result<std::unique_ptr<Model>> {
-    if (options.max_programs < 1) return Status(ErrorCode::kInvalidArgument, "ModelOptions::max_programs must be >= 1");
     if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
       return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
     ::onnx::ModelProto proto;
@@ -104,17 +103,14 @@ Result<ImportedModel> Model::import_locked(const NamedBuffers& inputs) {
     bool learned = false;
     for (const std::string& name : wanted) learned = needed_.insert(name).second || learned;
     if (!learned) return imported.status();
-    // Cached keys lack the new input's value: those programs can never be hit again.
-    stats_.evictions += static_cast<int64_t>(cache_.size());
-    cache_.clear();
   }
 }
 
-Result<std::string> Model::key_locked(const runtime::Session& session, const NamedBuffers& inputs) const {
-  std::string key = fmt::format("{}", static_cast<const void*>(&session));
+Result<std::string> Model::key_locked(const NamedBuffers& inputs) const {
+  std::string key;
   for (const auto& [name, buffer] : inputs) {
-    key += ';';  // (not ";" + ...: GCC 12 warns falsely on that concatenation)
     key += describe(name, buffer);
+    key += ';';
     if (!needed_.contains(name)) continue;
     CARVE_ASSIGN_OR_RETURN(std::span<const std::byte> bytes, buffer.bytes());
     key += "=";
@@ -131,58 +127,35 @@ Result<ImportedModel> Model::import_for(const NamedBuffers& inputs) {
   });
 }
 
-Result<std::vector<runtime::Buffer>> Model::run(runtime::Session& session, const NamedBuffers& inputs,
-                                                const runtime::RunOptions& options) {
-  std::shared_ptr<runtime::CompiledProgram> program;
-  Status found = no_exceptions(fmt::format("running '{}'", name_), [&]() -> Status {
-    CARVE_RETURN_IF_ERROR(check_inputs(inputs));
-    for (const std::string& name : input_names_)
-      if (!inputs.contains(name))
-        return Status(ErrorCode::kInvalidArgument, fmt::format("onnx model '{}': input '{}' is missing", name_, name));
+NamedBuffers Model::by_name(std::span<const runtime::Buffer> inputs) const {
+  NamedBuffers named;
+  for (size_t i = 0; i < inputs.size() && i < input_names_.size(); ++i) named.insert_or_assign(input_names_[i], inputs[i]);
+  return named;
+}
+
+Result<std::string> Model::key(std::span<const runtime::Buffer> inputs) const {
+  return no_exceptions(fmt::format("keying '{}'", name_), [&]() -> Result<std::string> {
     std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.runs;
-    CARVE_ASSIGN_OR_RETURN(std::string key, key_locked(session, inputs));
-    auto hit = std::find_if(cache_.begin(), cache_.end(), [&](const Entry& e) { return e.key == key; });
-    if (hit != cache_.end()) {
-      ++stats_.hits;
-      cache_.splice(cache_.begin(), cache_, hit);
-      program = cache_.front().program;
-      return Status();
-    }
-    // Errors as the import and compile word them (naming the model, node or input).
-    CARVE_ASSIGN_OR_RETURN(ImportedModel imported, import_locked(inputs));
-    CARVE_ASSIGN_OR_RETURN(key, key_locked(session, inputs));  // import_locked may have learned inputs
-    runtime::CompileOptions compile = options_.compile;
-    for (auto& [name, buffer] : imported.mapped_weights) compile.constants.insert_or_assign(name, buffer);
-    CARVE_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CompiledProgram> compiled, session.compile(std::move(imported.graph), compile));
-    ++stats_.compiles;
-    program = std::move(compiled);
-    cache_.push_front(Entry{std::move(key), program});
-    while (cache_.size() > options_.max_programs) {
-      cache_.pop_back();
-      ++stats_.evictions;
-    }
-    return Status();
+    return key_locked(by_name(inputs));
   });
-  CARVE_RETURN_IF_ERROR(found);
-  // Inputs imported as values are constants in this program: bind the others by name.
-  std::vector<runtime::Buffer> bound;
-  for (const std::string& name : program->input_names()) {
-    auto it = inputs.find(name);
-    if (it == inputs.end())
-      return Status(ErrorCode::kInternal, fmt::format("onnx model '{}': program input '{}' is not a model input", name_, name));
-    bound.push_back(it->second);
-  }
-  CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> outputs, program->run(bound, options));
-  const std::vector<std::string> names = program->output_names();
-  std::vector<runtime::Buffer> ordered;
-  for (const std::string& name : output_names_) {
-    auto it = std::find(names.begin(), names.end(), name);
-    if (it == names.end())
-      return Status(ErrorCode::kInternal, fmt::format("onnx model '{}': output '{}' is not in the program", name_, name));
-    ordered.push_back(outputs[static_cast<size_t>(it - names.begin())]);
-  }
-  return ordered;
+}
+
+Result<runtime::GraphSpecialisation> Model::specialise(std::span<const runtime::Buffer> inputs) {
+  return no_exceptions(fmt::format("importing '{}'", name_), [&]() -> Result<runtime::GraphSpecialisation> {
+    if (inputs.size() != input_names_.size())
+      return Status(ErrorCode::kInvalidArgument, fmt::format("onnx model '{}' takes {} inputs ({}), got {}", name_,
+                                                             input_names_.size(), fmt::join(input_names_, ", "),
+                                                             inputs.size()));
+    const NamedBuffers named = by_name(inputs);
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Errors as the import words them (naming the model, node or input).
+    CARVE_ASSIGN_OR_RETURN(ImportedModel imported, import_locked(named));
+    runtime::GraphSpecialisation out;
+    CARVE_ASSIGN_OR_RETURN(out.key, key_locked(named));  // after the import: it may have learned inputs
+    out.graph = std::move(imported.graph);
+    for (auto& [name, buffer] : imported.mapped_weights) out.constants.insert_or_assign(name, std::move(buffer));
+    return out;
+  });
 }
 
 std::vector<std::string> Model::inputs_needed_at_import() const {
@@ -192,9 +165,7 @@ std::vector<std::string> Model::inputs_needed_at_import() const {
 
 ModelStats Model::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  ModelStats s = stats_;
-  s.cached = cache_.size();
-  return s;
+  return stats_;
 }
 
 }  // namespace carve::onnx

@@ -1,6 +1,8 @@
-// onnx::Model: one compiled program per input shape (and per value of the inputs the
-// import needs as values), cached; checked against PyTorch at three sequence lengths.
+// onnx::Model as a graph source: one Session::compile, one program per input shape (and
+// per value of the inputs the import needs as values), cached; checked against PyTorch at
+// three sequence lengths.
 #include "carve/onnx/model.h"
+#include "carve/runtime/dynamic_program.h"
 
 #include <doctest/doctest.h>
 
@@ -54,10 +56,17 @@ bool jit_available(const carve::Status& s) {
 }
 
 // reshape_by_input.onnx: y = Reshape(x f32[2,3], shape i64[rank]), the shape a graph input.
-std::unique_ptr<onnx::Model> reshape_model(size_t max_programs = 8) {
-  auto model = onnx::Model::load_file(ot::model_path("reshape_by_input"), {.max_programs = max_programs});
+std::shared_ptr<onnx::Model> reshape_model() {
+  auto model = onnx::Model::load_file(ot::model_path("reshape_by_input"));
   REQUIRE_MESSAGE(model.ok(), model.status().to_string());
   return std::move(*model);
+}
+
+std::unique_ptr<rt::DynamicProgram> compile(rt::Session& session, std::shared_ptr<onnx::Model> model,
+                                            size_t max_specialisations = 8) {
+  auto program = session.compile(std::move(model), {.max_specialisations = max_specialisations});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  return std::move(*program);
 }
 
 }  // namespace
@@ -65,21 +74,27 @@ std::unique_ptr<onnx::Model> reshape_model(size_t max_programs = 8) {
 TEST_CASE("onnx/model/bert_matches_torch_at_three_lengths") {
   // bert_lengths: symbolic batch and length (Shape -> Range -> ... chains in the file),
   // 512 positions; torch's outputs at 32, 128 and 512 tokens (scripts/make_onnx_models.py).
-  auto model = onnx::Model::load_file(ot::model_path("bert_lengths"));
-  REQUIRE_MESSAGE(model.ok(), model.status().to_string());
+  auto loaded = onnx::Model::load_file(ot::model_path("bert_lengths"));
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().to_string());
+  std::shared_ptr<onnx::Model> model = std::move(*loaded);
   auto session = cpu_session();
-  for (int tokens : {32, 128, 512}) {
+  auto program = compile(*session, model);  // once, for every length
+  auto inputs_at = [&](int tokens) {
     const std::string base = ot::models_dir() + "/bert_lengths.L" + std::to_string(tokens);
-    onnx::NamedBuffers inputs;
-    for (const std::string& name : (*model)->input_names()) {
+    std::vector<rt::Buffer> inputs;
+    for (const std::string& name : program->input_names()) {
       auto b = rt::read_npy(base + ".input." + name + ".npy");
       REQUIRE_MESSAGE(b.ok(), b.status().to_string());
-      inputs.insert_or_assign(name, *b);
+      inputs.push_back(*b);
     }
-    auto outputs = (*model)->run(*session, inputs);
+    return inputs;
+  };
+  for (int tokens : {32, 128, 512}) {
+    const std::string base = ot::models_dir() + "/bert_lengths.L" + std::to_string(tokens);
+    auto outputs = program->run(inputs_at(tokens));
     if (!outputs.ok() && !jit_available(outputs.status())) return;
     REQUIRE_MESSAGE(outputs.ok(), outputs.status().to_string());
-    const auto& names = (*model)->output_names();
+    const auto& names = program->output_names();
     REQUIRE(outputs->size() == names.size());
     for (size_t i = 0; i < names.size(); ++i) {
       auto expected = rt::read_npy(base + ".output." + names[i] + ".npy");
@@ -90,20 +105,18 @@ TEST_CASE("onnx/model/bert_matches_torch_at_three_lengths") {
       CHECK(error <= 1e-4);
     }
   }
-  CHECK((*model)->stats().compiles == 3);
-  CHECK((*model)->stats().cached == 3);
-  CHECK((*model)->inputs_needed_at_import().empty());  // the lengths fold from shapes
+  CHECK(program->stats().specialisations == 3);
+  CHECK(program->stats().cached == 3);
+  CHECK(model->inputs_needed_at_import().empty());  // the lengths fold from shapes
 
   // Again at 128 tokens: the cached program, nothing imported or compiled.
-  const onnx::ModelStats before = (*model)->stats();
+  const rt::DynamicProgramStats before = program->stats();
+  const int64_t imports = model->stats().imports;
   const int64_t codegen = session->jit_stats().codegen_count, requested = session->jit_stats().kernels_requested;
-  onnx::NamedBuffers inputs;
-  for (const std::string& name : (*model)->input_names())
-    inputs.insert_or_assign(name, *rt::read_npy(ot::models_dir() + "/bert_lengths.L128.input." + name + ".npy"));
-  REQUIRE((*model)->run(*session, inputs).ok());
-  CHECK((*model)->stats().compiles == before.compiles);
-  CHECK((*model)->stats().imports == before.imports);
-  CHECK((*model)->stats().hits == before.hits + 1);
+  REQUIRE(program->run(inputs_at(128)).ok());
+  CHECK(program->stats().specialisations == before.specialisations);
+  CHECK(model->stats().imports == imports);
+  CHECK(program->stats().hits == before.hits + 1);
   CHECK(session->jit_stats().codegen_count == codegen);
   CHECK(session->jit_stats().kernels_requested == requested);
 }
@@ -125,10 +138,11 @@ TEST_CASE("onnx/model/shape_input_is_imported_as_a_value") {
 
   auto model = reshape_model();
   auto session = cpu_session();
+  auto program = compile(*session, model);
   for (auto [shape, expected] : {std::pair{std::vector<int64_t>{3, 2}, carve::ir::Shape({3, 2})},
                                  std::pair{std::vector<int64_t>{-1}, carve::ir::Shape({6})},
                                  std::pair{std::vector<int64_t>{3, 2}, carve::ir::Shape({3, 2})}}) {
-    auto out = model->run(*session, {{"x", f32({2, 3})}, {"shape", i64s(shape)}});
+    auto out = program->run({{f32({2, 3}), i64s(shape)}});
     if (!out.ok() && !jit_available(out.status())) return;
     REQUIRE_MESSAGE(out.ok(), out.status().to_string());
     CHECK((*out)[0].shape() == expected);
@@ -138,50 +152,52 @@ TEST_CASE("onnx/model/shape_input_is_imported_as_a_value") {
   }
   CHECK(model->inputs_needed_at_import() == std::vector<std::string>{"shape"});
   // [3,2] twice: two programs; the first run learned 'shape' (one retried import).
-  CHECK(model->stats().compiles == 2);
-  CHECK(model->stats().hits == 1);
+  CHECK(program->stats().specialisations == 2);
+  CHECK(program->stats().hits == 1);
   CHECK(model->stats().imports == 3);
 }
 
 TEST_CASE("onnx/model/errors_name_the_input_or_node") {
   auto model = reshape_model();
   auto session = cpu_session();
-  auto missing = model->run(*session, {{"x", f32({2, 3})}});
+  auto program = compile(*session, model);
+  auto missing = program->run({{f32({2, 3})}});
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == ErrorCode::kInvalidArgument);
-  CHECK(missing.status().message().find("input 'shape' is missing") != std::string::npos);
-  auto unknown = model->run(*session, {{"x", f32({2, 3})}, {"shape", i64s({6})}, {"z", f32({1})}});
+  CHECK(missing.status().message().find("takes 2 inputs, got 1") != std::string::npos);
+  // import_for names an unknown input.
+  auto unknown = model->import_for({{"x", f32({2, 3})}, {"shape", i64s({6})}, {"z", f32({1})}});
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.status().message().find("no input 'z'") != std::string::npos);
   // x is declared f32[2,3]: rank 1 does not fit.
-  auto rank = model->run(*session, {{"x", f32({6})}, {"shape", i64s({6})}});
+  auto rank = program->run({{f32({6}), i64s({6})}});
   REQUIRE_FALSE(rank.ok());
   CHECK(rank.status().code() == ErrorCode::kShapeError);
   CHECK(rank.status().message().find("onnx input 'x'") != std::string::npos);
   // Shape values Reshape rejects: the node is named; nothing is cached.
   for (const std::vector<int64_t>& bad : {std::vector<int64_t>{-2, 3}, std::vector<int64_t>{4, 2}}) {
-    auto out = model->run(*session, {{"x", f32({2, 3})}, {"shape", i64s(bad)}});
+    auto out = program->run({{f32({2, 3}), i64s(bad)}});
     REQUIRE_FALSE(out.ok());
     CHECK(out.status().message().find("onnx node 'reshape' (Reshape)") != std::string::npos);
   }
   // A value input over ModelOptions::max_value_elements is refused, naming it.
   auto small = onnx::Model::load_file(ot::model_path("reshape_by_input"), {.max_value_elements = 1});
   REQUIRE(small.ok());
-  auto big = (*small)->run(*session, {{"x", f32({2, 3})}, {"shape", i64s({3, 2})}});
+  auto small_program = compile(*session, std::move(*small));
+  auto big = small_program->run({{f32({2, 3}), i64s({3, 2})}});
   REQUIRE_FALSE(big.ok());
   CHECK(big.status().code() == ErrorCode::kUnsupported);
   CHECK(big.status().message().find("input 'shape i64[2]'") != std::string::npos);
-  CHECK(model->stats().compiles == 0);
-  CHECK(model->stats().cached == 0);
-  CHECK_FALSE(onnx::Model::load_file(ot::model_path("reshape_by_input"), {.max_programs = 0}).ok());
+  CHECK(program->stats().specialisations == 0);
+  CHECK(program->stats().cached == 0);
   CHECK(onnx::Model::load_file(ot::models_dir() + "/no_such.onnx").status().code() == ErrorCode::kIoError);
 }
 
 TEST_CASE("onnx/model/cache_keeps_the_most_recent_programs") {
-  auto model = reshape_model(2);
   auto session = cpu_session();
+  auto program = compile(*session, reshape_model(), 2);
   auto run = [&](std::vector<int64_t> shape) {
-    auto out = model->run(*session, {{"x", f32({2, 3})}, {"shape", i64s(shape)}});
+    auto out = program->run({{f32({2, 3}), i64s(shape)}});
     return out.ok() ? carve::Status() : out.status();
   };
   auto first = run({6});
@@ -189,15 +205,15 @@ TEST_CASE("onnx/model/cache_keeps_the_most_recent_programs") {
   REQUIRE_MESSAGE(first.ok(), first.to_string());
   REQUIRE(run({2, 3}).ok());
   REQUIRE(run({3, 2}).ok());  // evicts [6], the least recently used
-  CHECK(model->stats().cached == 2);
-  CHECK(model->stats().evictions == 1);
+  CHECK(program->stats().cached == 2);
+  CHECK(program->stats().evictions == 1);
   REQUIRE(run({3, 2}).ok());  // still cached
-  CHECK(model->stats().compiles == 3);
+  CHECK(program->stats().specialisations == 3);
   REQUIRE(run({6}).ok());     // compiled again, evicting [2,3]
-  CHECK(model->stats().compiles == 4);
+  CHECK(program->stats().specialisations == 4);
   REQUIRE(run({3, 2}).ok());
-  CHECK(model->stats().compiles == 4);
-  CHECK(model->stats().cached == 2);
+  CHECK(program->stats().specialisations == 4);
+  CHECK(program->stats().cached == 2);
 }
 
 TEST_CASE("onnx/cli/run_takes_a_shape_input_file") {

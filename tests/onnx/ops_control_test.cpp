@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "carve/onnx/model.h"
+#include "carve/runtime/dynamic_program.h"
 #include "carve/runtime/session.h"
 #include "one_node_model.h"
 
@@ -119,13 +120,15 @@ TEST_CASE("onnx/control/if on a graph input is taken per value by onnx::Model") 
   REQUIRE_MESSAGE(model.ok(), model.status().to_string());
   auto session = carve::runtime::Session::create();
   REQUIRE(session.ok());
+  auto program = (*session)->compile(std::shared_ptr<carve::onnx::Model>(std::move(*model)));
+  REQUIRE(program.ok());
   const std::vector<float> x = {1.f, -2.f, 0.5f};
   for (bool c : {true, false}) {
     auto xb = carve::runtime::Buffer::borrow(std::as_bytes(std::span(x)), carve::ir::DType::kF32, carve::ir::Shape{3});
     const bool cv[1] = {c};
     auto cb = carve::runtime::Buffer::borrow(std::as_bytes(std::span(cv)), carve::ir::DType::kBool, carve::ir::Shape{});
     REQUIRE((xb.ok() && cb.ok()));
-    auto out = (*model)->run(**session, {{"x", *xb}, {"c", *cb}});
+    auto out = (*program)->run({{*xb, *cb}});
     if (!out.ok() && out.status().code() == ErrorCode::kUnavailable) return;  // no CPU JIT in this build
     REQUIRE_MESSAGE(out.ok(), out.status().to_string());
     auto y = (*out)[0].span<float>();

@@ -10,4 +10,6 @@ std::unique_ptr<LibraryKernel> make_library_kernel(const ir::Graph&, const Kerne
 
 std::string library_provider_name() { return ""; }
 
+std::string library_blocked_layout() { return ""; }
+
 }  // namespace carve::jit

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "carve/onnx/model.h"
+#include "carve/runtime/dynamic_program.h"
 #include "carve/reference/reference.h"
 #include "carve/runtime/npy.h"
 
@@ -94,7 +95,7 @@ Status run_checked(const Case& c, const std::string& dir, runtime::Session& sess
     if (input.ok()) inputs.insert_or_assign(c.inputs[i], *input);
     else if (unreadable.ok()) unreadable = input.status();
   }
-  CARVE_ASSIGN_OR_RETURN(auto model, onnx::Model::load_file(case_dir + "/model.onnx", {.max_programs = 1}));
+  CARVE_ASSIGN_OR_RETURN(std::shared_ptr<onnx::Model> model, onnx::Model::load_file(case_dir + "/model.onnx"));
   if (!unreadable.ok()) {  // a dtype carve lacks: the import's message names the model's own type
     CARVE_RETURN_IF_ERROR(model->import_for(inputs).status());
     return unreadable;
@@ -102,7 +103,15 @@ Status run_checked(const Case& c, const std::string& dir, runtime::Session& sess
   runtime::RunOptions run;
   run.deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                         std::chrono::duration<double>(seconds));
-  CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> outputs, model->run(session, inputs, run));
+  std::vector<runtime::Buffer> ordered;
+  for (const std::string& name : model->input_names()) {
+    auto it = inputs.find(name);
+    if (it == inputs.end())
+      return Status(ErrorCode::kInvalidArgument, fmt::format("onnx model '{}': input '{}' is missing", model->name(), name));
+    ordered.push_back(it->second);
+  }
+  CARVE_ASSIGN_OR_RETURN(auto program, session.compile(model, {.max_specialisations = 1}));
+  CARVE_ASSIGN_OR_RETURN(std::vector<runtime::Buffer> outputs, program->run(ordered, run));
   const std::vector<std::string>& names = model->output_names();
   for (size_t i = 0; i < c.outputs.size() && mismatch.empty(); ++i) {
     const auto it = std::find(names.begin(), names.end(), c.outputs[i]);

@@ -58,6 +58,9 @@ struct CompileOptions {
   // within rounding (another summation order), not bit for bit; either way they do not
   // depend on the thread count. false: every kernel is generated.
   bool library_kernels = true;
+  // Session::compile(GraphSource) only (dynamic_program.h): compiled programs kept, one per
+  // input signature, least recently used evicted; at least 1.
+  size_t max_specialisations = 8;
 };
 
 }  // namespace carve::runtime

@@ -62,6 +62,9 @@
 //    (no CUDA graph; before each CPU kernel the host waits only for the events of the
 //    device work it depends on), handle ops may sit on either side, and it takes host
 //    inputs/outputs only. A CPU Session with nodes placed on cuda is kUnsupported.
+//  - Inputs whose shapes change between runs: Session::compile(GraphSource) returns a
+//    DynamicProgram (dynamic_program.h), one program per input signature, each compiled
+//    as above on the first run that meets it and cached; onnx::Model is such a source.
 //  - Thread-safety: Session::compile may be called concurrently. One CompiledProgram
 //    runs one call at a time: concurrent run() calls on the same program serialise on
 //    its internal lock (the arena is shared state); different programs run concurrently,
@@ -94,6 +97,8 @@ namespace detail {
 struct DeviceBackend;
 class DeviceExecutor;
 }  // namespace detail
+class DynamicProgram;
+class GraphSource;
 
 struct SessionOptions {
   jit::JitOptions jit{};
@@ -198,6 +203,11 @@ class Session {
   // The program keeps the graph: pass it with std::move when the caller is done with it,
   // and its constants are moved, not copied (an lvalue is copied, constants included).
   Result<std::unique_ptr<CompiledProgram>> compile(ir::Graph graph, const CompileOptions& options = {});
+  // A program over a graph family (dynamic_program.h): specialised per input signature on
+  // the runs that meet it, each specialisation compiled with `options`. A null source,
+  // one without outputs, or max_specialisations 0 is kInvalidArgument.
+  Result<std::unique_ptr<DynamicProgram>> compile(std::shared_ptr<GraphSource> source,
+                                                  const CompileOptions& options = {});
   jit::JitStats jit_stats() const { return jit_ ? jit_->stats() : jit::JitStats{}; }
   int threads() const { return threads_; }
   // Threads the CPU JIT compiles a program's kernels on (SessionOptions::jit.compile_threads,
@@ -212,6 +222,8 @@ class Session {
   Session(std::shared_ptr<jit::JitCompiler> jit, int threads) : jit_(std::move(jit)), threads_(threads) {}
   Result<std::unique_ptr<CompiledProgram>> compile_for_device(ir::Graph graph, const CompileOptions& options);
   Result<std::shared_ptr<jit::JitCompiler>> compile_host_kernels(Program& program);
+  // A Session sharing this one's JIT and device (what a DynamicProgram compiles in).
+  std::unique_ptr<Session> share();
   std::shared_ptr<jit::JitCompiler> jit_;  // null for a device session
   jit::JitOptions jit_options_{};          // device session: for the CPU JIT of mixed programs
   std::mutex host_jit_mutex_;
