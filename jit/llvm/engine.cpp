@@ -10,7 +10,8 @@
 // Compilation path for one group (compile_group):
 //   emit IR -> verify -> key = SHA-256(IR text, triple, cpu, features, LLVM version,
 //   carve version, opt level, engine tag) -> memory cache? -> add the module to LLJIT
-//   under the symbol "carve_k_<key>" -> lookup triggers CarveCompiler (on this thread):
+//   under the symbol "carve_k_<key>" -> lookup triggers CarveCompiler (on this thread, or
+//   on another compile thread whose lookup ORC lets pick it up; see materialise):
 //   disk entry (kernel_cache.h) that is an object defining exactly that symbol? else
 //   optimise (O2/O3 PassBuilder pipeline with the TargetMachine) + codegen + store the
 //   entry. If the JIT cannot link an object that came from disk, the entry is discarded
@@ -40,9 +41,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
@@ -452,11 +455,49 @@ Result<uint64_t> JitCompiler::Impl::materialise(llvm::orc::JITDylib& jd, std::un
   if (llvm::Error err = lljit->addIRModule(jd, llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx)))) {
     return Status(ErrorCode::kInternal, fmt::format("group '{}': adding the module to the JIT failed: {}", group.name, err_text(std::move(err))));
   }
-  auto sym = lljit->lookup(jd, symbol);
-  if (!sym) {
-    return Status(ErrorCode::kInternal, fmt::format("group '{}': JIT compilation failed: {}", group.name, err_text(sym.takeError())));
+  // The lookup compiles and links the module. It is ORC's asynchronous lookup, waited on
+  // here with a mutex and condition variable of carve's, not the blocking
+  // lljit->lookup(): the thread that finishes a lookup is not always the one that asked
+  // for it (ORC runs one lookup at a time through a JITDylib's generator, and the thread
+  // that frees the generator resumes the next waiting lookup, whose link then finishes on
+  // that thread; a lookup also dispatches every outstanding materialisation, other
+  // threads' included). The blocking lookup hands the result over in a std::promise
+  // inside uninstrumented libLLVM, which ThreadSanitizer cannot see, so it reported the
+  // promise's shared state as raced. The hand-over below is in carve's code, through
+  // pthread calls TSan intercepts.
+  struct Found {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::optional<std::string> error;
+    uint64_t address = 0;
+  } found;
+  const llvm::orc::SymbolStringPtr name = lljit->mangleAndIntern(symbol);
+  lljit->getExecutionSession().lookup(
+      llvm::orc::LookupKind::Static,
+      llvm::orc::makeJITDylibSearchOrder(&jd, llvm::orc::JITDylibLookupFlags::MatchAllSymbols),
+      llvm::orc::SymbolLookupSet(name), llvm::orc::SymbolState::Ready,
+      [&found, name](llvm::Expected<llvm::orc::SymbolMap> result) {
+        // Possibly on another thread. Notified under the lock: the waiter cannot see
+        // `done`, return and destroy `found` before this is finished with it.
+        std::lock_guard<std::mutex> lock(found.mu);
+        if (!result) {
+          found.error = err_text(result.takeError());
+        } else if (auto it = result->find(name); it != result->end()) {
+          found.address = it->second.getAddress().getValue();
+        } else {
+          found.error = "the lookup did not return the kernel's symbol";
+        }
+        found.done = true;
+        found.cv.notify_all();
+      },
+      llvm::orc::NoDependenciesToRegister);
+  std::unique_lock<std::mutex> lock(found.mu);
+  found.cv.wait(lock, [&] { return found.done; });
+  if (found.error) {
+    return Status(ErrorCode::kInternal, fmt::format("group '{}': JIT compilation failed: {}", group.name, *found.error));
   }
-  return sym->getValue();
+  return found.address;
 }
 
 Result<llvm::orc::JITDylib*> JitCompiler::Impl::retry_dylib() {
@@ -525,8 +566,9 @@ Result<std::unique_ptr<JitCompiler>> JitCompiler::create(const JitOptions& optio
   impl->jtmb = *jtmb;
 
   Impl* raw = impl.get();
-  // In-place task dispatch: every compile runs on the thread that asked for it, so
-  // concurrent compile() calls compile concurrently and nothing runs in the background.
+  // In-place task dispatch: every compile runs on a thread that is inside compile() (as a
+  // rule the one that asked for it; materialise says when not), so concurrent compile()
+  // calls compile concurrently and nothing runs in the background.
   auto epc = llvm::orc::SelfExecutorProcessControl::Create(nullptr, std::make_unique<llvm::orc::InPlaceTaskDispatcher>());
   if (!epc) return Status(ErrorCode::kInternal, "creating the ORC process control failed: " + err_text(epc.takeError()));
   auto lljit = llvm::orc::LLJITBuilder()

@@ -320,3 +320,56 @@ TEST_CASE("runtime/session/concurrent compiles and runs are safe") {
   for (auto& t : threads) t.join();
   for (double e : errors) CHECK(e < 1e-5);
 }
+
+// Kernels compiled on many threads at once, most of them calling libm (f64 exp, tanh and erf
+// are calls, not inline code), so their links look symbols up in the process at the same
+// time: ORC then finishes one thread's lookup on another (a JITDylib's generator serves one
+// lookup at a time; the thread that frees it resumes the next). The TSan suite runs this:
+// the hand-over of a kernel's address to the thread that asked for it must be visible to
+// it (jit/llvm/engine.cpp, materialise). Fresh sessions without a disk cache, so every
+// kernel is compiled and linked each time.
+TEST_CASE("runtime/session/kernels compiled on many threads at once that call libm") {
+  if (!jit::cpu_jit_available()) {
+    test::skip("carve was built without the LLVM CPU JIT (CARVE_WITH_LLVM=OFF)");
+    return;
+  }
+  for (int64_t round = 0; round < 16; ++round) {
+    CAPTURE(round);
+    runtime::SessionOptions options;
+    options.jit.compile_threads = 8;
+    options.jit.disk_cache = false;
+    options.threads = 2;
+    auto session = runtime::Session::create(options);
+    REQUIRE_MESSAGE(session.ok(), session.status().to_string());
+    ir::GraphBuilder b("libm");
+    const int64_t n = 64 + round;  // new kernels every round
+    auto x = b.input("x", DType::kF64, {n});
+    b.output(b.exp(x));
+    b.output(b.tanh(x));
+    b.output(b.erf(x));
+    b.output(b.exp(b.neg(x)));
+    b.output(b.tanh(b.add(x, x)));
+    b.output(b.erf(b.mul(x, x)));
+    auto g = b.build();
+    REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+    auto program = (*session)->compile(*g, {.fuse = false});  // one kernel a node: 9
+    REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+    std::vector<double> xs(static_cast<size_t>(n));
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = -2.0 + 4.0 * static_cast<double>(i) / static_cast<double>(n);
+    reference::HostTensor x_host = reference::HostTensor::from(ir::Shape{n}, xs);
+    auto want = reference::run_reference(*g, std::vector<reference::HostTensor>{x_host});
+    REQUIRE(want.ok());
+    std::vector<runtime::Buffer> inputs{borrow(x_host)};
+    auto out = (*program)->run(inputs);
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    REQUIRE(out->size() == want->size());
+    for (size_t o = 0; o < want->size(); ++o) {
+      auto got = *out->at(o).span<double>();
+      auto w = want->at(o).as<double>();
+      REQUIRE(got.size() == w.size());
+      double worst = 0;
+      for (size_t i = 0; i < w.size(); ++i) worst = std::max(worst, std::fabs(got[i] - w[i]) / std::max(1.0, std::fabs(w[i])));
+      CHECK(worst < 1e-12);
+    }
+  }
+}
