@@ -67,7 +67,7 @@ struct ModelOptions {
   int64_t max_value_elements = 4096;
 };
 
-// Inputs by graph input name (CPU buffers; used in place by the run).
+// Inputs by graph input name, for import_for (CPU buffers; not copied).
 using NamedBuffers = std::map<std::string, runtime::Buffer, std::less<>>;
 
 struct ModelStats {
