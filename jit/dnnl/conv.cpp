@@ -3,7 +3,7 @@
 // Why: oneDNN's blocked direct convolutions run 3x3/1x1/strided convs at 115-125 GFLOP/s
 // on one core here, against 57-90 for carve's implicit GEMM (docs/benchmarks.md, "Library
 // kernels: oneDNN convolutions"). A run: the input reordered into oneDNN's layout
-// (nChw16c preferred) unless the runtime keeps it blocked, one call per chunk of output
+// (nChw16c on AVX-512, nChw8c on AVX2: channel_blocking()) unless the runtime keeps it blocked, one call per chunk of output
 // channels with the epilogue as post-ops, the result reordered back into NCHW unless kept
 // blocked. A fused residual add is a `sum` post-op over the residual copied (or
 // reordered) into the result first. Weights are reordered once, when the group is taken.
@@ -131,9 +131,9 @@ constexpr double kGroupedReorderBudgetPerMac = 0.1;
 // the blocked layout in scratch, once; phase 1 has one tile per chunk of output channels
 // (whole 16-channel blocks, as even as they go), each a call of its width's primitive on
 // its slice of the weights, writing its slice of the output. The chunks depend on the
-// shape only (chunk_count()). Operands the runtime keeps in nChw16c (use_blocked) need no
-// reorder: with one image a chunk of 16k channels is one contiguous slice in NCHW and in
-// nChw16c alike. A depthwise or grouped chunk reads only its groups' channels of the
+// shape only (chunk_count()). Operands the runtime keeps blocked (use_blocked) need no
+// reorder: with one image a chunk of 16k channels is one contiguous slice in NCHW, nChw8c
+// and nChw16c alike. A depthwise or grouped chunk reads only its groups' channels of the
 // input: chunks of whole groups, cut where both the input and the output channels are
 // whole 16-blocks (slice_unit()), so a slice is contiguous in NCHW, nChw8c and nChw16c.
 class DnnlConv final : public LibraryKernel {
@@ -167,12 +167,12 @@ class DnnlConv final : public LibraryKernel {
     if (src_blocked_) blocked += " input";
     if (residual_blocked_) blocked += " residual";
     if (out_blocked_) blocked += " output";
-    if (!blocked.empty()) text += ", nChw16c" + blocked;
+    if (!blocked.empty()) text += ", " + channel_blocking().name + blocked;
     return text;
   }
   std::string blocked_layout(int32_t operand) const override {
-    if (operand == x_index_ && src_blockable_) return "nChw16c";
-    if ((operand == out_index_ || operand == residual_index_) && dst_blockable_) return "nChw16c";
+    if (operand == x_index_ && src_blockable_) return channel_blocking().name;
+    if ((operand == out_index_ || operand == residual_index_) && dst_blockable_) return channel_blocking().name;
     return {};
   }
   bool worth_it(const std::vector<int32_t>& blocked) const override {
@@ -206,7 +206,7 @@ class DnnlConv final : public LibraryKernel {
     dnnl::convolution_forward conv;
     memory::desc src_md, dst_md, weights_md, scratchpad_md;
     memory::desc user_dst_slice;  // this width's channels inside the whole NCHW output
-    memory::desc blocked_src, blocked_dst, plain_dst;  // nChw16c input and result, dense NCHW result
+    memory::desc blocked_src, blocked_dst, plain_dst;  // blocked input and result, dense NCHW result
     Reorder dst_reorder, residual_reorder;
     std::string impl;
   };
@@ -282,7 +282,7 @@ class DnnlConv final : public LibraryKernel {
   std::vector<Chunk> chunks_;
   Reorder src_reorder_;
   double input_cost_ = 0, output_cost_ = 0;  // a reorder's elements per multiply-add
-  // nChw16c in place of NCHW: one image, whole blocks of 16 channels (no padding: the
+  // The blocked layout (channel_blocking) in place of NCHW: one image, whole blocks of channels (no padding: the
   // same bytes), and oneDNN's layout for that side in every width.
   bool src_blockable_ = false, dst_blockable_ = false;
   bool plain_result_ = false;  // every width writes dense NCHW of one image: the output's slice
@@ -327,7 +327,7 @@ memory::dims conv_weight_dims(const tiling::ConvShape& c, bool depthwise, int64_
   return {channels, c.c, c.kh, c.kw};
 }
 
-// The primitive for chunks of `channels` output channels: nChw16c first (its reorders
+// The primitive for chunks of `channels` output channels: the blocked layout first (its reorders
 // from and to NCHW move 64-byte runs, where oneDNN's own pick, brgconv's NHWC, transposes
 // element by element: 0.22 ms per 32x56x56 result, a fifth of the conv; the blocked kernels
 // run as fast), then oneDNN's choice. Only JIT-compiled direct kernels beat carve's own:
@@ -337,7 +337,8 @@ std::optional<dnnl::convolution_forward::primitive_desc> conv_primitive(const ti
                                                                        const dnnl::primitive_attr& attr) {
   const memory::dims src{c.n, c.groups > 1 ? channels / c.og * c.cg : c.c, c.h, c.w}, dst{c.n, channels, c.oh, c.ow};
   const memory::dims weights = conv_weight_dims(c, depthwise, channels);
-  auto layout = [](int64_t ch) { return ch % 16 == 0 ? Tag::nChw16c : Tag::any; };
+  const ChannelBlocking& blocking = channel_blocking();
+  auto layout = [&](int64_t ch) { return blocking.available && ch % blocking.block == 0 ? blocking.tag : Tag::any; };
   for (bool blocked : {true, false}) {
     dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, algorithm::convolution_direct,
@@ -444,8 +445,8 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
         w.weights_md = pd->weights_desc();
         w.scratchpad_md = pd->scratchpad_desc();
         w.user_dst_slice = memory::desc(dst, memory::data_type::f32, memory::dims{c.o * c.oh * c.ow, c.oh * c.ow, c.ow, 1});
-        w.blocked_src = memory::desc(src, memory::data_type::f32, Tag::nChw16c);
-        w.blocked_dst = memory::desc(dst, memory::data_type::f32, Tag::nChw16c);
+        w.blocked_src = memory::desc(src, memory::data_type::f32, channel_blocking().tag);
+        w.blocked_dst = memory::desc(dst, memory::data_type::f32, channel_blocking().tag);
         w.plain_dst = memory::desc(dst, memory::data_type::f32, Tag::nchw);
         w.impl = pd->impl_info_str();
         w.conv = dnnl::convolution_forward(*pd);
@@ -491,14 +492,15 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
     k->full_src_md_ = first.src_md;
   }
   const bool one_image = c.n == 1;
-  k->src_blockable_ = one_image && (depthwise || c.c % 16 == 0);
-  k->dst_blockable_ = one_image;
+  const ChannelBlocking& blocking = channel_blocking();
+  k->src_blockable_ = blocking.available && one_image && (depthwise || c.c % blocking.block == 0);
+  k->dst_blockable_ = blocking.available && one_image;
   k->plain_result_ = one_image;
   for (const Width& w : k->widths_) {
     const bool blocked_src = w.src_md == w.blocked_src, blocked_dst = w.dst_md == w.blocked_dst;
     if (depthwise ? !blocked_src || !blocked_dst : !k->sliced_input_ && w.src_md != first.src_md) return nullptr;
-    k->src_blockable_ = k->src_blockable_ && blocked_src && w.src_md.dims()[1] % 16 == 0;
-    k->dst_blockable_ = k->dst_blockable_ && blocked_dst && w.channels % 16 == 0;
+    k->src_blockable_ = k->src_blockable_ && blocked_src && w.src_md.dims()[1] % blocking.block == 0;
+    k->dst_blockable_ = k->dst_blockable_ && blocked_dst && w.channels % blocking.block == 0;
     k->plain_result_ = k->plain_result_ && w.dst_md == w.plain_dst;
   }
   k->impl_ = first.impl;
@@ -518,20 +520,8 @@ std::unique_ptr<LibraryKernel> make_conv(const ir::Graph& graph, const KernelGro
 namespace carve::jit {
 
 std::string library_blocked_layout() {
-  // Asked once: does a 3x3 conv of 16 channels get a JIT kernel reading and writing nChw16c?
-  static const bool blocked = [] {
-    tiling::ConvShape c{};
-    c.n = 1, c.c = 16, c.h = 8, c.w = 8, c.o = 16, c.kh = 3, c.kw = 3, c.oh = 8, c.ow = 8;
-    c.sh = c.sw = c.dh = c.dw = 1, c.pt = c.pl = c.pb = c.pr = 1, c.groups = 1, c.og = 16, c.cg = 16;
-    try {
-      auto pd = dnnl_kernels::conv_primitive(c, false, 16, false, dnnl::primitive_attr());
-      using dnnl_kernels::memory, dnnl_kernels::Tag;
-      return pd && pd->src_desc() == memory::desc({1, 16, 8, 8}, memory::data_type::f32, Tag::nChw16c);
-    } catch (const dnnl::error&) {
-      return false;
-    }
-  }();
-  return blocked ? "nChw16c" : "";
+  const dnnl_kernels::ChannelBlocking& blocking = dnnl_kernels::channel_blocking();
+  return blocking.available ? blocking.name : "";
 }
 
 }  // namespace carve::jit

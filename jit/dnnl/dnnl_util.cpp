@@ -44,6 +44,28 @@ bool jit_implementation(const dnnl::primitive_desc_base& pd) {
   return impl.rfind("ref", 0) != 0 && impl.find("gemm") == std::string::npos;
 }
 
+const ChannelBlocking& channel_blocking() {
+  static const ChannelBlocking blocking = [] {
+    OneOmpThread one_thread;
+    for (const ChannelBlocking& candidate : {ChannelBlocking{16, Tag::nChw16c, "nChw16c", true},
+                                             ChannelBlocking{8, Tag::nChw8c, "nChw8c", true}}) {
+      const int64_t b = candidate.block;
+      const memory::desc io({1, b, 8, 8}, memory::data_type::f32, candidate.tag);
+      try {
+        dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm::convolution_direct, io,
+                                             memory::desc({b, b, 3, 3}, memory::data_type::f32, Tag::any),
+                                             memory::desc(), io, {1, 1}, {0, 0}, {1, 1}, {1, 1});
+        dnnl::convolution_forward::primitive_desc pd(desc, cpu_engine());
+        if (jit_implementation(pd) && pd.src_desc() == io && pd.dst_desc() == io) return candidate;
+      } catch (const dnnl::error&) {
+        // no kernel for this layout on this CPU
+      }
+    }
+    return ChannelBlocking{};
+  }();
+  return blocking;
+}
+
 void run_failed(const char* what, const dnnl::error& err) {
   std::fprintf(stderr, "carve: oneDNN %s failed at run time: %s\n", what, err.what());
   std::abort();

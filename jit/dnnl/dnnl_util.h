@@ -8,6 +8,7 @@
 #include <dnnl.hpp>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "carve/jit/library_kernel.h"
 
@@ -53,6 +54,19 @@ struct Reorder {
   void run(dnnl::stream& s, const memory::desc& from_md, void* from, const memory::desc& to_md, void* to) const;
 };
 Reorder make_reorder(const memory::desc& from, const memory::desc& to);
+
+// oneDNN's channel-blocked layout on this CPU: nChw16c where its blocked direct convolutions
+// are AVX-512 code, nChw8c where they are AVX2 (probed once, by asking for a 3x3 conv in
+// each). `available` is false when neither gets a JIT kernel: then every library kernel
+// reads and writes NCHW. A [1, C, 1, 1] tensor, or a slice of whole blocks of one image,
+// has the same bytes in NCHW and in the blocked layout.
+struct ChannelBlocking {
+  int64_t block = 16;
+  Tag tag = Tag::nChw16c;
+  std::string name = "nChw16c";
+  bool available = false;
+};
+const ChannelBlocking& channel_blocking();
 
 // Whether oneDNN picked one of its JIT-compiled kernels: never its reference or
 // im2col-GEMM fallbacks, which carve's generated kernels beat.

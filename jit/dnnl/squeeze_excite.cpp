@@ -1,9 +1,9 @@
-// Squeeze-excite's two data ops on oneDNN's nChw16c layout, so that an inverted residual
+// Squeeze-excite's two data ops on oneDNN's blocked layout (nChw16c or nChw8c: channel_blocking()), so that an inverted residual
 // block with squeeze-excite (EfficientNet, MobileNetV3) stays blocked from its expand conv
 // to its project conv (library_kernel.h):
 //  - global average pool x[1, C, H, W] -> [1, C, 1, 1] (pooling_forward, average over H x W);
 //  - channel scale x[1, C, H, W] * s[1, C, 1, 1] (binary_mul, s broadcast over H x W).
-// A [1, C, 1, 1] tensor has the same bytes in NCHW and nChw16c (C a multiple of 16), so the
+// A [1, C, 1, 1] tensor has the same bytes in NCHW and blocked (C a multiple of the block), so the
 // small convs between the two stay generated and read the pool's result as it is. Each is
 // worth running only with its [1, C, H, W] operands kept blocked: otherwise carve's
 // generated kernels, which read NCHW, are as fast and need no reorder (worth_it).
@@ -16,18 +16,20 @@ namespace carve::jit::dnnl_kernels {
 namespace {
 
 bool is_f32_nchw_one_image(const ir::TensorType& t) {
-  return t.dtype == ir::DType::kF32 && t.shape.rank() == 4 && t.shape[0] == 1 && t.shape[1] % 16 == 0;
+  const ChannelBlocking& blocking = channel_blocking();
+  return blocking.available && t.dtype == ir::DType::kF32 && t.shape.rank() == 4 && t.shape[0] == 1 &&
+         t.shape[1] % blocking.block == 0;
 }
 
 bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
-// A kernel whose `blocked` operands (the [1, C, H, W] ones) must all stay in nChw16c.
+// A kernel whose `blocked` operands (the [1, C, H, W] ones) must all stay blocked.
 class BlockedOnlyKernel : public LibraryKernel {
  public:
   std::vector<int64_t> phase_tiles() const override { return {tiles_}; }
   int64_t scratch_bytes() const override { return 0; }
   std::string blocked_layout(int32_t operand) const override {
-    return contains(blocked_operands_, operand) ? "nChw16c" : "";
+    return contains(blocked_operands_, operand) ? channel_blocking().name : "";
   }
   bool worth_it(const std::vector<int32_t>& blocked) const override {
     return std::all_of(blocked_operands_.begin(), blocked_operands_.end(),
@@ -54,9 +56,9 @@ class GlobalAveragePool final : public BlockedOnlyKernel {
     const int64_t c = in.shape[1], h = in.shape[2], w = in.shape[3];
     OneOmpThread one_thread;
     try {
-      // The [1, C, 1, 1] result in nChw16c: the NCHW bytes of y.
-      k->src_ = memory::desc({1, c, h, w}, memory::data_type::f32, Tag::nChw16c);
-      k->dst_ = memory::desc({1, c, 1, 1}, memory::data_type::f32, Tag::nChw16c);
+      // The [1, C, 1, 1] result blocked: the NCHW bytes of y.
+      k->src_ = memory::desc({1, c, h, w}, memory::data_type::f32, channel_blocking().tag);
+      k->dst_ = memory::desc({1, c, 1, 1}, memory::data_type::f32, channel_blocking().tag);
       dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm::pooling_avg_include_padding,
                                        k->src_, k->dst_, {1, 1}, {h, w}, {0, 0}, {0, 0});
       dnnl::pooling_forward::primitive_desc pd(desc, cpu_engine());
@@ -80,7 +82,9 @@ class GlobalAveragePool final : public BlockedOnlyKernel {
       run_failed("global average pool", err);
     }
   }
-  std::string describe() const override { return library_provider_name() + " " + impl_ + ", nChw16c input"; }
+  std::string describe() const override {
+    return library_provider_name() + " " + impl_ + ", " + channel_blocking().name + " input";
+  }
 
  private:
   int32_t x_ = -1, y_ = -1;
@@ -89,7 +93,7 @@ class GlobalAveragePool final : public BlockedOnlyKernel {
   std::string impl_;
 };
 
-// out = x * s (or s * x); chunks of whole 16-channel blocks as tiles.
+// out = x * s (or s * x); chunks of whole channel blocks as tiles.
 class ChannelScale final : public BlockedOnlyKernel {
  public:
   static std::unique_ptr<LibraryKernel> make(const ir::Graph& graph, const KernelGroup& group) {
@@ -114,7 +118,7 @@ class ChannelScale final : public BlockedOnlyKernel {
     if (k->x_ < 0 || k->s_ < 0 || k->y_ < 0) return nullptr;
     k->blocked_operands_ = {k->x_, k->y_};
     // Chunks: up to 4 equal ones of >= 64K elements, by the shape alone.
-    const int64_t blocks = c / 16;
+    const int64_t blocks = c / channel_blocking().block;
     for (int64_t t : {4, 2})
       if (blocks % t == 0 && c * h * w / t >= 65536) {
         k->tiles_ = t;
@@ -125,8 +129,8 @@ class ChannelScale final : public BlockedOnlyKernel {
     k->chunk_channels_ = cc;
     OneOmpThread one_thread;
     try {
-      k->x_md_ = memory::desc({1, cc, h, w}, memory::data_type::f32, Tag::nChw16c);
-      k->s_md_ = memory::desc({1, cc, 1, 1}, memory::data_type::f32, Tag::nChw16c);  // = NCHW bytes
+      k->x_md_ = memory::desc({1, cc, h, w}, memory::data_type::f32, channel_blocking().tag);
+      k->s_md_ = memory::desc({1, cc, 1, 1}, memory::data_type::f32, channel_blocking().tag);  // = NCHW bytes
       dnnl::binary::desc desc(algorithm::binary_mul, k->x_md_, k->s_md_, k->x_md_);
       dnnl::binary::primitive_desc pd(desc, cpu_engine());
       if (pd.scratchpad_desc().get_size() != 0 || !jit_implementation(pd)) return nullptr;
@@ -144,7 +148,7 @@ class ChannelScale final : public BlockedOnlyKernel {
       dnnl::stream s(cpu_engine());
       for (int64_t t = tile_begin; t < tile_end; ++t) {
         // Chunk t: its channels of x and of the result (one contiguous slice each in
-        // nChw16c), and of s. In place (y over x) each chunk reads only what it writes.
+        // the blocked layout), and of s. In place (y over x) each chunk reads only what it writes.
         memory x(x_md_, cpu_engine(), static_cast<std::byte*>(operands[x_]) + t * chunk_bytes_);
         memory scale(s_md_, cpu_engine(), static_cast<float*>(operands[s_]) + t * chunk_channels_);
         memory y(x_md_, cpu_engine(), static_cast<std::byte*>(operands[y_]) + t * chunk_bytes_);
@@ -157,7 +161,7 @@ class ChannelScale final : public BlockedOnlyKernel {
   }
   std::string describe() const override {
     return library_provider_name() + " " + impl_ + (tiles_ > 1 ? " x" + std::to_string(tiles_) + " channel chunks" : "") +
-           ", nChw16c input output";
+           ", " + channel_blocking().name + " input output";
   }
 
  private:

@@ -1,7 +1,8 @@
 // The oneDNN provider's contract (jit/library_kernel.h) at the jit level: what it takes,
-// and which operands it offers to keep in nChw16c. A blocked layout is offered only where
-// it has exactly the bytes of the NCHW value: one image and whole 16-channel blocks
-// (oneDNN pads 24 channels to 32; keeping such a value blocked would write past it).
+// and which operands it offers to keep blocked (nChw16c on AVX-512, nChw8c on AVX2). A
+// blocked layout is offered only where it has exactly the bytes of the NCHW value: one
+// image and whole channel blocks (nChw16c pads 24 channels to 32; keeping such a value
+// blocked would write past it).
 // Without oneDNN in the build every group is declined.
 #include <doctest/doctest.h>
 
@@ -56,7 +57,8 @@ TEST_CASE("jit/library/blocked layouts are offered only where they have the valu
   // Operands: x 0, w 1, y 2.
   Taken whole = take(1, 144, 32, 1);
   REQUIRE(whole.kernel);
-  if (jit::library_blocked_layout().empty()) {  // no 16-channel blocked kernels (AVX2): NCHW only
+  const std::string layout = jit::library_blocked_layout();
+  if (layout.empty()) {  // no blocked kernels: NCHW only
     CHECK(whole.kernel->blocked_layout(0).empty());
     CHECK(whole.kernel->blocked_layout(2).empty());
     Taken other = take(1, 32, 32, 3);
@@ -65,15 +67,22 @@ TEST_CASE("jit/library/blocked layouts are offered only where they have the valu
     CHECK(other.kernel->blocked_layout(2).empty());
     return;
   }
-  CHECK(whole.kernel->blocked_layout(0) == "nChw16c");
-  CHECK(whole.kernel->blocked_layout(2) == "nChw16c");
-  Taken padded = take(1, 144, 24, 1);  // MobileNet's project conv: 24 output channels
+  REQUIRE((layout == "nChw16c" || layout == "nChw8c"));
+  const int64_t block = layout == "nChw16c" ? 16 : 8;
+  CHECK(whole.kernel->blocked_layout(0) == layout);
+  CHECK(whole.kernel->blocked_layout(2) == layout);
+  // MobileNet's project conv: 24 output channels, whole blocks of 8, not of 16.
+  Taken project = take(1, 144, 24, 1);
+  REQUIRE(project.kernel);
+  CHECK(project.kernel->blocked_layout(0) == layout);
+  CHECK(project.kernel->blocked_layout(2) == (24 % block == 0 ? layout : ""));
+  Taken project_in = take(1, 24, 144, 1);
+  REQUIRE(project_in.kernel);
+  CHECK(project_in.kernel->blocked_layout(0) == (24 % block == 0 ? layout : ""));
+  Taken padded = take(1, 144, 20, 1);  // 20 channels: no whole blocks either way
   REQUIRE(padded.kernel);
-  CHECK(padded.kernel->blocked_layout(0) == "nChw16c");
+  CHECK(padded.kernel->blocked_layout(0) == layout);
   CHECK(padded.kernel->blocked_layout(2).empty());
-  Taken padded_in = take(1, 24, 144, 1);
-  REQUIRE(padded_in.kernel);
-  CHECK(padded_in.kernel->blocked_layout(0).empty());
   Taken two_images = take(2, 32, 32, 3);
   REQUIRE(two_images.kernel);
   CHECK(two_images.kernel->blocked_layout(0).empty());

@@ -4,7 +4,7 @@
 // not bit-equal to the generated kernels); the same bytes sequentially and at 1 and 2
 // threads; library_kernels = false generates every kernel. In a build without oneDNN
 // (CARVE_WITH_DNNL=OFF) the same cases check that every group is generated. Chains of
-// library convs keep the values between them in nChw16c (no reorders), and the kernels
+// library convs keep the values between them blocked (nChw16c, nChw8c on AVX2: no reorders), and the kernels
 // worth running only that way are dropped with the chain when something else reads it.
 #include <doctest/doctest.h>
 
@@ -272,8 +272,8 @@ int64_t check_chain(int64_t c, int64_t mid, bool d_out, bool se = false) {
   return library.library_kernels;
 }
 
-// The library kernels a chain test expects: `blocked` where the library keeps values in
-// nChw16c between kernels (AVX-512), else only the two 3x3 convs, which pay even with
+// The library kernels a chain test expects: `blocked` where the library keeps values
+// blocked between kernels (nChw16c on AVX-512, nChw8c on AVX2), else only the two 3x3 convs, which pay even with
 // reorders on both sides (the 1x1 and depthwise convs do not).
 int64_t expected_taken(int64_t blocked) {
   if (jit::library_provider_name().empty()) return 0;
@@ -288,8 +288,8 @@ TEST_CASE("runtime/library/a chain of convs stays blocked and every kernel is ta
   CHECK(taken == expected_taken(5));
 }
 
-TEST_CASE("runtime/library/squeeze-excite keeps the chain blocked: pool and channel scale in nChw16c") {
-  // The pool and the scale are library kernels reading d in nChw16c; the two small convs
+TEST_CASE("runtime/library/squeeze-excite keeps the chain blocked: pool and channel scale blocked") {
+  // The pool and the scale are library kernels reading d blocked; the two small convs
   // on [1, C, 1, 1] stay generated (the pool's result has the same bytes in both layouts).
   const int64_t taken = check_chain(32, 96, false, true);
   if (taken < 0) return;
@@ -304,9 +304,10 @@ TEST_CASE("runtime/library/a chain read from outside keeps only the convs worth 
   CHECK(taken == expected_taken(2));
 }
 
-TEST_CASE("runtime/library/channel counts that are not whole 16-blocks stay NCHW between kernels") {
-  // MobileNet's 24-channel stage: oneDNN's blocked layout pads 24 channels to 32, more
-  // bytes than the value has, so a and e stay NCHW while b and d (144) stay blocked.
+TEST_CASE("runtime/library/channel counts that are not whole blocks stay NCHW between kernels") {
+  // MobileNet's 24-channel stage: nChw16c pads 24 channels to 32, more bytes than the
+  // value has, so there a and e stay NCHW while b and d (144) stay blocked (in nChw8c
+  // all four are whole blocks). Either way every kernel is taken.
   const int64_t taken = check_chain(24, 144, false);
   if (taken < 0) return;
   CHECK(taken == expected_taken(5));

@@ -70,11 +70,11 @@ std::unique_ptr<LibraryKernel> make_library_kernel(const ir::Graph& graph, const
 // "oneDNN 2.6.3", or "" when the build has no library provider.
 std::string library_provider_name();
 
-// "nChw16c" when the library runs 16-channel blocked direct convolutions on this CPU (oneDNN
-// on AVX-512), so that library kernels keep values blocked between each other and take
-// depthwise convolutions (which pay only without reorders); "" otherwise (no provider, or
-// a CPU whose blocked kernels use 8-channel blocks, AVX2: carve keeps no value in those,
-// and the library's convolutions read and write NCHW).
+// The layout library kernels keep values in between each other on this CPU: "nChw16c"
+// where the library runs 16-channel blocked direct convolutions (oneDNN on AVX-512),
+// "nChw8c" where its blocked kernels use 8-channel blocks (AVX2); with it they take
+// depthwise convolutions too (which pay only without reorders). "" when there is none (no
+// provider, or no blocked kernels): the library's convolutions read and write NCHW.
 std::string library_blocked_layout();
 
 }  // namespace carve::jit
