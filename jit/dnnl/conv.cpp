@@ -298,13 +298,21 @@ class DnnlConv final : public LibraryKernel {
   std::string impl_;
 };
 
-// Output-channel chunks: up to 8, each >= 1M multiply-adds and at least one `unit` of
-// channels (slice_unit: a block of 16, oneDNN's, or whole groups), an even count where
-// it can be (two threads share the chunks evenly) -- from the shape alone, never the
-// thread count. (Fewer, larger calls are
-// cheaper on one thread: a call costs a few microseconds.)
+// The fewest output channels a chunk has. oneDNN's AVX2 kernels compute up to four
+// 8-channel blocks per pass: chunks of 16 channels halve that (resnet18 at 1 thread 54 ms
+// against 48 with 32-channel chunks, squeezenet1_0 at 2 threads 16.0 against 12.5;
+// mobilenet_v2 and efficientnet_b0 within noise). 16 (one block) on AVX-512, as measured
+// there before; 32 not measured on AVX-512.
+int64_t min_chunk_channels() { return channel_blocking().block == 8 ? 32 : 16; }
+
+// Output-channel chunks: up to 8, each >= 1M multiply-adds, min_chunk_channels() and one
+// `unit` of channels (slice_unit: a block of 16, oneDNN's, or whole groups), an even count
+// where it can be (two threads share the chunks evenly) -- from the shape alone, never the
+// thread count. (Fewer, larger calls are cheaper on one thread: a call costs a few
+// microseconds.)
 int64_t chunk_count(const tiling::ConvShape& c, int64_t unit) {
-  const int64_t macs = c.n * c.o * c.cg * c.kh * c.kw * c.oh * c.ow, blocks = (c.o + unit - 1) / unit;
+  const int64_t width = std::max(unit, min_chunk_channels());
+  const int64_t macs = c.n * c.o * c.cg * c.kh * c.kw * c.oh * c.ow, blocks = (c.o + width - 1) / width;
   for (int64_t t : {8, 6, 4, 2})
     if (t <= blocks && macs / t >= 1'000'000) return t;
   return 1;
