@@ -58,7 +58,11 @@
 namespace carve::jit {
 
 struct JitOptions {
-  int opt_level = 3;  // 0..3 (0: no IR optimisation; 2/3: default O2/O3 pipelines)
+  // 0..3 (0: no IR optimisation; 2/3: default O2/O3 pipelines). 2 by measurement (AVX2,
+  // docs/benchmarks.md "Start-up: O2"): squeezenet1_0's 23 kernels compile in 1.06 s
+  // instead of 2.07, bert's and gpt's 10-25 % sooner, and the kernels run as fast as at
+  // O3 within the noise (per-launch minimums against ORT's in the same run).
+  int opt_level = 2;
   int compile_threads = 0;  // threads compile() spreads a batch over; 0 = hardware concurrency
   // The on-disk kernel cache folder (created if missing). Empty: default_cache_dir()
   // ($CARVE_CACHE_DIR, else $XDG_CACHE_HOME/carve, else ~/.cache/carve).
