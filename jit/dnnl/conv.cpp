@@ -1,12 +1,12 @@
 // oneDNN as the kernel provider of f32 convolutions (library_kernel.h).
 //
-// Why: oneDNN's blocked direct convolutions run 3x3/1x1/strided convs at 115-125 GFLOP/s
-// on one core here, against 57-90 for carve's implicit GEMM (docs/benchmarks.md, "Library
-// kernels: oneDNN convolutions"). A run: the input reordered into oneDNN's layout
-// (nChw16c on AVX-512, nChw8c on AVX2: channel_blocking()) unless the runtime keeps it blocked, one call per chunk of output
-// channels with the epilogue as post-ops, the result reordered back into NCHW unless kept
-// blocked. A fused residual add is a `sum` post-op over the residual copied (or
-// reordered) into the result first. Weights are reordered once, when the group is taken.
+// Why: oneDNN's blocked direct convolutions run 3x3/1x1/strided convs at 115-125 GFLOP/s on
+// one core here, against 57-90 for carve's implicit GEMM (docs/benchmarks.md, "Library
+// kernels: oneDNN convolutions"). A run: the input reordered into oneDNN's layout (nChw16c on
+// AVX-512, nChw8c on AVX2: channel_blocking()) unless the runtime keeps it blocked, one call
+// per chunk of output channels with the epilogue as post-ops, the result reordered back into
+// NCHW unless kept blocked. A fused residual add is a `sum` post-op over the residual copied
+// (or reordered) into the result first. Weights are reordered once, when the group is taken.
 //
 // Epilogue nodes taken (in the group's order, each reading the chain's current value):
 // relu, clip, sigmoid, silu, tanh, x * sigmoid(x) (swish), x * hard_sigmoid(x) with
@@ -282,8 +282,8 @@ class DnnlConv final : public LibraryKernel {
   std::vector<Chunk> chunks_;
   Reorder src_reorder_;
   double input_cost_ = 0, output_cost_ = 0;  // a reorder's elements per multiply-add
-  // The blocked layout (channel_blocking) in place of NCHW: one image, whole blocks of channels (no padding: the
-  // same bytes), and oneDNN's layout for that side in every width.
+  // The blocked layout (channel_blocking) in place of NCHW: one image, whole channel blocks
+  // (no padding: the same bytes), and oneDNN's layout for that side in every width.
   bool src_blockable_ = false, dst_blockable_ = false;
   bool plain_result_ = false;  // every width writes dense NCHW of one image: the output's slice
   bool grouped_ = false;  // groups > 1, not depthwise
@@ -346,11 +346,11 @@ memory::dims conv_weight_dims(const tiling::ConvShape& c, bool depthwise, int64_
   return {channels, c.c, c.kh, c.kw};
 }
 
-// The primitive for chunks of `channels` output channels: the blocked layout first (its reorders
-// from and to NCHW move 64-byte runs, where oneDNN's own pick, brgconv's NHWC, transposes
-// element by element: 0.22 ms per 32x56x56 result, a fifth of the conv; the blocked kernels
-// run as fast), then oneDNN's choice. Only JIT-compiled direct kernels beat carve's own:
-// never oneDNN's reference or im2col-GEMM fallbacks. nullopt when there is none.
+// The primitive for chunks of `channels` output channels: the blocked layout first (its
+// reorders from and to NCHW move 64-byte runs, where oneDNN's own pick, brgconv's NHWC,
+// transposes element by element: 0.22 ms per 32x56x56 result, a fifth of the conv; the blocked
+// kernels run as fast), then oneDNN's choice. Only JIT-compiled direct kernels beat carve's
+// own: never oneDNN's reference or im2col-GEMM fallbacks. nullopt when there is none.
 std::optional<dnnl::convolution_forward::primitive_desc> conv_primitive(const tiling::ConvShape& c, bool depthwise,
                                                                        int64_t channels, bool bias,
                                                                        const dnnl::primitive_attr& attr) {

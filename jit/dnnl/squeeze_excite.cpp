@@ -1,11 +1,11 @@
-// Squeeze-excite's two data ops on oneDNN's blocked layout (nChw16c or nChw8c: channel_blocking()), so that an inverted residual
-// block with squeeze-excite (EfficientNet, MobileNetV3) stays blocked from its expand conv
-// to its project conv (library_kernel.h):
+// Squeeze-excite's two data ops on oneDNN's blocked layout (nChw16c or nChw8c:
+// channel_blocking()), so that an inverted residual block with squeeze-excite (EfficientNet,
+// MobileNetV3) stays blocked from its expand conv to its project conv (library_kernel.h):
 //  - global average pool x[1, C, H, W] -> [1, C, 1, 1] (pooling_forward, average over H x W);
 //  - channel scale x[1, C, H, W] * s[1, C, 1, 1] (binary_mul, s broadcast over H x W).
-// A [1, C, 1, 1] tensor has the same bytes in NCHW and blocked (C a multiple of the block), so the
-// small convs between the two stay generated and read the pool's result as it is. Each is
-// worth running only with its [1, C, H, W] operands kept blocked: otherwise carve's
+// A [1, C, 1, 1] tensor has the same bytes in NCHW and blocked (C a multiple of the block),
+// so the small convs between the two stay generated and read the pool's result as it is.
+// Each is worth running only with its [1, C, H, W] operands kept blocked: otherwise carve's
 // generated kernels, which read NCHW, are as fast and need no reorder (worth_it).
 #include <algorithm>
 #include <optional>
@@ -147,8 +147,8 @@ class ChannelScale final : public BlockedOnlyKernel {
     try {
       dnnl::stream s(cpu_engine());
       for (int64_t t = tile_begin; t < tile_end; ++t) {
-        // Chunk t: its channels of x and of the result (one contiguous slice each in
-        // the blocked layout), and of s. In place (y over x) each chunk reads only what it writes.
+        // Chunk t: its channels of x and of the result (one contiguous slice each in the
+        // blocked layout), and of s. In place (y over x) each chunk reads only what it writes.
         memory x(x_md_, cpu_engine(), static_cast<std::byte*>(operands[x_]) + t * chunk_bytes_);
         memory scale(s_md_, cpu_engine(), static_cast<float*>(operands[s_]) + t * chunk_channels_);
         memory y(x_md_, cpu_engine(), static_cast<std::byte*>(operands[y_]) + t * chunk_bytes_);

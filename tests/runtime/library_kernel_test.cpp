@@ -1,11 +1,11 @@
 // Library kernels (CompileOptions::library_kernels, jit/library_kernel.h): f32 convs with
-// their fused epilogue through oneDNN. Checked: which groups the library takes and which
-// stay generated; results within the reference's tolerance (another summation order, so
-// not bit-equal to the generated kernels); the same bytes sequentially and at 1 and 2
-// threads; library_kernels = false generates every kernel. In a build without oneDNN
-// (CARVE_WITH_DNNL=OFF) the same cases check that every group is generated. Chains of
-// library convs keep the values between them blocked (nChw16c, nChw8c on AVX2: no reorders), and the kernels
-// worth running only that way are dropped with the chain when something else reads it.
+// their fused epilogue through oneDNN. Checked: which groups the library takes and which stay
+// generated; results within the reference's tolerance (another summation order, so not bit-
+// equal to the generated kernels); the same bytes sequentially and at 1 and 2 threads;
+// library_kernels = false generates every kernel. In a build without oneDNN
+// (CARVE_WITH_DNNL=OFF) the same cases check that every group is generated. Chains of library
+// convs keep the values between them blocked (nChw16c, nChw8c on AVX2: no reorders), and the
+// kernels worth running only that way are dropped with the chain when something else reads it.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -273,8 +273,8 @@ int64_t check_chain(int64_t c, int64_t mid, bool d_out, bool se = false) {
 }
 
 // The library kernels a chain test expects: `blocked` where the library keeps values
-// blocked between kernels (nChw16c on AVX-512, nChw8c on AVX2), else only the two 3x3 convs, which pay even with
-// reorders on both sides (the 1x1 and depthwise convs do not).
+// blocked between kernels (nChw16c on AVX-512, nChw8c on AVX2), else only the two 3x3
+// convs, which pay even with reorders on both sides (the 1x1 and depthwise convs do not).
 int64_t expected_taken(int64_t blocked) {
   if (jit::library_provider_name().empty()) return 0;
   return jit::library_blocked_layout().empty() ? 2 : blocked;
