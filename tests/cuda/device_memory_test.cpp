@@ -156,12 +156,19 @@ TEST_CASE("cuda/gpu/memory/an imported cuMemAlloc block is used in place and che
     gb.output(gb.rename(gb.mul(xv, xv), "y"));
     auto program = (*session)->compile(*gb.build(), {});
     REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+    const auto values = iota(1024, -512.0f);
+    {
+      // The caller fills its block through a writable import; the run reads it read-only.
+      auto fill = rt::Buffer::import_device(alloc, xp, 4096, DType::kF32, {1024}, true);
+      REQUIRE_MESSAGE(fill.ok(), fill.status().to_string());
+      Status filled = fill->copy_in(std::as_bytes(std::span(values)));
+      REQUIRE_MESSAGE(filled.ok(), filled.to_string());
+    }
     auto x = rt::Buffer::import_device(alloc, xp, 4096, DType::kF32, {1024}, false);
     auto y = rt::Buffer::import_device(alloc, yp, 4096, DType::kF32, {1024}, true);
     REQUIRE_MESSAGE(x.ok(), x.status().to_string());
     REQUIRE_MESSAGE(y.ok(), y.status().to_string());
-    const auto values = iota(1024, -512.0f);
-    REQUIRE(x->copy_in(std::as_bytes(std::span(values))).ok());
+    CHECK(x->copy_in(std::as_bytes(std::span(values))).code() == ErrorCode::kReadOnly);
     std::vector<rt::Buffer> inputs{*x}, outputs{*y};
     Status ran = (*program)->run(inputs, outputs);
     REQUIRE_MESSAGE(ran.ok(), ran.to_string());
@@ -172,7 +179,8 @@ TEST_CASE("cuda/gpu/memory/an imported cuMemAlloc block is used in place and che
     // Device to device on the GPU, and a device handle reset.
     auto copy = rt::Buffer::allocate(alloc, DType::kF32, {1024});
     REQUIRE(copy.ok());
-    REQUIRE(copy->copy_from(*y).ok());
+    Status copied = copy->copy_from(*y);
+    REQUIRE_MESSAGE(copied.ok(), copied.to_string());
     CHECK(read_floats(*copy) == got);
     std::vector<float> host(1024);
     auto on_host = rt::Buffer::import_device(alloc, host.data(), 4096, DType::kF32, {1024}, true);
