@@ -133,7 +133,74 @@ void snapshot_handle_reads(const ir::Graph& graph, std::span<const ir::NodeId> o
   }
 }
 
+// A stored arena intermediate: not a graph input, output or constant, not kept in
+// registers, not kept to the end of the run.
+bool stored_intermediate(const ir::Graph& graph, ValueId v, const GraphPlanOptions& options) {
+  const auto i = static_cast<size_t>(v);
+  if (graph.value(v).kind != ir::ValueKind::kIntermediate || graph.is_output(v)) return false;
+  if (i < options.unstored.size() && options.unstored[i]) return false;
+  return i >= options.live_to_end.size() || !options.live_to_end[i];
+}
+
+// The concat's inputs as byte offsets into its output, when each input can be written
+// straight into its slice (see the header); nullopt otherwise. `claimed`: inputs an
+// earlier concat already took.
+std::optional<std::vector<int64_t>> concat_slices(const ir::Graph& graph, const ir::Node& concat,
+                                                  const std::vector<int64_t>& bytes, const std::vector<bool>& claimed,
+                                                  const GraphPlanOptions& options) {
+  if (concat.inputs.size() < 2 || concat.outputs.size() != 1) return std::nullopt;
+  const ValueId out = concat.outputs[0];
+  if (!stored_intermediate(graph, out, options)) return std::nullopt;
+  const ir::Shape& shape = graph.value(out).type.shape;
+  auto axis_attr = concat.attrs.find("axis");
+  int64_t axis = axis_attr != concat.attrs.end() && axis_attr->second.is_int() ? axis_attr->second.as_int() : 0;
+  if (axis < 0) axis += shape.rank();
+  if (axis < 0 || axis >= shape.rank()) return std::nullopt;
+  for (int d = 0; d < static_cast<int>(axis); ++d)
+    if (shape[d] != 1) return std::nullopt;  // each input would be strided in the output
+  std::vector<int64_t> offsets;
+  int64_t offset = 0;
+  for (ValueId in : concat.inputs) {
+    const ir::Value& value = graph.value(in);
+    if (!stored_intermediate(graph, in, options) || claimed[static_cast<size_t>(in)] || value.producer == ir::kNoNode)
+      return std::nullopt;
+    if (std::count(concat.inputs.begin(), concat.inputs.end(), in) != 1) return std::nullopt;
+    const ir::OpKind producer = graph.node(value.producer).op;
+    // The producer must write the value's own bytes: not a view, a slice view or a
+    // concat view of something else, not a handle read that may alias the handle.
+    if (ir::is_view(producer) || producer == ir::OpKind::kSlice || producer == ir::OpKind::kConcat ||
+        producer == ir::OpKind::kReadHandle)
+      return std::nullopt;
+    if (offset % options.alignment != 0) return std::nullopt;  // kernels see arena-aligned outputs
+    offsets.push_back(offset);
+    offset += bytes[static_cast<size_t>(in)];
+  }
+  if (offset != bytes[static_cast<size_t>(out)]) return std::nullopt;
+  return offsets;
+}
+
+std::vector<ConcatView> find_concat_views(const ir::Graph& graph, std::span<const ir::NodeId> order,
+                                          const std::vector<int64_t>& bytes, const GraphPlanOptions& options) {
+  std::vector<ConcatView> views;
+  std::vector<bool> claimed(bytes.size(), false);
+  for (ir::NodeId id : order) {
+    const ir::Node& node = graph.node(id);
+    if (node.op != ir::OpKind::kConcat) continue;
+    std::optional<std::vector<int64_t>> offsets = concat_slices(graph, node, bytes, claimed, options);
+    if (!offsets) continue;
+    for (ValueId in : node.inputs) claimed[static_cast<size_t>(in)] = true;
+    views.push_back(ConcatView{id, std::move(*offsets)});
+  }
+  return views;
+}
+
 }  // namespace
+
+const ConcatView* concat_view_of(const ir::Graph& graph, const GraphProblem& problem, ir::ValueId root) {
+  for (const ConcatView& view : problem.concat_views)
+    if (graph.node(view.concat).outputs[0] == root) return &view;
+  return nullptr;
+}
 
 std::optional<int64_t> contiguous_slice_offset(const ir::Graph& graph, const ir::Node& slice) {
   const ir::Shape& in = graph.value(slice.inputs[0]).type.shape;
@@ -203,6 +270,24 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
   for (const ir::Value& v : graph.values)
     if (v.kind != ir::ValueKind::kIntermediate) make_root(v.id, nullptr);
 
+  // Concat outputs gathered from their inputs: rooted before any input is produced.
+  std::vector<ValueId> gathered_into(num_values, ir::kNoValue);
+  std::vector<int64_t> gathered_offset(num_values, 0);
+  if (options.concat_views) out.concat_views = find_concat_views(graph, order, bytes, options);
+  for (const ConcatView& view : out.concat_views) {
+    const ir::Node& concat = graph.node(view.concat);
+    const ValueId o = concat.outputs[0];
+    make_root(o, &concat);
+    out.values[static_cast<size_t>(o)].is_view = true;
+    ++out.num_views;
+    for (size_t i = 0; i < concat.inputs.size(); ++i) {
+      const auto in = static_cast<size_t>(concat.inputs[i]);
+      gathered_into[in] = o;
+      gathered_offset[in] = view.input_offsets[i];
+      root_first[static_cast<size_t>(o)] = std::min(root_first[static_cast<size_t>(o)], life[in].first);
+    }
+  }
+
   for (size_t step = 0; step < order.size(); ++step) {
     const ir::Node& node = graph.node(order[step]);
     for (ValueId v : node.outputs) {
@@ -211,6 +296,11 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
         out.values[static_cast<size_t>(v)] = ValuePlacement{Placement::kNone, v, -1, 0, false, false};
         continue;
       }
+      if (gathered_into[static_cast<size_t>(v)] != ir::kNoValue) {  // written into its concat's output
+        alias(v, gathered_into[static_cast<size_t>(v)], gathered_offset[static_cast<size_t>(v)]);
+        continue;
+      }
+      if (out.values[static_cast<size_t>(v)].is_view && out.values[static_cast<size_t>(v)].root == v) continue;
       std::optional<int64_t> view_offset;
       if (ir::is_view(node.op)) view_offset = 0;
       if (node.op == ir::OpKind::kSlice) view_offset = contiguous_slice_offset(graph, node);

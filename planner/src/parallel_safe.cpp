@@ -76,9 +76,10 @@ Result<std::vector<BufferPair>> unordered_buffer_pairs(const ir::Graph& graph, c
     return Status(ErrorCode::kInvalidArgument, "graph problem was built from another graph");
   const auto buffers = problem.problem.buffers.size();
   // Per buffer: the nodes that touch its bytes (producers and readers of every member),
-  // and the producer of its root (every access of the buffer depends on it).
+  // and its first writers: the producer of its root (every access of the buffer depends
+  // on it), or for a concat view the producers of the concat's inputs.
   std::vector<std::vector<NodeId>> accesses(buffers);
-  std::vector<NodeId> first_writer(buffers, ir::kNoNode);
+  std::vector<std::vector<NodeId>> first_writers(buffers);
   for (const ir::Node& node : graph.nodes) {
     auto touch = [&](ir::ValueId v) {
       const ValuePlacement& p = problem.values[static_cast<size_t>(v)];
@@ -88,21 +89,26 @@ Result<std::vector<BufferPair>> unordered_buffer_pairs(const ir::Graph& graph, c
     for (ir::ValueId v : node.outputs) touch(v);
   }
   for (size_t b = 0; b < buffers; ++b) {
-    if (problem.buffer_root[b] != ir::kNoValue) {
-      first_writer[b] = graph.value(problem.buffer_root[b]).producer;
+    if (const ir::ValueId root = problem.buffer_root[b]; root != ir::kNoValue) {
+      if (const ConcatView* view = concat_view_of(graph, problem, root)) {
+        for (ir::ValueId in : graph.node(view->concat).inputs) first_writers[b].push_back(graph.value(in).producer);
+      } else {
+        first_writers[b].push_back(graph.value(root).producer);
+      }
       continue;
     }
     // Scratch: used only by its kernel's nodes; the first of them (in DAG order) writes it.
     const auto& nodes = problem.scratch_nodes[b];
     accesses[b] = nodes;
-    first_writer[b] = nodes.front();
+    first_writers[b].push_back(nodes.front());
   }
   const auto reach = descendants(graph);
-  auto before = [&](size_t a, size_t b) {  // every access of a happens-before b's first write
-    const NodeId w = first_writer[b];
-    if (w == ir::kNoNode) return false;  // a planned graph input: written before the run
-    for (NodeId x : accesses[a])
-      if (!reaches(reach, x, w) || x == w) return false;
+  auto before = [&](size_t a, size_t b) {  // every access of a happens-before each of b's first writes
+    for (NodeId w : first_writers[b]) {
+      if (w == ir::kNoNode) return false;  // a planned graph input: written before the run
+      for (NodeId x : accesses[a])
+        if (!reaches(reach, x, w) || x == w) return false;
+    }
     return true;
   };
   std::vector<BufferPair> pairs;

@@ -692,6 +692,7 @@ Result<std::unique_ptr<Program>> build_program(ir::Graph graph, const CompileOpt
   planner::GraphPlanOptions plan_options;
   plan_options.live_to_end = std::move(live_to_end);
   plan_options.inplace = options.inplace;
+  plan_options.concat_views = options.concat_views;
   plan_options.unstored.assign(static_cast<size_t>(p->graph.num_values()), false);
   for (const auto& group : fused) {
     for (ir::ValueId v : group.internal_values) plan_options.unstored[static_cast<size_t>(v)] = true;

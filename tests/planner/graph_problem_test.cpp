@@ -264,3 +264,86 @@ TEST_CASE("planner/graph/no in place over a residual inside a matmul epilogue gr
   planner::GraphPlanOptions plain;
   CHECK(plan_graph(*g, plain).values[static_cast<size_t>(y)].is_inplace);
 }
+
+TEST_CASE("planner/graph/concat inputs are written into the concat's output") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::kF32, {1, 4, 2, 2});  // 64 bytes: every slice stays aligned
+  auto s = b.rename(b.sigmoid(x), "s");                // step 0
+  auto a = b.rename(b.exp(s), "a");                    // step 1
+  auto t = b.rename(b.tanh(x), "t");                   // step 2
+  auto c = b.rename(b.concat({a, t}, 1), "c");         // step 3: no kernel
+  b.output(b.rename(b.neg(c), "y"));                   // step 4
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto p = plan_graph(*g);
+  REQUIRE(p.concat_views.size() == 1);
+  CHECK(p.concat_views[0].input_offsets == std::vector<int64_t>{0, 64});
+  CHECK(p.num_views == 1);
+  CHECK(placement(p, *g, "c").is_view);
+  CHECK(placement(p, *g, "c").root == c);
+  CHECK(placement(p, *g, "a").root == c);
+  CHECK(placement(p, *g, "a").byte_offset == 0);
+  CHECK_FALSE(placement(p, *g, "a").is_view);  // its producer still runs, into the slice
+  CHECK_FALSE(placement(p, *g, "a").is_inplace);  // a dying s would otherwise give a its bytes
+  CHECK(placement(p, *g, "t").root == c);
+  CHECK(placement(p, *g, "t").byte_offset == 64);
+  CHECK(placement(p, *g, "t").buffer == placement(p, *g, "c").buffer);
+  // s and c: c lives from a's step (1) to its last read (4).
+  REQUIRE(p.problem.buffers.size() == 2);
+  const auto& c_buffer = p.problem.buffers[static_cast<size_t>(placement(p, *g, "c").buffer)];
+  CHECK(c_buffer.size == 128);
+  CHECK(c_buffer.start == 2);
+  CHECK(c_buffer.end == 6);
+  REQUIRE(planner::concat_view_of(*g, p, c) != nullptr);
+  CHECK(planner::concat_view_of(*g, p, a) == nullptr);
+
+  auto copies = plan_graph(*g, {.concat_views = false});
+  CHECK(copies.concat_views.empty());
+  CHECK_FALSE(placement(copies, *g, "c").is_view);
+  CHECK(placement(copies, *g, "t").root == t);
+}
+
+TEST_CASE("planner/graph/concats whose inputs cannot be slices stay copies") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::kF32, {1, 16});  // 64 bytes
+  auto m = b.input("m", DType::kF32, {2, 16});
+  auto a = b.rename(b.exp(x), "a");
+  auto t = b.rename(b.tanh(x), "t");
+  auto e = b.rename(b.exp(m), "e");
+  auto u = b.rename(b.neg(m), "u");
+  auto r = b.rename(b.reshape(b.exp(x), {1, 16}), "r");
+  auto odd = b.rename(b.exp(b.input("o", DType::kF32, {1, 3})), "odd");  // 12 bytes
+  auto taken = b.rename(b.concat({a, t}, 1), "taken");  // a view: claims a and t
+  auto again = b.rename(b.concat({t, x}, 1), "again");  // t is taken, x a graph input
+  auto strided = b.rename(b.concat({e, u}, 1), "strided");  // axis 0 has extent 2
+  auto of_view = b.rename(b.concat({r, a}, 1), "of_view");  // r is a reshape view
+  auto unaligned = b.rename(b.concat({odd, b.exp(x)}, 1), "unaligned");  // second slice at 12 bytes
+  auto twice = b.rename(b.concat({b.sigmoid(x), b.sigmoid(x)}, 1), "twice");
+  auto outside = b.concat({b.neg(x), b.abs(x)}, 1);  // the graph's output: caller memory
+  for (auto v : {taken, again, strided, of_view, unaligned, twice}) b.output(b.exp(v));
+  b.output(b.rename(outside, "outside"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto p = plan_graph(*g);
+  REQUIRE(p.concat_views.size() == 2);  // taken and twice (two distinct sigmoid values)
+  CHECK(placement(p, *g, "taken").is_view);
+  CHECK(placement(p, *g, "twice").is_view);
+  for (const char* name : {"again", "strided", "of_view", "unaligned", "outside"}) {
+    CAPTURE(name);
+    CHECK_FALSE(placement(p, *g, name).is_view);
+  }
+  CHECK(placement(p, *g, "e").root == e);
+  CHECK(placement(p, *g, "odd").root == odd);
+}
+
+TEST_CASE("planner/graph/a value read twice by one concat stays a copy") {
+  ir::GraphBuilder b;
+  auto x = b.input("x", DType::kF32, {1, 16});
+  auto a = b.rename(b.exp(x), "a");
+  b.output(b.exp(b.rename(b.concat({a, a}, 1), "c")));
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto p = plan_graph(*g);
+  CHECK(p.concat_views.empty());
+  CHECK(placement(p, *g, "a").root == a);
+}

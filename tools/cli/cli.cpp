@@ -53,6 +53,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   run->add_option("--strategy", run_options.strategy, "arena planning strategy");
   run->add_option("--order", run_options.order, "execution order")->check(CLI::IsMember({"given", "memory"}));
   run->add_flag("--no-inplace", run_options.no_inplace, "no in-place reuse");
+  run->add_flag("--no-concat-views", run_options.no_concat_views,
+                "run concats as copies (default: their inputs are written into the output)");
   run->add_flag("--no-fuse", run_options.no_fuse, "one kernel per node");
   run->add_flag("--no-library", run_options.no_library, "generate every kernel (no oneDNN convolutions)");
   run->add_option("--compile-threads", run_options.compile_threads,

@@ -116,6 +116,7 @@ Result<runtime::CompileOptions> compile_options(const RunCommandOptions& options
   compile.strategy = options.strategy;
   compile.order = options.order;
   compile.inplace = !options.no_inplace;
+  compile.concat_views = !options.no_concat_views;
   compile.fuse = !options.no_fuse;
   compile.library_kernels = !options.no_library;
   compile.schedule.sequential = options.sequential;

@@ -28,6 +28,7 @@ struct RunCommandOptions {
   std::string strategy = "greedy-size";
   std::string order = "given";
   bool no_inplace = false;
+  bool no_concat_views = false;
   bool no_fuse = false;
   bool no_library = false;  // CompileOptions::library_kernels = false
   int compile_threads = 0;  // 0 = hardware concurrency

@@ -17,6 +17,13 @@
 //    reading the input, or broadcasting it, would read bytes another element's write
 //    already replaced; and a matmul/conv epilogue over its own residual would stop the
 //    kernel from accumulating K blocks in the output).
+//  - Concat as views (GraphPlanOptions::concat_views): when a concat's inputs are each one
+//    contiguous byte range of its output (every axis before the concat axis has extent 1)
+//    at offsets that keep the arena alignment, each input's producer writes straight into
+//    its slice and the concat gets no kernel (its output is a view, the reverse of a
+//    slice view). Its output then lives from the first input's producer. Each input must
+//    be an arena intermediate written by a node that is no view or concat, read by no other
+//    such concat, and appear once; the output must be an arena intermediate.
 //  - Graph inputs, constants (weights), graph outputs and handle reads are not in the
 //    arena by default (caller memory / weights / handle region); plan_inputs and
 //    plan_outputs put inputs/outputs in the arena (inputs live from step 0, outputs to the end).
@@ -37,6 +44,7 @@ namespace carve::planner {
 
 struct GraphPlanOptions {
   bool inplace = true;
+  bool concat_views = true;
   bool plan_inputs = false;
   bool plan_outputs = false;
   int64_t alignment = 64;  // every arena buffer's offset alignment
@@ -69,14 +77,24 @@ struct ValuePlacement {
   bool is_inplace = false;          // took over a dying input's buffer
 };
 
+// A concat whose inputs are written straight into its output (GraphPlanOptions::concat_views).
+struct ConcatView {
+  ir::NodeId concat = ir::kNoNode;
+  std::vector<int64_t> input_offsets;  // byte offset of each input inside the output
+};
+
 struct GraphProblem {
   Problem problem;                        // buffer ids are root value names
   std::vector<ValuePlacement> values;     // indexed by ValueId
   std::vector<ir::ValueId> buffer_root;   // problem.buffers[i] belongs to this root value (kNoValue: scratch)
   std::vector<std::vector<ir::NodeId>> scratch_nodes;  // per buffer: the nodes using a scratch buffer
-  int64_t num_views = 0;
+  std::vector<ConcatView> concat_views;  // in execution order
+  int64_t num_views = 0;                  // views, concat outputs folded into their inputs included
   int64_t num_inplace = 0;
 };
+
+// The concat node whose output is the view `root` gathers (concat_views), or nullptr.
+const ConcatView* concat_view_of(const ir::Graph& graph, const GraphProblem& problem, ir::ValueId root);
 
 Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const ir::NodeId> order,
                                          const GraphPlanOptions& options = {});

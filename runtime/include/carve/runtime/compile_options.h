@@ -20,6 +20,7 @@ struct CompileOptions {
   std::string strategy = "greedy-size";  // any planner strategy name
   std::string order = "given";           // "given" (topological, insertion order) | "memory"
   bool inplace = true;
+  bool concat_views = true;              // concat inputs written straight into the output (planner)
   bool fuse = true;
   bool parallel_safe = false;            // no byte sharing between DAG-unordered buffers
   double plan_time_limit_seconds = 10.0;
