@@ -225,6 +225,9 @@ struct SubgraphOutputs {
 };
 Result<SubgraphOutputs> lower_subgraph(NodeContext& n, const ::onnx::GraphProto& body, std::span<const Tensor> inputs,
                                        const std::string& scope);
+// kUnsupported when `copies` more instances of `body` would pass kMaxInlinedNodes (a Loop
+// whose condition cannot stop it checks its whole trip count before lowering any).
+Status check_inline_budget(NodeContext& n, const ::onnx::GraphProto& body, int64_t copies);
 void register_control_ops(std::map<std::string, OpEntry, std::less<>>& table);
 // ONNX Conv's convolution of x and weight (1-D or 2-D, lifted to carve's conv2d) with
 // the node's auto_pad, dilations, group, kernel_shape, pads and strides (ops_nn.cpp;

@@ -457,19 +457,24 @@ void rename_defined(::onnx::GraphProto& graph, const std::set<std::string, std::
 
 }  // namespace
 
+// At least one node per copy: a body of no nodes (outputs wired to inputs) still costs an
+// iteration, and a trip count of 10^9 must not run that long.
+Status detail::check_inline_budget(NodeContext& n, const ::onnx::GraphProto& body, int64_t copies) {
+  const int64_t per_copy = std::max(1, body.node_size());
+  if (copies <= (kMaxInlinedNodes - n.ctx.inlined_nodes) / per_copy) return Status();
+  return n.unsupported(fmt::format("unrolling its subgraph '{}' would lower more than {} nodes at import (carve "
+                                   "resolves control flow at import)",
+                                   body.name(), kMaxInlinedNodes));
+}
+
 Result<detail::SubgraphOutputs> detail::lower_subgraph(NodeContext& n, const ::onnx::GraphProto& body,
                                                        std::span<const Tensor> inputs, const std::string& scope) {
   Context& ctx = n.ctx;
   if (body.input_size() != static_cast<int>(inputs.size()))
     return n.invalid(fmt::format("its subgraph '{}' takes {} inputs, given {}", body.name(), body.input_size(),
                                  inputs.size()));
-  // At least one per copy: a body of no nodes (outputs wired to inputs) still costs an
-  // iteration, and a trip count of 10^9 must not run that long.
+  CARVE_RETURN_IF_ERROR(check_inline_budget(n, body, 1));
   ctx.inlined_nodes += std::max(1, body.node_size());
-  if (ctx.inlined_nodes > kMaxInlinedNodes)
-    return n.unsupported(fmt::format("unrolling its subgraph '{}' would lower more than {} nodes at import (carve "
-                                     "resolves control flow at import)",
-                                     body.name(), kMaxInlinedNodes));
   ::onnx::GraphProto copy = body;
   std::set<std::string, std::less<>> defined;
   defined_names(body, defined);

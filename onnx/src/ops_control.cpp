@@ -96,6 +96,10 @@ Status lower_loop(NodeContext& n) {
     CARVE_ASSIGN_OR_RETURN(Tensor v, n.input(2 + i));
     state.push_back(std::move(v));
   }
+  // A body that passes its condition through unchanged runs all M iterations: refuse an M
+  // beyond the inlining bound now rather than after lowering 200000 nodes of copies.
+  const bool runs_every_trip = body->output(0).name() == body->input(1).name();
+  if (trips && go_on && runs_every_trip) CARVE_RETURN_IF_ERROR(check_inline_budget(n, *body, *trips));
   std::vector<std::vector<Tensor>> scans(static_cast<size_t>(scanned));
   for (int64_t it = 0; go_on && (!trips || it < *trips); ++it) {
     if (!trips && it == kMaxUnknownTripIterations)
