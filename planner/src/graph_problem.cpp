@@ -300,6 +300,7 @@ Result<GraphProblem> build_graph_problem(const ir::Graph& graph, std::span<const
         alias(v, gathered_into[static_cast<size_t>(v)], gathered_offset[static_cast<size_t>(v)]);
         continue;
       }
+      // A folded concat's output was rooted above; the concat itself writes nothing.
       if (out.values[static_cast<size_t>(v)].is_view && out.values[static_cast<size_t>(v)].root == v) continue;
       std::optional<int64_t> view_offset;
       if (ir::is_view(node.op)) view_offset = 0;
