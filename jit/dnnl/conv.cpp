@@ -543,4 +543,9 @@ std::string library_blocked_layout() {
   return blocking.available ? blocking.name : "";
 }
 
+int64_t library_channel_block() {
+  const dnnl_kernels::ChannelBlocking& blocking = dnnl_kernels::channel_blocking();
+  return blocking.available ? blocking.block : 0;
+}
+
 }  // namespace carve::jit

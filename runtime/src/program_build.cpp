@@ -522,10 +522,24 @@ Status add_output_copies(Program& p) {
   return Status();
 }
 
+// Whether a concat folded into views (planner concat_views) can gather blocked inputs: one
+// image of rank 4 joined on channels, each input whole blocks of `block` channels, so each
+// input's blocked bytes are the output's blocked bytes at the input's byte offset.
+bool concat_keeps_blocks(const ir::Graph& graph, const ir::Node& concat, int64_t block) {
+  const ir::Shape& out = graph.value(concat.outputs[0]).type.shape;
+  if (block <= 0 || out.rank() != 4 || out[0] != 1) return false;
+  return std::all_of(concat.inputs.begin(), concat.inputs.end(), [&](ir::ValueId v) {
+    const ir::Shape& in = graph.value(v).type.shape;
+    return in.rank() == 4 && in[0] == 1 && in[1] % block == 0 && in[2] == out[2] && in[3] == out[3];
+  });
+}
+
 // Values that can stay in a library's blocked layout (jit::LibraryKernel::blocked_layout)
 // with the library kernels in `kernels`: written by one library kernel and read only by
 // library kernels, every one naming the same layout for it; never a graph output, and no
-// other node (a view, a generated kernel) reads it.
+// other node (a view, a generated kernel) reads it. A concat folded into views is no
+// reader: its inputs and output stay blocked together or not at all (concat_keeps_blocks),
+// the output's readers agreeing with every input's writer.
 std::vector<bool> blocked_values(const Program& p, const std::vector<jit::KernelGroup>& groups,
                                  const std::vector<std::unique_ptr<jit::LibraryKernel>>& kernels) {
   const auto values = static_cast<size_t>(p.graph.num_values());
@@ -533,6 +547,13 @@ std::vector<bool> blocked_values(const Program& p, const std::vector<jit::Kernel
   std::vector<bool> plain(values, false), blocked(values, false);
   for (ir::ValueId v : p.outputs) plain[static_cast<size_t>(v)] = true;
   std::vector<bool> in_library(static_cast<size_t>(p.graph.num_nodes()), false);
+  const int64_t block = jit::library_channel_block();
+  std::vector<ir::NodeId> folded;  // concats that may keep their inputs blocked
+  for (const planner::ConcatView& view : p.problem.concat_views) {
+    if (!concat_keeps_blocks(p.graph, p.graph.node(view.concat), block)) continue;
+    folded.push_back(view.concat);
+    in_library[static_cast<size_t>(view.concat)] = true;  // not a plain reader
+  }
   for (size_t g = 0; g < groups.size(); ++g) {
     if (!kernels[g]) continue;
     for (ir::NodeId n : groups[g].nodes) in_library[static_cast<size_t>(n)] = true;
@@ -546,13 +567,32 @@ std::vector<bool> blocked_values(const Program& p, const std::vector<jit::Kernel
   for (const ir::Node& n : p.graph.nodes)
     if (!in_library[static_cast<size_t>(n.id)])
       for (ir::ValueId v : n.inputs) plain[static_cast<size_t>(v)] = true;
-  for (size_t v = 0; v < values; ++v) {
-    if (plain[v] || writers[v].size() != 1 || readers[v].empty()) continue;
+  // The layout every library kernel naming `v` agrees on ("" for none), with `layout`
+  // the writer's (empty: take the first reader's).
+  auto agreed = [&](size_t v, std::string layout) -> std::string {
+    for (const auto& [rg, ri] : readers[v]) {
+      const std::string mine = kernels[rg]->blocked_layout(ri);
+      if (layout.empty()) layout = mine;
+      if (mine.empty() || mine != layout) return "";
+    }
+    return layout;
+  };
+  auto written_blocked = [&](size_t v) -> std::string {
+    if (plain[v] || writers[v].size() != 1) return "";
     const auto [wg, wi] = writers[v].front();
     const std::string layout = kernels[wg]->blocked_layout(wi);
+    return layout.empty() ? "" : agreed(v, layout);
+  };
+  for (size_t v = 0; v < values; ++v)
+    if (!readers[v].empty()) blocked[v] = !written_blocked(v).empty();
+  for (ir::NodeId c : folded) {
+    const ir::Node& concat = p.graph.node(c);
+    const auto out = static_cast<size_t>(concat.outputs[0]);
+    const std::string layout = plain[out] || !writers[out].empty() || readers[out].empty() ? "" : agreed(out, "");
     bool agree = !layout.empty();
-    for (const auto& [rg, ri] : readers[v]) agree = agree && kernels[rg]->blocked_layout(ri) == layout;
-    blocked[v] = agree;
+    for (ir::ValueId v : concat.inputs) agree = agree && written_blocked(static_cast<size_t>(v)) == layout;
+    blocked[out] = agree;
+    for (ir::ValueId v : concat.inputs) blocked[static_cast<size_t>(v)] = agree;
   }
   return blocked;
 }

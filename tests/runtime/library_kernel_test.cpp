@@ -313,6 +313,78 @@ TEST_CASE("runtime/library/channel counts that are not whole blocks stay NCHW be
   CHECK(taken == expected_taken(5));
 }
 
+namespace {
+
+// A SqueezeNet-style fire module, x f32[1, 32, 14, 14]:
+//   a = relu(conv3x3(x, 32->32)); s = relu(conv1x1(a, 32->16));
+//   cat = concat(relu(conv1x1(s, 16->32)), relu(conv3x3(s, 16->32)));
+//   y = relu(conv3x3(cat or max_pool(cat), 64->32))
+// The concat is folded into views: its inputs are written straight into its halves.
+ir::Graph make_fire(bool pool) {
+  ir::GraphBuilder b("fire");
+  auto x = b.input("x", DType::kF32, {1, 32, 14, 14});
+  uint32_t seed = 40;
+  auto conv = [&](ir::ValueId in, int64_t ci, int64_t co, int64_t k) {
+    auto w = b.constant("w" + std::to_string(seed), DType::kF32, {co, ci, k, k},
+                        test::random_f32_bytes(co * ci * k * k, seed));
+    auto bias = b.constant("b" + std::to_string(seed), DType::kF32, {co}, test::random_f32_bytes(co, seed + 100));
+    ++seed;
+    const int64_t p = k / 2;
+    return b.relu(b.conv2d(in, w, bias, {.pads = {p, p, p, p}}));
+  };
+  auto s = conv(conv(x, 32, 32, 3), 32, 16, 1);
+  auto cat = b.concat({conv(s, 16, 32, 1), conv(s, 16, 32, 3)}, 1);
+  if (pool) cat = b.max_pool(cat, {.kernel = {3, 3}, .strides = {1, 1}, .pads = {1, 1, 1, 1}});
+  b.output(b.rename(conv(cat, 64, 32, 3), "y"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(*g);
+}
+
+// Runs the fire module: within the reference's tolerance, the same bytes at 1 and 2
+// threads; returns the library kernels' count (-1: no CPU session).
+int64_t check_fire(bool pool, runtime::CompileOptions options = {}) {
+  auto one = runtime::testing::cpu_session_or_skip(1);
+  if (!one) return -1;
+  auto two = runtime::testing::cpu_session_or_skip(2);
+  ir::Graph g = make_fire(pool);
+  std::vector<reference::HostTensor> in{tensor({1, 32, 14, 14}, test::random_f32_bytes(32 * 196, 5))};
+  auto want = reference::run_reference(g, in);
+  REQUIRE(want.ok());
+  RunResult library = run(*one, g, in, options);
+  CHECK(outside_scaled(library.bytes, want->at(0), 1e-5) == 0);
+  CHECK(run(*two, g, in, options).bytes == library.bytes);
+  return library.library_kernels;
+}
+
+// The three 3x3 convs pay even with reorders; the two 1x1 convs only with their values kept
+// blocked on both sides, the expand conv's result through the concat.
+int64_t expected_fire(bool blocked_through_concat) {
+  if (jit::library_provider_name().empty()) return 0;
+  return !jit::library_blocked_layout().empty() && blocked_through_concat ? 5 : 3;
+}
+
+}  // namespace
+
+TEST_CASE("runtime/library/a concat folded into views keeps its inputs blocked") {
+  const int64_t taken = check_fire(false);
+  if (taken < 0) return;
+  CHECK(taken == expected_fire(true));
+}
+
+TEST_CASE("runtime/library/a concat run as a copy keeps its inputs NCHW") {
+  const int64_t taken = check_fire(false, {.concat_views = false});
+  if (taken < 0) return;
+  CHECK(taken == expected_fire(false));
+}
+
+TEST_CASE("runtime/library/a concat a generated kernel reads keeps its inputs NCHW") {
+  // The max pool is generated and reads the concat's output plain, so its inputs stay plain.
+  const int64_t taken = check_fire(true);
+  if (taken < 0) return;
+  CHECK(taken == expected_fire(false));
+}
+
 TEST_CASE("runtime/library/runs start no threads of their own") {
   // oneDNN runs on OpenMP: a primitive created for more than one thread would start an
   // OpenMP team when it runs, beside carve's scheduler (and slow everything down). A

@@ -12,4 +12,6 @@ std::string library_provider_name() { return ""; }
 
 std::string library_blocked_layout() { return ""; }
 
+int64_t library_channel_block() { return 0; }
+
 }  // namespace carve::jit

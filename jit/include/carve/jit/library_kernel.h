@@ -76,5 +76,9 @@ std::string library_provider_name();
 // depthwise convolutions too (which pay only without reorders). "" when there is none (no
 // provider, or no blocked kernels): the library's convolutions read and write NCHW.
 std::string library_blocked_layout();
+// Channels per block of library_blocked_layout() (16 or 8), 0 when there is none. With one
+// image, a slice of whole blocks of a blocked tensor is the blocked tensor of those channels,
+// byte for byte: what lets a concat folded into views keep its inputs blocked.
+int64_t library_channel_block();
 
 }  // namespace carve::jit
