@@ -567,29 +567,25 @@ std::vector<bool> blocked_values(const Program& p, const std::vector<jit::Kernel
   for (const ir::Node& n : p.graph.nodes)
     if (!in_library[static_cast<size_t>(n.id)])
       for (ir::ValueId v : n.inputs) plain[static_cast<size_t>(v)] = true;
-  // The layout every library kernel naming `v` agrees on ("" for none), with `layout`
-  // the writer's (empty: take the first reader's).
-  auto agreed = [&](size_t v, std::string layout) -> std::string {
-    for (const auto& [rg, ri] : readers[v]) {
-      const std::string mine = kernels[rg]->blocked_layout(ri);
-      if (layout.empty()) layout = mine;
-      if (mine.empty() || mine != layout) return "";
-    }
-    return layout;
+  // Whether every library kernel reading v names `layout` for it.
+  auto readers_agree = [&](size_t v, const std::string& layout) {
+    return std::all_of(readers[v].begin(), readers[v].end(),
+                       [&](const auto& r) { return kernels[r.first]->blocked_layout(r.second) == layout; });
   };
+  // The blocked layout v's one library writer names for it when its readers agree, else "".
   auto written_blocked = [&](size_t v) -> std::string {
     if (plain[v] || writers[v].size() != 1) return "";
     const auto [wg, wi] = writers[v].front();
-    const std::string layout = kernels[wg]->blocked_layout(wi);
-    return layout.empty() ? "" : agreed(v, layout);
+    std::string layout = kernels[wg]->blocked_layout(wi);
+    return !layout.empty() && readers_agree(v, layout) ? layout : "";
   };
   for (size_t v = 0; v < values; ++v)
     if (!readers[v].empty()) blocked[v] = !written_blocked(v).empty();
   for (ir::NodeId c : folded) {
     const ir::Node& concat = p.graph.node(c);
     const auto out = static_cast<size_t>(concat.outputs[0]);
-    const std::string layout = plain[out] || !writers[out].empty() || readers[out].empty() ? "" : agreed(out, "");
-    bool agree = !layout.empty();
+    const std::string layout = written_blocked(static_cast<size_t>(concat.inputs.front()));
+    bool agree = !layout.empty() && !plain[out] && !readers[out].empty() && readers_agree(out, layout);
     for (ir::ValueId v : concat.inputs) agree = agree && written_blocked(static_cast<size_t>(v)) == layout;
     blocked[out] = agree;
     for (ir::ValueId v : concat.inputs) blocked[static_cast<size_t>(v)] = agree;

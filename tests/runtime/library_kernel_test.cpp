@@ -255,21 +255,32 @@ ir::Graph make_chain(int64_t c, int64_t mid, bool d_out, bool se = false) {
   return std::move(*g);
 }
 
-// Runs the chain with and without library kernels: both within the reference's
-// tolerance, the same bytes at 1 and 2 threads; returns the library kernels' count.
-int64_t check_chain(int64_t c, int64_t mid, bool d_out, bool se = false) {
+// Runs g on `in` with `options`: within the reference's tolerance, the same bytes at 1 and 2
+// threads, and with `generated_too` within it with every kernel generated as well; returns
+// the library kernels' count (-1: no CPU session).
+int64_t check_run(const ir::Graph& g, const reference::HostTensor& in, runtime::CompileOptions options,
+                  bool generated_too) {
   auto one = runtime::testing::cpu_session_or_skip(1);
   if (!one) return -1;
   auto two = runtime::testing::cpu_session_or_skip(2);
-  ir::Graph g = make_chain(c, mid, d_out, se);
-  std::vector<reference::HostTensor> in{tensor({1, c, 20, 20}, test::random_f32_bytes(c * 400, 3))};
-  auto want = reference::run_reference(g, in);
+  std::vector<reference::HostTensor> inputs{in};
+  auto want = reference::run_reference(g, inputs);
   REQUIRE(want.ok());
-  RunResult library = run(*one, g, in, {});
+  RunResult library = run(*one, g, inputs, options);
   CHECK(outside_scaled(library.bytes, want->at(0), 1e-5) == 0);
-  CHECK(outside_scaled(run(*one, g, in, {.library_kernels = false}).bytes, want->at(0), 1e-5) == 0);
-  CHECK(run(*two, g, in, {}).bytes == library.bytes);
+  if (generated_too) {
+    runtime::CompileOptions generated = options;
+    generated.library_kernels = false;
+    CHECK(outside_scaled(run(*one, g, inputs, generated).bytes, want->at(0), 1e-5) == 0);
+  }
+  CHECK(run(*two, g, inputs, options).bytes == library.bytes);
   return library.library_kernels;
+}
+
+// Runs the chain with and without library kernels (check_run); the library kernels' count.
+int64_t check_chain(int64_t c, int64_t mid, bool d_out, bool se = false) {
+  return check_run(make_chain(c, mid, d_out, se), tensor({1, c, 20, 20}, test::random_f32_bytes(c * 400, 3)), {},
+                   true);
 }
 
 // The library kernels a chain test expects: `blocked` where the library keeps values
@@ -341,20 +352,9 @@ ir::Graph make_fire(bool pool) {
   return std::move(*g);
 }
 
-// Runs the fire module: within the reference's tolerance, the same bytes at 1 and 2
-// threads; returns the library kernels' count (-1: no CPU session).
+// Runs the fire module (check_run); the library kernels' count.
 int64_t check_fire(bool pool, runtime::CompileOptions options = {}) {
-  auto one = runtime::testing::cpu_session_or_skip(1);
-  if (!one) return -1;
-  auto two = runtime::testing::cpu_session_or_skip(2);
-  ir::Graph g = make_fire(pool);
-  std::vector<reference::HostTensor> in{tensor({1, 32, 14, 14}, test::random_f32_bytes(32 * 196, 5))};
-  auto want = reference::run_reference(g, in);
-  REQUIRE(want.ok());
-  RunResult library = run(*one, g, in, options);
-  CHECK(outside_scaled(library.bytes, want->at(0), 1e-5) == 0);
-  CHECK(run(*two, g, in, options).bytes == library.bytes);
-  return library.library_kernels;
+  return check_run(make_fire(pool), tensor({1, 32, 14, 14}, test::random_f32_bytes(32 * 196, 5)), options, false);
 }
 
 // The three 3x3 convs pay even with reorders; the two 1x1 convs only with their values kept
