@@ -2,6 +2,7 @@
 // (library_kernel.h): which kernel takes a group.
 #include "dnnl_util.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -66,6 +67,38 @@ const ChannelBlocking& channel_blocking() {
   return blocking;
 }
 
+bool is_f32_nchw_one_image(const ir::TensorType& t) {
+  const ChannelBlocking& blocking = channel_blocking();
+  return blocking.available && t.dtype == ir::DType::kF32 && t.shape.rank() == 4 && t.shape[0] == 1 &&
+         t.shape[1] % blocking.block == 0;
+}
+
+std::string BlockedOnlyKernel::blocked_layout(int32_t operand) const {
+  const bool blocked = std::find(blocked_operands_.begin(), blocked_operands_.end(), operand) != blocked_operands_.end();
+  return blocked ? channel_blocking().name : "";
+}
+
+bool BlockedOnlyKernel::worth_it(const std::vector<int32_t>& blocked) const {
+  return std::all_of(blocked_operands_.begin(), blocked_operands_.end(),
+                     [&](int32_t o) { return std::find(blocked.begin(), blocked.end(), o) != blocked.end(); });
+}
+
+int64_t BlockedOnlyKernel::split_channels(int64_t c, int64_t elements, int64_t min_chunk) {
+  const int64_t blocks = c / channel_blocking().block;
+  tiles_ = 1;
+  for (int64_t t : {4, 2})
+    if (blocks % t == 0 && elements / t >= min_chunk) {
+      tiles_ = t;
+      break;
+    }
+  return c / tiles_;
+}
+
+std::string BlockedOnlyKernel::describe_tiles(const std::string& impl, const char* blocked) const {
+  return library_provider_name() + " " + impl + (tiles_ > 1 ? " x" + std::to_string(tiles_) + " channel chunks" : "") +
+         ", " + channel_blocking().name + " " + blocked;
+}
+
 void run_failed(const char* what, const dnnl::error& err) {
   std::fprintf(stderr, "carve: oneDNN %s failed at run time: %s\n", what, err.what());
   std::abort();
@@ -80,6 +113,8 @@ std::unique_ptr<LibraryKernel> make_library_kernel(const ir::Graph& graph, const
     case ir::OpKind::kConv2d: return dnnl_kernels::make_conv(graph, group, constant_bytes);
     case ir::OpKind::kGlobalAvgPool: return dnnl_kernels::make_global_average_pool(graph, group);
     case ir::OpKind::kMul: return dnnl_kernels::make_channel_scale(graph, group);
+    case ir::OpKind::kMaxPool:
+    case ir::OpKind::kAvgPool: return dnnl_kernels::make_pool(graph, group);
     default: return nullptr;
   }
 }

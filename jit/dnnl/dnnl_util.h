@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "carve/jit/library_kernel.h"
 
@@ -76,10 +77,50 @@ bool jit_implementation(const dnnl::primitive_desc_base& pd);
 // rather than leave a wrong result.
 [[noreturn]] void run_failed(const char* what, const dnnl::error& err);
 
+// An f32 [1, C, H, W] tensor of whole channel blocks (channel_blocking() available): one
+// the blocked-only kernels below can take.
+bool is_f32_nchw_one_image(const ir::TensorType& t);
+
+// A kernel whose `blocked_operands_` (its [1, C, H, W] ones) must all stay blocked: carve's
+// generated kernels, which read NCHW, are as fast as it without the reorders it would need.
+// Tiles: tiles_ independent ones in one phase; no scratch.
+class BlockedOnlyKernel : public LibraryKernel {
+ public:
+  std::vector<int64_t> phase_tiles() const override { return {tiles_}; }
+  int64_t scratch_bytes() const override { return 0; }
+  std::string blocked_layout(int32_t operand) const override;
+  bool worth_it(const std::vector<int32_t>& blocked) const override;
+
+ protected:
+  // Runs body(stream, t) for each tile t of [tile_begin, tile_end) on one OpenMP thread; a
+  // library failure stops carve (run_failed, naming `what`).
+  template <class Body>
+  void run_tiles(const char* what, int64_t tile_begin, int64_t tile_end, const Body& body) const {
+    OneOmpThread one_thread;
+    try {
+      dnnl::stream s(cpu_engine());
+      for (int64_t t = tile_begin; t < tile_end; ++t) body(s, t);
+      s.wait();
+    } catch (const dnnl::error& err) {
+      run_failed(what, err);
+    }
+  }
+  // Cuts the c channels (whole blocks) into tiles_ = 4, 2 or 1 equal chunks of at least
+  // min_chunk elements of `elements`, by the shape alone; the channels a chunk has.
+  int64_t split_channels(int64_t c, int64_t elements, int64_t min_chunk);
+  // "oneDNN 2.6.3 <impl> x4 channel chunks, nChw8c <blocked>".
+  std::string describe_tiles(const std::string& impl, const char* blocked) const;
+
+  std::vector<int32_t> blocked_operands_;
+  int64_t tiles_ = 1;
+};
+
+
 // The kernels (nullptr: declined).
 std::unique_ptr<LibraryKernel> make_conv(const ir::Graph& graph, const KernelGroup& group,
                                          const ConstantBytes& constant_bytes);
 std::unique_ptr<LibraryKernel> make_global_average_pool(const ir::Graph& graph, const KernelGroup& group);
 std::unique_ptr<LibraryKernel> make_channel_scale(const ir::Graph& graph, const KernelGroup& group);
+std::unique_ptr<LibraryKernel> make_pool(const ir::Graph& graph, const KernelGroup& group);
 
 }  // namespace carve::jit::dnnl_kernels

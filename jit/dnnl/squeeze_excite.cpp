@@ -7,39 +7,12 @@
 // so the small convs between the two stay generated and read the pool's result as it is.
 // Each is worth running only with its [1, C, H, W] operands kept blocked: otherwise carve's
 // generated kernels, which read NCHW, are as fast and need no reorder (worth_it).
-#include <algorithm>
 #include <optional>
 
 #include "dnnl_util.h"
 
 namespace carve::jit::dnnl_kernels {
 namespace {
-
-bool is_f32_nchw_one_image(const ir::TensorType& t) {
-  const ChannelBlocking& blocking = channel_blocking();
-  return blocking.available && t.dtype == ir::DType::kF32 && t.shape.rank() == 4 && t.shape[0] == 1 &&
-         t.shape[1] % blocking.block == 0;
-}
-
-bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-// A kernel whose `blocked` operands (the [1, C, H, W] ones) must all stay blocked.
-class BlockedOnlyKernel : public LibraryKernel {
- public:
-  std::vector<int64_t> phase_tiles() const override { return {tiles_}; }
-  int64_t scratch_bytes() const override { return 0; }
-  std::string blocked_layout(int32_t operand) const override {
-    return contains(blocked_operands_, operand) ? channel_blocking().name : "";
-  }
-  bool worth_it(const std::vector<int32_t>& blocked) const override {
-    return std::all_of(blocked_operands_.begin(), blocked_operands_.end(),
-                       [&](int32_t o) { return contains(blocked, o); });
-  }
-
- protected:
-  std::vector<int32_t> blocked_operands_;
-  int64_t tiles_ = 1;
-};
 
 class GlobalAveragePool final : public BlockedOnlyKernel {
  public:
@@ -71,20 +44,13 @@ class GlobalAveragePool final : public BlockedOnlyKernel {
     return k;
   }
 
-  void run(void* const* operands, int64_t, int64_t) const override {
-    OneOmpThread one_thread;
-    try {
-      dnnl::stream s(cpu_engine());
+  void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
+    run_tiles("global average pool", tile_begin, tile_end, [&](dnnl::stream& s, int64_t) {
       memory src(src_, cpu_engine(), operands[x_]), dst(dst_, cpu_engine(), operands[y_]);
       pool_.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-      s.wait();
-    } catch (const dnnl::error& err) {
-      run_failed("global average pool", err);
-    }
+    });
   }
-  std::string describe() const override {
-    return library_provider_name() + " " + impl_ + ", " + channel_blocking().name + " input";
-  }
+  std::string describe() const override { return describe_tiles(impl_, "input"); }
 
  private:
   int32_t x_ = -1, y_ = -1;
@@ -117,14 +83,7 @@ class ChannelScale final : public BlockedOnlyKernel {
     k->y_ = operand_index(group, node.outputs[0], OperandRole::kOutput);
     if (k->x_ < 0 || k->s_ < 0 || k->y_ < 0) return nullptr;
     k->blocked_operands_ = {k->x_, k->y_};
-    // Chunks: up to 4 equal ones of >= 64K elements, by the shape alone.
-    const int64_t blocks = c / channel_blocking().block;
-    for (int64_t t : {4, 2})
-      if (blocks % t == 0 && c * h * w / t >= 65536) {
-        k->tiles_ = t;
-        break;
-      }
-    const int64_t cc = c / k->tiles_;
+    const int64_t cc = k->split_channels(c, c * h * w, 65536);
     k->chunk_bytes_ = cc * h * w * static_cast<int64_t>(sizeof(float));
     k->chunk_channels_ = cc;
     OneOmpThread one_thread;
@@ -143,26 +102,16 @@ class ChannelScale final : public BlockedOnlyKernel {
   }
 
   void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
-    OneOmpThread one_thread;
-    try {
-      dnnl::stream s(cpu_engine());
-      for (int64_t t = tile_begin; t < tile_end; ++t) {
-        // Chunk t: its channels of x and of the result (one contiguous slice each in the
-        // blocked layout), and of s. In place (y over x) each chunk reads only what it writes.
-        memory x(x_md_, cpu_engine(), static_cast<std::byte*>(operands[x_]) + t * chunk_bytes_);
-        memory scale(s_md_, cpu_engine(), static_cast<float*>(operands[s_]) + t * chunk_channels_);
-        memory y(x_md_, cpu_engine(), static_cast<std::byte*>(operands[y_]) + t * chunk_bytes_);
-        mul_.execute(s, {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, scale}, {DNNL_ARG_DST, y}});
-      }
-      s.wait();
-    } catch (const dnnl::error& err) {
-      run_failed("channel scale", err);
-    }
+    run_tiles("channel scale", tile_begin, tile_end, [&](dnnl::stream& s, int64_t t) {
+      // Chunk t: its channels of x and of the result (one contiguous slice each in the
+      // blocked layout), and of s. In place (y over x) each chunk reads only what it writes.
+      memory x(x_md_, cpu_engine(), static_cast<std::byte*>(operands[x_]) + t * chunk_bytes_);
+      memory scale(s_md_, cpu_engine(), static_cast<float*>(operands[s_]) + t * chunk_channels_);
+      memory y(x_md_, cpu_engine(), static_cast<std::byte*>(operands[y_]) + t * chunk_bytes_);
+      mul_.execute(s, {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, scale}, {DNNL_ARG_DST, y}});
+    });
   }
-  std::string describe() const override {
-    return library_provider_name() + " " + impl_ + (tiles_ > 1 ? " x" + std::to_string(tiles_) + " channel chunks" : "") +
-           ", " + channel_blocking().name + " input output";
-  }
+  std::string describe() const override { return describe_tiles(impl_, "input output"); }
 
  private:
   int32_t x_ = -1, s_ = -1, y_ = -1;

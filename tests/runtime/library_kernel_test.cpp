@@ -4,8 +4,9 @@
 // equal to the generated kernels); the same bytes sequentially and at 1 and 2 threads;
 // library_kernels = false generates every kernel. In a build without oneDNN
 // (CARVE_WITH_DNNL=OFF) the same cases check that every group is generated. Chains of library
-// convs keep the values between them blocked (nChw16c, nChw8c on AVX2: no reorders), and the
-// kernels worth running only that way are dropped with the chain when something else reads it.
+// convs keep the values between them blocked (nChw16c, nChw8c on AVX2: no reorders), through
+// pools and folded concats too, and the kernels worth running only that way are dropped with
+// the chain when something else reads it.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -329,9 +330,10 @@ namespace {
 // A SqueezeNet-style fire module, x f32[1, 32, 14, 14]:
 //   a = relu(conv3x3(x, 32->32)); s = relu(conv1x1(a, 32->16));
 //   cat = concat(relu(conv1x1(s, 16->32)), relu(conv3x3(s, 16->32)));
-//   y = relu(conv3x3(cat or max_pool(cat), 64->32))
+//   y = relu(conv3x3(after_concat(cat), 64->32))
 // The concat is folded into views: its inputs are written straight into its halves.
-ir::Graph make_fire(bool pool) {
+using AfterConcat = std::function<ir::ValueId(ir::GraphBuilder&, ir::ValueId)>;
+ir::Graph make_fire(const AfterConcat& after_concat) {
   ir::GraphBuilder b("fire");
   auto x = b.input("x", DType::kF32, {1, 32, 14, 14});
   uint32_t seed = 40;
@@ -345,7 +347,7 @@ ir::Graph make_fire(bool pool) {
   };
   auto s = conv(conv(x, 32, 32, 3), 32, 16, 1);
   auto cat = b.concat({conv(s, 16, 32, 1), conv(s, 16, 32, 3)}, 1);
-  if (pool) cat = b.max_pool(cat, {.kernel = {3, 3}, .strides = {1, 1}, .pads = {1, 1, 1, 1}});
+  if (after_concat) cat = after_concat(b, cat);
   b.output(b.rename(conv(cat, 64, 32, 3), "y"));
   auto g = b.build();
   REQUIRE_MESSAGE(g.ok(), g.status().to_string());
@@ -353,36 +355,103 @@ ir::Graph make_fire(bool pool) {
 }
 
 // Runs the fire module (check_run); the library kernels' count.
-int64_t check_fire(bool pool, runtime::CompileOptions options = {}) {
-  return check_run(make_fire(pool), tensor({1, 32, 14, 14}, test::random_f32_bytes(32 * 196, 5)), options, false);
+int64_t check_fire(const AfterConcat& after_concat, runtime::CompileOptions options = {}) {
+  return check_run(make_fire(after_concat), tensor({1, 32, 14, 14}, test::random_f32_bytes(32 * 196, 5)), options,
+                   false);
 }
 
 // The three 3x3 convs pay even with reorders; the two 1x1 convs only with their values kept
-// blocked on both sides, the expand conv's result through the concat.
-int64_t expected_fire(bool blocked_through_concat) {
+// blocked on both sides, the expand conv's result through the concat; `blocked_extra`
+// library kernels more (a pool) where they are.
+int64_t expected_fire(bool blocked_through_concat, int64_t blocked_extra = 0) {
   if (jit::library_provider_name().empty()) return 0;
-  return !jit::library_blocked_layout().empty() && blocked_through_concat ? 5 : 3;
+  return !jit::library_blocked_layout().empty() && blocked_through_concat ? 5 + blocked_extra : 3;
 }
 
 }  // namespace
 
 TEST_CASE("runtime/library/a concat folded into views keeps its inputs blocked") {
-  const int64_t taken = check_fire(false);
+  const int64_t taken = check_fire(nullptr);
   if (taken < 0) return;
   CHECK(taken == expected_fire(true));
 }
 
 TEST_CASE("runtime/library/a concat run as a copy keeps its inputs NCHW") {
-  const int64_t taken = check_fire(false, {.concat_views = false});
+  const int64_t taken = check_fire(nullptr, {.concat_views = false});
   if (taken < 0) return;
   CHECK(taken == expected_fire(false));
 }
 
 TEST_CASE("runtime/library/a concat a generated kernel reads keeps its inputs NCHW") {
-  // The max pool is generated and reads the concat's output plain, so its inputs stay plain.
-  const int64_t taken = check_fire(true);
+  // tanh on its own is generated and reads the concat's output plain, so its inputs stay plain.
+  const int64_t taken = check_fire([](ir::GraphBuilder& b, ir::ValueId cat) { return b.tanh(cat); });
   if (taken < 0) return;
   CHECK(taken == expected_fire(false));
+}
+
+TEST_CASE("runtime/library/a max pool after a folded concat keeps both sides blocked") {
+  // GoogLeNet's fourth branch: a 3x3 stride-1 max pool in ceil mode over the concat.
+  const int64_t taken = check_fire([](ir::GraphBuilder& b, ir::ValueId cat) {
+    return b.max_pool(cat, {.kernel = {3, 3}, .strides = {1, 1}, .pads = {1, 1, 1, 1}, .ceil_mode = true});
+  });
+  if (taken < 0) return;
+  CHECK(taken == expected_fire(true, 1));
+}
+
+namespace {
+
+struct PoolCase {
+  std::string name;
+  int64_t h;
+  ir::PoolOptions pool;
+  bool max = true;
+  bool taken = true;  // by the library, where it keeps values blocked
+};
+
+// x f32[1, 16, h, h] -> relu(conv3x3) -> pool -> relu(conv3x3): the pool between two library
+// convs; the library kernels' count (check_run).
+int64_t check_pool(const PoolCase& c) {
+  ir::GraphBuilder b("pool");
+  auto x = b.input("x", DType::kF32, {1, 16, c.h, c.h});
+  uint32_t seed = 60;
+  auto conv = [&](ir::ValueId in) {
+    auto w = b.constant("w" + std::to_string(seed), DType::kF32, {16, 16, 3, 3},
+                        test::random_f32_bytes(16 * 16 * 9, seed));
+    ++seed;
+    return b.relu(b.conv2d(in, w, std::nullopt, {.pads = {1, 1, 1, 1}}));
+  };
+  auto a = conv(x);
+  b.output(b.rename(conv(c.max ? b.max_pool(a, c.pool) : b.avg_pool(a, c.pool)), "y"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return check_run(*g, tensor({1, 16, c.h, c.h}, test::random_f32_bytes(16 * c.h * c.h, 7)), {}, true);
+}
+
+}  // namespace
+
+TEST_CASE("runtime/library/pools between library convs run blocked, ceil mode included") {
+  const bool blocked = !jit::library_blocked_layout().empty();
+  const std::vector<PoolCase> cases = {
+      {"max 3x3 stride 2 pad 1 (resnet stem)", 16, {.kernel = {3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}}},
+      {"max 3x3 stride 2 ceil mode (googlenet, squeezenet)", 15, {.kernel = {3, 3}, .strides = {2, 2}, .ceil_mode = true}},
+      {"max 2x2 stride 2 (vgg)", 14, {.kernel = {2, 2}, .strides = {2, 2}}},
+      {"max 2x3 stride 1x2, uneven pads", 13, {.kernel = {2, 3}, .strides = {1, 2}, .pads = {0, 1, 1, 2}}},
+      {"average 3x3 stride 1 pad 1, pads not counted", 12, {.kernel = {3, 3}, .pads = {1, 1, 1, 1}}, false},
+      {"average 3x3 stride 1 pad 1, pads counted (inception)", 12,
+       {.kernel = {3, 3}, .pads = {1, 1, 1, 1}, .count_include_pad = true}, false},
+      {"average 2x2 stride 2 ceil mode, pads not counted", 13, {.kernel = {2, 2}, .strides = {2, 2}, .ceil_mode = true},
+       false},
+      // ceil mode adds a pad oneDNN would count, the graph not: left to the JIT.
+      {"average 2x2 stride 2 ceil mode, pads counted", 13,
+       {.kernel = {2, 2}, .strides = {2, 2}, .ceil_mode = true, .count_include_pad = true}, false, false},
+  };
+  for (const PoolCase& c : cases) {
+    CAPTURE(c.name);
+    const int64_t taken = check_pool(c);
+    if (taken < 0) return;
+    const int64_t convs = jit::library_provider_name().empty() ? 0 : 2;
+    CHECK(taken == convs + (blocked && c.taken ? 1 : 0));
+  }
 }
 
 TEST_CASE("runtime/library/runs start no threads of their own") {
