@@ -1,15 +1,22 @@
-// Max and average pooling on oneDNN's blocked layout (nChw16c or nChw8c: channel_blocking()),
-// so that a max pool between library convs (a CNN stem; GoogLeNet's and SqueezeNet's pools
-// after a concat) keeps the values on both sides blocked (library_kernel.h). Taken only with
-// its input and result kept blocked (BlockedOnlyKernel): carve's generated pools read NCHW as
-// fast, with no reorder.
+// Max and average pooling on the blocked layout of oneDNN's convolutions (nChw16c or nChw8c:
+// channel_blocking()), so that a pool between library convs (a CNN stem; GoogLeNet's and
+// SqueezeNet's pools after a concat) keeps the values on both sides blocked
+// (library_kernel.h). Taken only with its input and result kept blocked (BlockedOnlyKernel):
+// carve's generated pools read NCHW as fast, with no reorder.
 //
-// ceil_mode: the output size is the graph's; oneDNN is given the right padding that makes
-// its floor rule land on it. For a max pool padded elements never win; an average pool with
-// count_include_pad counts only the pads the graph names, so it is declined when ceil_mode
-// adds padding (oneDNN would count that too).
+// The loops are carve's own, not oneDNN's pooling: at GoogLeNet's shapes on one AVX2 core
+// oneDNN 2.6.3's jit:avx2 max pool took 0.84 ms for the stem pool (64 x 112 x 112, 3 x 3
+// stride 2) and its 13 pools 5.6 ms, against 2.1 ms for carve's generated NCHW pools
+// (docs/benchmarks.md, "Pools on the blocked layout"). Here each output pixel of a channel
+// block is one vector of `block` lanes, the max (or sum) of its window's vectors.
+//
+// Semantics are the reference's: a max pool propagates NaN and never sees the padding; an
+// average divides by the window's elements inside the input, or with count_include_pad by
+// the window clipped to the padded extent (ceil_mode's extra windows reach past it).
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstring>
 
 #include "dnnl_util.h"
 
@@ -29,6 +36,125 @@ bool flag_attr(const ir::Node& node, const char* name) {
   return it != node.attrs.end() && it->second.is_int() && it->second.as_int() != 0;
 }
 
+struct Window {
+  int64_t h = 0, w = 0, oh = 0, ow = 0;  // input and output spatial extents
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+};
+
+// The loops below run on vectors of lanes of a channel block (GCC and Clang vector
+// extensions): 8 lanes compiled for AVX2 where the CPU has it, else 4 (SSE, x86-64's
+// baseline, or another target's own).
+template <int N>
+struct Lanes;
+template <>
+struct Lanes<4> {
+  typedef float F __attribute__((vector_size(16)));
+  typedef int32_t I __attribute__((vector_size(16)));
+};
+template <>
+struct Lanes<8> {
+  typedef float F __attribute__((vector_size(32)));
+  typedef int32_t I __attribute__((vector_size(32)));
+};
+
+// One chunk of `blocks` channel blocks of B lanes: x [blocks][h][w][B] -> y [blocks][oh][ow][B],
+// in vectors of N lanes. A max pool's max is NaN when either operand is (the reference's).
+// K > 0: the window is K x K, and the outputs whose window lies inside the input take a path
+// with the window's loops unrolled. Always inlined, so that a caller compiled for AVX2
+// compiles it for AVX2 too.
+template <int B, int N, bool Max, int K>
+[[gnu::always_inline]] inline void pool_blocks(const float* x, float* y, int64_t blocks, const Window& win,
+                                               bool include_pad) {
+  using F = typename Lanes<N>::F;
+  using I = typename Lanes<N>::I;
+  constexpr int V = B / N;
+  // A max is `acc > e ? acc : e` (one maxps); lanes that saw a NaN are tracked in `nan` and
+  // made NaN (all bits set) at the end.
+  auto combine = [](F* acc, I* nan, const float* in) {
+    for (int v = 0; v < V; ++v) {
+      F e;
+      std::memcpy(&e, in + N * v, sizeof e);
+      if constexpr (Max) {
+        acc[v] = acc[v] > e ? acc[v] : e;
+        nan[v] |= e != e;
+      } else {
+        acc[v] += e;
+      }
+    }
+  };
+  for (int64_t cb = 0; cb < blocks; ++cb) {
+    const float* xp = x + cb * win.h * win.w * B;
+    float* yp = y + cb * win.oh * win.ow * B;
+    for (int64_t oy = 0; oy < win.oh; ++oy) {
+      const int64_t y0 = oy * win.sh - win.pt;
+      const int64_t ylo = std::max<int64_t>(y0, 0), yhi = std::min(y0 + win.kh, win.h);
+      for (int64_t ox = 0; ox < win.ow; ++ox) {
+        const int64_t x0 = ox * win.sw - win.pl;
+        const int64_t xlo = std::max<int64_t>(x0, 0), xhi = std::min(x0 + win.kw, win.w);
+        F acc[V];
+        I nan[V] = {};
+        for (int v = 0; v < V; ++v) acc[v] = Max ? F{} - INFINITY : F{};
+        if (K > 0 && yhi - ylo == K && xhi - xlo == K) {
+          for (int ky = 0; ky < K; ++ky)
+            for (int kx = 0; kx < K; ++kx) combine(acc, nan, xp + ((ylo + ky) * win.w + xlo + kx) * B);
+        } else {
+          for (int64_t iy = ylo; iy < yhi; ++iy)
+            for (int64_t ix = xlo; ix < xhi; ++ix) combine(acc, nan, xp + (iy * win.w + ix) * B);
+        }
+        if constexpr (Max) {
+          for (int v = 0; v < V; ++v) acc[v] = reinterpret_cast<F>(reinterpret_cast<I>(acc[v]) | nan[v]);
+        }
+        if constexpr (!Max) {
+          const int64_t count = include_pad ? (std::min(y0 + win.kh, win.h + win.pb) - y0) *
+                                                  (std::min(x0 + win.kw, win.w + win.pr) - x0)
+                                            : (yhi - ylo) * (xhi - xlo);
+          const float scale = 1.f / static_cast<float>(std::max<int64_t>(count, 1));
+          for (int v = 0; v < V; ++v) acc[v] *= scale;
+        }
+        std::memcpy(yp + (oy * win.ow + ox) * B, acc, sizeof acc);
+      }
+    }
+  }
+}
+
+using PoolFn = void (*)(const float* x, float* y, int64_t blocks, const Window& win, bool include_pad);
+
+template <int B, bool Max, int K>
+void pool_blocks_sse(const float* x, float* y, int64_t blocks, const Window& win, bool include_pad) {
+  pool_blocks<B, 4, Max, K>(x, y, blocks, win, include_pad);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CARVE_POOL_AVX2 1
+template <int B, bool Max, int K>
+[[gnu::target("avx2")]] void pool_blocks_avx2(const float* x, float* y, int64_t blocks, const Window& win,
+                                              bool include_pad) {
+  pool_blocks<B, 8, Max, K>(x, y, blocks, win, include_pad);
+}
+#endif
+
+template <int B, bool Max, int K>
+PoolFn pick_isa() {
+#ifdef CARVE_POOL_AVX2
+  if (__builtin_cpu_supports("avx2")) return pool_blocks_avx2<B, Max, K>;
+#endif
+  return pool_blocks_sse<B, Max, K>;
+}
+
+// Unrolled windows for the common 3 x 3 and 2 x 2 pools.
+template <int B, bool Max>
+PoolFn pick_window(const Window& win) {
+  if (win.kh == 3 && win.kw == 3) return pick_isa<B, Max, 3>();
+  if (win.kh == 2 && win.kw == 2) return pick_isa<B, Max, 2>();
+  return pick_isa<B, Max, 0>();
+}
+
+template <int B>
+PoolFn pick_pool(bool max, const Window& win) {
+  return max ? pick_window<B, true>(win) : pick_window<B, false>(win);
+}
+
 // out = pool(x); chunks of whole channel blocks as tiles (each channel's window is its own).
 class Pool final : public BlockedOnlyKernel {
  public:
@@ -39,69 +165,49 @@ class Pool final : public BlockedOnlyKernel {
     const ir::TensorType& in = graph.value(node.inputs[0]).type;
     const ir::TensorType& out = graph.value(node.outputs[0]).type;
     if (!is_f32_nchw_one_image(in) || out.dtype != in.dtype || out.shape.rank() != 4) return nullptr;
+    const int64_t block = channel_blocking().block;
+    if (block != 8 && block != 16) return nullptr;
     const auto kernel = ints_attr(node, "kernel", {0, 0, 0, 0}, 2);
     const auto strides = ints_attr(node, "strides", {1, 1, 0, 0}, 2);
     const auto pads = ints_attr(node, "pads", {0, 0, 0, 0}, 4);
-    const int64_t c = in.shape[1];
-    const std::array<int64_t, 2> src{in.shape[2], in.shape[3]}, dst{out.shape[2], out.shape[3]};
-    // oneDNN's rule: dst = (src + pad_l + pad_r - kernel) / stride + 1 (floor). The right pads
-    // grow to the last window's end where ceil_mode made one more window.
-    memory::dims pad_r(2);
-    bool grown = false;
-    for (size_t i = 0; i < 2; ++i) {
-      if (kernel[i] < 1 || strides[i] < 1) return nullptr;
-      const int64_t last_end = (dst[i] - 1) * strides[i] + kernel[i];
-      pad_r[i] = std::max(pads[i + 2], last_end - src[i] - pads[i]);
-      grown = grown || pad_r[i] != pads[i + 2];
-      if ((src[i] + pads[i] + pad_r[i] - kernel[i]) / strides[i] + 1 != dst[i]) return nullptr;
-    }
-    const bool max = node.op == ir::OpKind::kMaxPool;
-    const bool include_pad = !max && flag_attr(node, "count_include_pad");
-    if (include_pad && grown) return nullptr;
-    const algorithm alg = max           ? algorithm::pooling_max
-                          : include_pad ? algorithm::pooling_avg_include_padding
-                                        : algorithm::pooling_avg_exclude_padding;
-
+    if (kernel[0] < 1 || kernel[1] < 1 || strides[0] < 1 || strides[1] < 1) return nullptr;
     auto k = std::make_unique<Pool>();
+    k->win_ = {in.shape[2], in.shape[3], out.shape[2], out.shape[3], kernel[0], kernel[1], strides[0], strides[1],
+               pads[0], pads[1], pads[2], pads[3]};
+    k->max_ = node.op == ir::OpKind::kMaxPool;
+    k->include_pad_ = !k->max_ && flag_attr(node, "count_include_pad");
+    k->block_ = block;
+    k->fn_ = block == 16 ? pick_pool<16>(k->max_, k->win_) : pick_pool<8>(k->max_, k->win_);
     k->x_ = operand_index(group, node.inputs[0], OperandRole::kInput);
     k->y_ = operand_index(group, node.outputs[0], OperandRole::kOutput);
     if (k->x_ < 0 || k->y_ < 0) return nullptr;
     k->blocked_operands_ = {k->x_, k->y_};
-    const int64_t cc = k->split_channels(c, c * dst[0] * dst[1], 16384);
-    k->src_chunk_bytes_ = cc * src[0] * src[1] * static_cast<int64_t>(sizeof(float));
-    k->dst_chunk_bytes_ = cc * dst[0] * dst[1] * static_cast<int64_t>(sizeof(float));
-    OneOmpThread one_thread;
-    try {
-      k->src_ = memory::desc({1, cc, src[0], src[1]}, memory::data_type::f32, channel_blocking().tag);
-      k->dst_ = memory::desc({1, cc, dst[0], dst[1]}, memory::data_type::f32, channel_blocking().tag);
-      dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, k->src_, k->dst_,
-                                       {strides[0], strides[1]}, {kernel[0], kernel[1]}, {pads[0], pads[1]}, pad_r);
-      dnnl::pooling_forward::primitive_desc pd(desc, cpu_engine());
-      if (pd.scratchpad_desc().get_size() != 0 || !jit_implementation(pd)) return nullptr;
-      k->pool_ = dnnl::pooling_forward(pd);
-      k->impl_ = pd.impl_info_str();
-    } catch (const dnnl::error&) {
-      return nullptr;
-    }
+    const int64_t c = in.shape[1];
+    k->chunk_blocks_ = k->split_channels(c, c * k->win_.oh * k->win_.ow, 16384) / block;
     return k;
   }
 
   void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
-    run_tiles("pooling", tile_begin, tile_end, [&](dnnl::stream& s, int64_t t) {
-      // Chunk t: its channels of x and of the result, one contiguous slice each.
-      memory x(src_, cpu_engine(), static_cast<std::byte*>(operands[x_]) + t * src_chunk_bytes_);
-      memory y(dst_, cpu_engine(), static_cast<std::byte*>(operands[y_]) + t * dst_chunk_bytes_);
-      pool_.execute(s, {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}});
-    });
+    // Chunk t: its channel blocks of x and of the result, one contiguous slice each.
+    const int64_t src_chunk = chunk_blocks_ * block_ * win_.h * win_.w;
+    const int64_t dst_chunk = chunk_blocks_ * block_ * win_.oh * win_.ow;
+    for (int64_t t = tile_begin; t < tile_end; ++t) {
+      const float* x = static_cast<const float*>(operands[x_]) + t * src_chunk;
+      float* y = static_cast<float*>(operands[y_]) + t * dst_chunk;
+      fn_(x, y, chunk_blocks_, win_, include_pad_);
+    }
   }
-  std::string describe() const override { return describe_tiles(impl_, "input output"); }
+  std::string describe() const override {
+    return "carve " + channel_blocking().name + (max_ ? " max pool" : " average pool") +
+           (tiles_ > 1 ? " x" + std::to_string(tiles_) + " channel chunks" : "") + ", input output";
+  }
 
  private:
+  Window win_;
+  bool max_ = true, include_pad_ = false;
+  int64_t block_ = 8, chunk_blocks_ = 1;
+  PoolFn fn_ = nullptr;
   int32_t x_ = -1, y_ = -1;
-  int64_t src_chunk_bytes_ = 0, dst_chunk_bytes_ = 0;
-  memory::desc src_, dst_;
-  dnnl::pooling_forward pool_;
-  std::string impl_;
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Library kernels: a kernel group run by a well-kept library instead of generated code.
 // Today one provider: oneDNN (Debian's libdnnl, when the build has it, CARVE_WITH_DNNL)
 // for f32 convolutions with their fused activation and residual add, and, on its blocked
-// layout only, pooling and squeeze-excite's pool and channel scale. No library types here.
+// layout only, squeeze-excite's pool and channel scale; pools on that layout are carve's own
+// loops (oneDNN's were slower). No library types here.
 //
 // Contract:
 //  - make_library_kernel looks at one group (anchor + fused epilogue, kernel.h) and either
