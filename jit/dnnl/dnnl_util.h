@@ -115,7 +115,6 @@ class BlockedOnlyKernel : public LibraryKernel {
   int64_t tiles_ = 1;
 };
 
-
 // The kernels (nullptr: declined).
 std::unique_ptr<LibraryKernel> make_conv(const ir::Graph& graph, const KernelGroup& group,
                                          const ConstantBytes& constant_bytes);
