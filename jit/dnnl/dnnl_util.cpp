@@ -94,9 +94,9 @@ int64_t BlockedOnlyKernel::split_channels(int64_t c, int64_t elements, int64_t m
   return c / tiles_;
 }
 
-std::string BlockedOnlyKernel::describe_tiles(const std::string& impl, const char* blocked) const {
-  return library_provider_name() + " " + impl + (tiles_ > 1 ? " x" + std::to_string(tiles_) + " channel chunks" : "") +
-         ", " + channel_blocking().name + " " + blocked;
+std::string BlockedOnlyKernel::describe_tiles(const std::string& what, const char* blocked) const {
+  return what + (tiles_ > 1 ? " x" + std::to_string(tiles_) + " channel chunks" : "") + ", " + channel_blocking().name +
+         " " + blocked;
 }
 
 void run_failed(const char* what, const dnnl::error& err) {

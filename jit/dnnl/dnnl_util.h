@@ -108,8 +108,8 @@ class BlockedOnlyKernel : public LibraryKernel {
   // Cuts the c channels (whole blocks) into tiles_ = 4, 2 or 1 equal chunks of at least
   // min_chunk elements of `elements`, by the shape alone; the channels a chunk has.
   int64_t split_channels(int64_t c, int64_t elements, int64_t min_chunk);
-  // "oneDNN 2.6.3 <impl> x4 channel chunks, nChw8c <blocked>".
-  std::string describe_tiles(const std::string& impl, const char* blocked) const;
+  // "<what> x4 channel chunks, nChw8c <blocked>".
+  std::string describe_tiles(const std::string& what, const char* blocked) const;
 
   std::vector<int32_t> blocked_operands_;
   int64_t tiles_ = 1;

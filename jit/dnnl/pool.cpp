@@ -104,8 +104,7 @@ template <int B, int N, bool Max, int K>
         }
         if constexpr (Max) {
           for (int v = 0; v < V; ++v) acc[v] = reinterpret_cast<F>(reinterpret_cast<I>(acc[v]) | nan[v]);
-        }
-        if constexpr (!Max) {
+        } else {
           const int64_t count = include_pad ? (std::min(y0 + win.kh, win.h + win.pb) - y0) *
                                                   (std::min(x0 + win.kw, win.w + win.pr) - x0)
                                             : (yhi - ylo) * (xhi - xlo);
@@ -198,8 +197,7 @@ class Pool final : public BlockedOnlyKernel {
     }
   }
   std::string describe() const override {
-    return "carve " + channel_blocking().name + (max_ ? " max pool" : " average pool") +
-           (tiles_ > 1 ? " x" + std::to_string(tiles_) + " channel chunks" : "") + ", input output";
+    return describe_tiles(max_ ? "carve max pool" : "carve average pool", "input output");
   }
 
  private:

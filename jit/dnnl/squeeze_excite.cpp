@@ -50,7 +50,7 @@ class GlobalAveragePool final : public BlockedOnlyKernel {
       pool_.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     });
   }
-  std::string describe() const override { return describe_tiles(impl_, "input"); }
+  std::string describe() const override { return describe_tiles(library_provider_name() + " " + impl_, "input"); }
 
  private:
   int32_t x_ = -1, y_ = -1;
@@ -111,7 +111,7 @@ class ChannelScale final : public BlockedOnlyKernel {
       mul_.execute(s, {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, scale}, {DNNL_ARG_DST, y}});
     });
   }
-  std::string describe() const override { return describe_tiles(impl_, "input output"); }
+  std::string describe() const override { return describe_tiles(library_provider_name() + " " + impl_, "input output"); }
 
  private:
   int32_t x_ = -1, s_ = -1, y_ = -1;
