@@ -25,92 +25,6 @@
 namespace carve::jit::dnnl_kernels {
 namespace {
 
-// The epilogue as oneDNN post-ops; nullopt when a node has no equivalent.
-struct Epilogue {
-  dnnl::post_ops ops;
-  ir::ValueId residual = ir::kNoValue;  // the add's other operand
-  ir::ValueId result = ir::kNoValue;    // the chain's last value
-};
-
-// Unary nodes that are one eltwise post-op each: (algorithm, alpha).
-std::optional<std::pair<algorithm, float>> unary_post_op(ir::OpKind op) {
-  switch (op) {
-    case ir::OpKind::kRelu: return std::pair{algorithm::eltwise_relu, 0.f};
-    case ir::OpKind::kSigmoid: return std::pair{algorithm::eltwise_logistic, 0.f};
-    case ir::OpKind::kSilu: return std::pair{algorithm::eltwise_swish, 1.f};
-    case ir::OpKind::kTanh: return std::pair{algorithm::eltwise_tanh, 0.f};
-    default: return std::nullopt;
-  }
-}
-
-std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& group) {
-  const ir::Node& conv = graph.node(group.nodes.front());
-  const ir::TensorType& out_type = graph.value(conv.outputs[0]).type;
-  Epilogue e;
-  struct Op { algorithm alg; float alpha, beta; bool sum; };
-  std::vector<Op> ops;
-  // `before`: the value the last node read, for x * gate(x); a hard-sigmoid gate is
-  // hard-swish only once its mul follows (`gate_open` until then).
-  ir::ValueId cur = conv.outputs[0], before = ir::kNoValue;
-  bool gate_open = false;
-  for (size_t i = 1; i < group.nodes.size(); ++i) {
-    const ir::Node& n = graph.node(group.nodes[i]);
-    if (n.outputs.size() != 1 || graph.value(n.outputs[0]).type != out_type) return std::nullopt;
-    if (gate_open && n.op != ir::OpKind::kMul) return std::nullopt;
-    const bool unary_on_cur = n.inputs.size() == 1 && n.inputs[0] == cur;
-    if (auto unary = unary_post_op(n.op)) {
-      if (!unary_on_cur) return std::nullopt;
-      ops.push_back({unary->first, unary->second, 0.f, false});
-    } else if (n.op == ir::OpKind::kClip) {
-      if (!unary_on_cur) return std::nullopt;
-      ops.push_back({algorithm::eltwise_clip, static_cast<float>(ir::float_attr_or(n.attrs, "min", -INFINITY)),
-                     static_cast<float>(ir::float_attr_or(n.attrs, "max", INFINITY)), false});
-    } else if (n.op == ir::OpKind::kHardSigmoid) {
-      if (!unary_on_cur || std::abs(ir::float_attr_or(n.attrs, "alpha", 0.2) - 1.0 / 6) > 1e-7 ||
-          ir::float_attr_or(n.attrs, "beta", 0.5) != 0.5)
-        return std::nullopt;
-      ops.push_back({algorithm::eltwise_hardswish, 0.f, 0.f, false});
-      gate_open = true;
-    } else if (n.op == ir::OpKind::kMul) {
-      // x * gate(x): the gate (sigmoid or hard-sigmoid) was the previous node.
-      const bool pair = n.inputs.size() == 2 && before != ir::kNoValue &&
-                        ((n.inputs[0] == before && n.inputs[1] == cur) ||
-                         (n.inputs[1] == before && n.inputs[0] == cur));
-      if (!pair || ops.empty()) return std::nullopt;
-      Op& gate = ops.back();
-      if (gate.alg == algorithm::eltwise_logistic) {
-        gate = {algorithm::eltwise_swish, 1.f, 0.f, false};
-      } else if (!gate_open) {
-        return std::nullopt;
-      }
-      gate_open = false;
-      cur = n.outputs[0];
-      before = ir::kNoValue;
-      continue;
-    } else if (n.op == ir::OpKind::kAdd) {
-      if (n.inputs.size() != 2 || e.residual != ir::kNoValue) return std::nullopt;
-      const ir::ValueId other = n.inputs[0] == cur ? n.inputs[1] : n.inputs[1] == cur ? n.inputs[0] : ir::kNoValue;
-      if (other == ir::kNoValue || other == cur || graph.value(other).type != out_type) return std::nullopt;
-      e.residual = other;
-      ops.push_back({algorithm::undef, 0.f, 0.f, true});
-    } else {
-      return std::nullopt;
-    }
-    before = cur;
-    cur = n.outputs[0];
-  }
-  if (gate_open) return std::nullopt;
-  for (const Op& op : ops) {
-    if (op.sum) {
-      e.ops.append_sum(1.f);
-    } else {
-      e.ops.append_eltwise(1.f, op.alg, op.alpha, op.beta);
-    }
-  }
-  e.result = cur;
-  return e;
-}
-
 // When oneDNN's conv beats carve's generated kernel, by measurement (docs/benchmarks.md,
 // "oneDNN convolutions", single layers at 1 thread): its kernels run at about the same
 // speed as carve's best or faster, but every reorder between NCHW and its blocked layout
@@ -405,7 +319,7 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
   const void* wbytes = constant_bytes(node.inputs[1]);
   const void* bbytes = node.inputs.size() > 2 ? constant_bytes(node.inputs[2]) : nullptr;
   if (!wbytes || (node.inputs.size() > 2 && !bbytes)) return nullptr;
-  std::optional<Epilogue> epilogue = map_epilogue(graph, group);
+  std::optional<Epilogue> epilogue = map_epilogue(graph, group, 1, node.outputs[0]);
   if (!epilogue) return nullptr;
   int outputs = 0;
   for (const KernelOperand& o : group.operands) outputs += o.role == OperandRole::kOutput;

@@ -3,6 +3,7 @@
 #include "dnnl_util.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -38,6 +39,89 @@ Reorder make_reorder(const memory::desc& from, const memory::desc& to) {
   if (from == to) return {};  // same layout: nothing to do
   OneOmpThread one_thread;     // a primitive splits its work for the thread count at creation
   return {dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to))};
+}
+
+// Unary nodes that are one eltwise post-op each: (algorithm, alpha).
+namespace {
+
+std::optional<std::pair<algorithm, float>> unary_post_op(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::kRelu: return std::pair{algorithm::eltwise_relu, 0.f};
+    case ir::OpKind::kSigmoid: return std::pair{algorithm::eltwise_logistic, 0.f};
+    case ir::OpKind::kSilu: return std::pair{algorithm::eltwise_swish, 1.f};
+    case ir::OpKind::kTanh: return std::pair{algorithm::eltwise_tanh, 0.f};
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& group, size_t first,
+                                     ir::ValueId start) {
+  const ir::TensorType& out_type = graph.value(start).type;
+  Epilogue e;
+  struct Op { algorithm alg; float alpha, beta; bool sum; };
+  std::vector<Op> ops;
+  // `before`: the value the last node read, for x * gate(x); a hard-sigmoid gate is
+  // hard-swish only once its mul follows (`gate_open` until then).
+  ir::ValueId cur = start, before = ir::kNoValue;
+  bool gate_open = false;
+  for (size_t i = first; i < group.nodes.size(); ++i) {
+    const ir::Node& n = graph.node(group.nodes[i]);
+    if (n.outputs.size() != 1 || graph.value(n.outputs[0]).type != out_type) return std::nullopt;
+    if (gate_open && n.op != ir::OpKind::kMul) return std::nullopt;
+    const bool unary_on_cur = n.inputs.size() == 1 && n.inputs[0] == cur;
+    if (auto unary = unary_post_op(n.op)) {
+      if (!unary_on_cur) return std::nullopt;
+      ops.push_back({unary->first, unary->second, 0.f, false});
+    } else if (n.op == ir::OpKind::kClip) {
+      if (!unary_on_cur) return std::nullopt;
+      ops.push_back({algorithm::eltwise_clip, static_cast<float>(ir::float_attr_or(n.attrs, "min", -INFINITY)),
+                     static_cast<float>(ir::float_attr_or(n.attrs, "max", INFINITY)), false});
+    } else if (n.op == ir::OpKind::kHardSigmoid) {
+      if (!unary_on_cur || std::abs(ir::float_attr_or(n.attrs, "alpha", 0.2) - 1.0 / 6) > 1e-7 ||
+          ir::float_attr_or(n.attrs, "beta", 0.5) != 0.5)
+        return std::nullopt;
+      ops.push_back({algorithm::eltwise_hardswish, 0.f, 0.f, false});
+      gate_open = true;
+    } else if (n.op == ir::OpKind::kMul) {
+      // x * gate(x): the gate (sigmoid or hard-sigmoid) was the previous node.
+      const bool pair = n.inputs.size() == 2 && before != ir::kNoValue &&
+                        ((n.inputs[0] == before && n.inputs[1] == cur) ||
+                         (n.inputs[1] == before && n.inputs[0] == cur));
+      if (!pair || ops.empty()) return std::nullopt;
+      Op& gate = ops.back();
+      if (gate.alg == algorithm::eltwise_logistic) {
+        gate = {algorithm::eltwise_swish, 1.f, 0.f, false};
+      } else if (!gate_open) {
+        return std::nullopt;
+      }
+      gate_open = false;
+      cur = n.outputs[0];
+      before = ir::kNoValue;
+      continue;
+    } else if (n.op == ir::OpKind::kAdd) {
+      if (n.inputs.size() != 2 || e.residual != ir::kNoValue) return std::nullopt;
+      const ir::ValueId other = n.inputs[0] == cur ? n.inputs[1] : n.inputs[1] == cur ? n.inputs[0] : ir::kNoValue;
+      if (other == ir::kNoValue || other == cur || graph.value(other).type != out_type) return std::nullopt;
+      e.residual = other;
+      ops.push_back({algorithm::undef, 0.f, 0.f, true});
+    } else {
+      return std::nullopt;
+    }
+    before = cur;
+    cur = n.outputs[0];
+  }
+  if (gate_open) return std::nullopt;
+  for (const Op& op : ops) {
+    if (op.sum) {
+      e.ops.append_sum(1.f);
+    } else {
+      e.ops.append_eltwise(1.f, op.alg, op.alpha, op.beta);
+    }
+  }
+  e.result = cur;
+  return e;
 }
 
 bool jit_implementation(const dnnl::primitive_desc_base& pd) {
@@ -111,6 +195,7 @@ std::unique_ptr<LibraryKernel> make_library_kernel(const ir::Graph& graph, const
   if (group.nodes.empty()) return nullptr;
   switch (graph.node(group.nodes.front()).op) {
     case ir::OpKind::kConv2d: return dnnl_kernels::make_conv(graph, group, constant_bytes);
+    case ir::OpKind::kMatmul: return dnnl_kernels::make_matmul(graph, group, constant_bytes);
     case ir::OpKind::kGlobalAvgPool: return dnnl_kernels::make_global_average_pool(graph, group);
     case ir::OpKind::kMul: return dnnl_kernels::make_channel_scale(graph, group);
     case ir::OpKind::kMaxPool:

@@ -69,6 +69,20 @@ struct ChannelBlocking {
 };
 const ChannelBlocking& channel_blocking();
 
+// A group's epilogue as oneDNN post-ops.
+struct Epilogue {
+  dnnl::post_ops ops;
+  ir::ValueId residual = ir::kNoValue;  // the add's other operand
+  ir::ValueId result = ir::kNoValue;    // the chain's last value
+};
+
+// The epilogue nodes group.nodes[first...], each reading the chain's current value (from
+// `start`, of the result's type): relu, clip, sigmoid, silu, tanh, x * sigmoid(x) (swish),
+// x * hard_sigmoid(x) with alpha 1/6 and beta 1/2 (hard-swish), add of a tensor of the
+// result's type (a `sum` post-op, at most one); nullopt when a node has no equivalent.
+std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& group, size_t first,
+                                     ir::ValueId start);
+
 // Whether oneDNN picked one of its JIT-compiled kernels: never its reference or
 // im2col-GEMM fallbacks, which carve's generated kernels beat.
 bool jit_implementation(const dnnl::primitive_desc_base& pd);
@@ -118,6 +132,8 @@ class BlockedOnlyKernel : public LibraryKernel {
 // The kernels (nullptr: declined).
 std::unique_ptr<LibraryKernel> make_conv(const ir::Graph& graph, const KernelGroup& group,
                                          const ConstantBytes& constant_bytes);
+std::unique_ptr<LibraryKernel> make_matmul(const ir::Graph& graph, const KernelGroup& group,
+                                           const ConstantBytes& constant_bytes);
 std::unique_ptr<LibraryKernel> make_global_average_pool(const ir::Graph& graph, const KernelGroup& group);
 std::unique_ptr<LibraryKernel> make_channel_scale(const ir::Graph& graph, const KernelGroup& group);
 std::unique_ptr<LibraryKernel> make_pool(const ir::Graph& graph, const KernelGroup& group);

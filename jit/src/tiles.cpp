@@ -202,6 +202,16 @@ void pack_gemv_b(const void* src, void* dst, int64_t k, int64_t n, bool trans_b,
   }
 }
 
+void unpack_gemv_b_f32(const float* packed, float* dst, int64_t k, int64_t n, const GemvStrips& strips) {
+  const int64_t wide_end = n / strips.wide * strips.wide, vec_end = n / strips.vec * strips.vec;
+  for (int64_t c = 0; c < n;) {
+    const int64_t w = c < wide_end ? strips.wide : c < vec_end ? strips.vec : 1;
+    const float* src = packed + c * k;
+    for (int64_t kk = 0; kk < k; ++kk, src += w) std::memcpy(dst + kk * n + c, src, static_cast<size_t>(w) * sizeof(float));
+    c += w;
+  }
+}
+
 ConvShape conv_shape(const ir::Graph& graph, const ir::Node& node) {
   ConvShape c;
   const auto& x = in_type(graph, node, 0).shape;

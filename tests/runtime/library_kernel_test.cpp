@@ -590,3 +590,91 @@ TEST_CASE("runtime/library/a weight another kernel reads as well keeps its bytes
     CHECK(outside(std::vector<uint8_t>(d, d + got->size()), want->at(i), 1e-5) == 0);
   }
 }
+
+namespace {
+
+// Matmuls with a constant weight, x f32[1, m, k] @ w[k, n], and their epilogue over y (the
+// product); `residual` is a second input of y's shape.
+struct MatmulCase {
+  std::string name;
+  int64_t m, k, n;
+  std::function<ir::ValueId(ir::GraphBuilder&, ir::ValueId y, ir::ValueId bias, ir::ValueId residual)> epilogue;
+  bool taken = true;  // by the library, when the build has one
+};
+
+ir::Graph make_matmul_graph(const MatmulCase& c) {
+  ir::GraphBuilder b(c.name);
+  auto x = b.input("x", DType::kF32, {1, c.m, c.k});
+  auto w = b.constant("w", DType::kF32, {c.k, c.n}, test::random_f32_bytes(c.k * c.n, 31));
+  auto bias = b.constant("bias", DType::kF32, {c.n}, test::random_f32_bytes(c.n, 32));
+  auto residual = b.input("r", DType::kF32, {1, c.m, c.n});
+  b.output(b.rename(c.epilogue(b, b.matmul(x, w), bias, residual), "y"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(*g);
+}
+
+std::vector<MatmulCase> matmul_cases() {
+  using B = ir::GraphBuilder;
+  using V = ir::ValueId;
+  return {
+      {"bias (qkv)", 64, 256, 192, [](B& b, V y, V bias, V) { return b.add(y, bias); }},
+      {"bias first, then residual (projection)", 64, 128, 256,
+       [](B& b, V y, V bias, V r) { return b.add(r, b.add(bias, y)); }},
+      {"bias, relu", 32, 96, 160, [](B& b, V y, V bias, V) { return b.relu(b.add(y, bias)); }},
+      {"no bias, a column tail (head)", 48, 64, 200, [](B& b, V y, V, V) { return b.relu(y); }},
+      {"residual alone", 64, 64, 96, [](B& b, V y, V, V r) { return b.add(y, r); }},
+      // Left to the generated kernels:
+      {"bias, gelu (no post-op here)", 64, 128, 128, [](B& b, V y, V bias, V) { return b.gelu(b.add(y, bias)); },
+       false},
+      {"four rows (GEMV path)", 4, 256, 256, [](B& b, V y, V bias, V) { return b.add(y, bias); }, false},
+      {"residual before bias (another rounding)", 64, 128, 128,
+       [](B& b, V y, V bias, V r) { return b.add(b.add(y, r), bias); }, false},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("runtime/library/matmul groups: taken where expected, within the reference's tolerance") {
+  auto one = runtime::testing::cpu_session_or_skip(1);
+  if (!one) return;
+  auto two = runtime::testing::cpu_session_or_skip(2);
+  const bool have_library = !jit::library_provider_name().empty();
+  for (const MatmulCase& c : matmul_cases()) {
+    CAPTURE(c.name);
+    ir::Graph g = make_matmul_graph(c);
+    std::vector<reference::HostTensor> in{tensor({1, c.m, c.k}, test::random_f32_bytes(c.m * c.k, 33)),
+                                          tensor({1, c.m, c.n}, test::random_f32_bytes(c.m * c.n, 34))};
+    auto want = reference::run_reference(g, in);
+    REQUIRE(want.ok());
+    const double tol = 2e-6 * std::sqrt(static_cast<double>(c.k)) + 1e-6;
+    // Weights pre-packed in carve's strips (the default) and not: the library unpacks them.
+    for (bool prepack : {true, false}) {
+      CAPTURE(prepack);
+      runtime::CompileOptions options;
+      options.prepack_weights = prepack;
+      RunResult library = run(*one, g, in, options);
+      CHECK(library.library_kernels == (have_library && c.taken ? 1 : 0));
+      CHECK(outside(library.bytes, want->at(0), tol) == 0);
+      options.schedule.sequential = true;
+      CHECK(run(*one, g, in, options).bytes == library.bytes);
+      options.schedule.sequential = false;
+      CHECK(run(*two, g, in, options).bytes == library.bytes);
+      options.library_kernels = false;
+      RunResult generated = run(*one, g, in, options);
+      CHECK(generated.library_kernels == 0);
+      CHECK(outside(generated.bytes, want->at(0), tol) == 0);
+      if (!library.library_kernels) CHECK(library.bytes == generated.bytes);
+    }
+  }
+}
+
+TEST_CASE("runtime/library/a matmul's weight and bias are held once, by the library kernel") {
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  if (!session || jit::library_provider_name().empty()) return;
+  const MatmulCase c = matmul_cases().front();
+  auto program = session->compile(make_matmul_graph(c), {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  CHECK((*program)->program().released_constant_bytes == (c.k * c.n + c.n) * int64_t{sizeof(float)});
+  CHECK((*program)->explain().find("gemm") != std::string::npos);
+}

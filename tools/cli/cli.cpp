@@ -56,7 +56,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   run->add_flag("--no-concat-views", run_options.no_concat_views,
                 "run concats as copies (default: their inputs are written into the output)");
   run->add_flag("--no-fuse", run_options.no_fuse, "one kernel per node");
-  run->add_flag("--no-library", run_options.no_library, "generate every kernel (no oneDNN convolutions)");
+  run->add_flag("--no-library", run_options.no_library, "generate every kernel (no oneDNN convolutions or matmuls)");
   run->add_option("--compile-threads", run_options.compile_threads,
                   "threads compiling kernels at once (0 = hardware concurrency); the code is the same for any")
       ->check(CLI::NonNegativeNumber);

@@ -1,6 +1,7 @@
 // Library kernels: a kernel group run by a well-kept library instead of generated code.
 // Today one provider: oneDNN (Debian's libdnnl, when the build has it, CARVE_WITH_DNNL)
-// for f32 convolutions with their fused activation and residual add, and, on its blocked
+// for f32 convolutions with their fused activation and residual add, f32 matmuls of 16 or
+// more rows with a constant weight (bias, activation, residual add), and, on its blocked
 // layout only, squeeze-excite's pool and channel scale; pools on that layout are carve's own
 // loops (oneDNN's were slower). No library types here.
 //

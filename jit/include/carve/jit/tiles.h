@@ -92,6 +92,8 @@ inline constexpr const char* kPrepackedAttr = "prepacked_b";
 // elements of elem_bytes (1, 2, 4 or 8) from src into dst (K * N elements, the layout above).
 void pack_gemv_b(const void* src, void* dst, int64_t k, int64_t n, bool trans_b, int64_t elem_bytes,
                  const GemvStrips& strips);
+// The inverse for f32: B packed by pack_gemv_b (trans_b 0) back into row-major K x N.
+void unpack_gemv_b_f32(const float* packed, float* dst, int64_t k, int64_t n, const GemvStrips& strips);
 
 struct ConvShape {
   int64_t n = 1, c = 1, h = 1, w = 1;        // input
