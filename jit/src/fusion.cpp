@@ -224,6 +224,18 @@ Result<KernelGroup> make_single_node_group(const ir::Graph& graph, ir::NodeId no
   return grouper.finish({node});
 }
 
+Result<KernelGroup> make_group(const ir::Graph& graph, std::vector<ir::NodeId> nodes,
+                               const FusionOptions& options) {
+  if (nodes.empty()) return Status(ErrorCode::kInvalidArgument, "a group needs at least one node");
+  for (ir::NodeId node : nodes) {
+    if (!graph.has_node(node)) {
+      return Status(ErrorCode::kInvalidArgument, fmt::format("node id {} is not in the graph", node));
+    }
+    CARVE_RETURN_IF_ERROR(check_node(graph, node));
+  }
+  return Grouper(graph, options).finish(std::move(nodes));
+}
+
 Result<std::vector<KernelGroup>> form_kernel_groups(const ir::Graph& graph,
                                                     std::span<const ir::NodeId> order,
                                                     const FusionOptions& options) {

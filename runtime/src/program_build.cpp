@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "carve/ir/extent.h"
 #include "carve/ir/order.h"
@@ -628,16 +629,61 @@ void keep_blocked(const Program& p, const std::vector<jit::KernelGroup>& groups,
 // Groups a library takes (CompileOptions::library_kernels; jit/library_kernel.h): their
 // scratch and tiles become the library kernel's, before the arena is planned. Index-
 // parallel to `groups`; null where the JIT generates the kernel.
-std::vector<std::shared_ptr<const jit::LibraryKernel>> take_library_groups(const Program& p,
-                                                                            std::vector<jit::KernelGroup>& groups) {
-  auto constant_bytes = [&p](ir::ValueId v) -> const void* {
+jit::ConstantBytes constant_bytes_of(const Program& p) {
+  return [&p](ir::ValueId v) -> const void* {
     auto it = std::lower_bound(p.constants.begin(), p.constants.end(), v);
     if (it == p.constants.end() || *it != v) return nullptr;
     const auto& buffer = p.constant_buffers[static_cast<size_t>(it - p.constants.begin())];
     return buffer ? buffer->unsafe_data() : nullptr;
   };
+}
+
+// Library kernels made before planning, by group name (null: the library declined it).
+using MadeLibraryKernels = std::unordered_map<std::string, std::unique_ptr<jit::LibraryKernel>>;
+
+// A matmul group whose whole epilogue no library kernel runs (gelu's erf chain) but whose
+// prefix one does: the prefix becomes its own group, for the library, and the rest a
+// generated elementwise group. bert's and gpt's MLP runs faster so, and the erf chain
+// compiles in a fraction of the fused GEMM's time (docs/benchmarks.md, "Library kernels:
+// oneDNN matmuls"). Runs before planning: the prefix's result is stored now. Returns the
+// kernels it made, for take_library_groups.
+MadeLibraryKernels split_library_prefixes(const Program& p, std::vector<jit::KernelGroup>& groups,
+                                          const jit::FusionOptions& fusion) {
+  const jit::ConstantBytes constant_bytes = constant_bytes_of(p);
+  MadeLibraryKernels made;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const std::vector<ir::NodeId> nodes = groups[g].nodes;
+    if (nodes.size() < 2 || p.graph.node(nodes.front()).op != ir::OpKind::kMatmul) continue;
+    std::unique_ptr<jit::LibraryKernel> whole = jit::make_library_kernel(p.graph, groups[g], constant_bytes);
+    const bool taken = whole != nullptr;
+    made[groups[g].name] = std::move(whole);
+    if (taken) continue;
+    for (size_t k = nodes.size() - 1; k > 0; --k) {
+      auto prefix = jit::make_group(p.graph, {nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(k)}, fusion);
+      if (!prefix.ok()) continue;
+      std::unique_ptr<jit::LibraryKernel> kernel = jit::make_library_kernel(p.graph, *prefix, constant_bytes);
+      if (!kernel) continue;
+      auto rest = jit::make_group(p.graph, {nodes.begin() + static_cast<std::ptrdiff_t>(k), nodes.end()}, fusion);
+      if (!rest.ok()) break;
+      made[prefix->name] = std::move(kernel);
+      groups[g] = std::move(*prefix);
+      groups.insert(groups.begin() + static_cast<std::ptrdiff_t>(g) + 1, std::move(*rest));
+      ++g;
+      break;
+    }
+  }
+  return made;
+}
+
+std::vector<std::shared_ptr<const jit::LibraryKernel>> take_library_groups(const Program& p,
+                                                                            std::vector<jit::KernelGroup>& groups,
+                                                                            MadeLibraryKernels made) {
+  const jit::ConstantBytes constant_bytes = constant_bytes_of(p);
   std::vector<std::unique_ptr<jit::LibraryKernel>> kernels(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) kernels[g] = jit::make_library_kernel(p.graph, groups[g], constant_bytes);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    auto it = made.find(groups[g].name);
+    kernels[g] = it != made.end() ? std::move(it->second) : jit::make_library_kernel(p.graph, groups[g], constant_bytes);
+  }
   keep_blocked(p, groups, kernels);
   std::vector<std::shared_ptr<const jit::LibraryKernel>> library(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -722,9 +768,10 @@ Result<std::unique_ptr<Program>> build_program(ir::Graph graph, const CompileOpt
       side[static_cast<size_t>(n.id)] = it != options.placement.end() && it->second != home ? 1 : 0;
     }
   }
-  CARVE_ASSIGN_OR_RETURN(auto fused,
-                         jit::form_kernel_groups(p->graph, p->order,
-                                                 {.fuse = options.fuse, .fuse_attention = !p->on_device, .side = std::move(side)}));
+  const jit::FusionOptions fusion{.fuse = options.fuse, .fuse_attention = !p->on_device, .side = std::move(side)};
+  CARVE_ASSIGN_OR_RETURN(auto fused, jit::form_kernel_groups(p->graph, p->order, fusion));
+  MadeLibraryKernels made;
+  if (!p->on_device && options.library_kernels) made = split_library_prefixes(*p, fused, fusion);
   planner::GraphPlanOptions plan_options;
   plan_options.live_to_end = std::move(live_to_end);
   plan_options.inplace = options.inplace;
@@ -737,7 +784,7 @@ Result<std::unique_ptr<Program>> build_program(ir::Graph graph, const CompileOpt
   CARVE_ASSIGN_OR_RETURN(p->problem, planner::build_graph_problem(p->graph, p->order, plan_options));
   CARVE_ASSIGN_OR_RETURN(auto groups, reconcile_groups(*p, std::move(fused)));
   std::vector<std::shared_ptr<const jit::LibraryKernel>> library(groups.size());
-  if (!p->on_device && options.library_kernels) library = take_library_groups(*p, groups);
+  if (!p->on_device && options.library_kernels) library = take_library_groups(*p, groups, std::move(made));
   p->times.prepare = phase_seconds();
   std::vector<int32_t> scratch_buffer;
   CARVE_RETURN_IF_ERROR(plan_memory(*p, options, groups, scratch_buffer));

@@ -106,7 +106,7 @@ reference::HostTensor tensor(ir::Shape shape, std::vector<uint8_t> bytes) {
 
 struct RunResult {
   std::vector<uint8_t> bytes;
-  int64_t library_kernels = 0;
+  int64_t library_kernels = 0, kernels = 0;
 };
 
 RunResult run(runtime::Session& s, const ir::Graph& g, const std::vector<reference::HostTensor>& in,
@@ -115,6 +115,7 @@ RunResult run(runtime::Session& s, const ir::Graph& g, const std::vector<referen
   REQUIRE_MESSAGE(program.ok(), program.status().to_string());
   RunResult r;
   for (const auto& k : (*program)->program().kernels) r.library_kernels += k.library != nullptr;
+  r.kernels = static_cast<int64_t>((*program)->program().kernels.size());
   std::vector<runtime::Buffer> inputs;
   for (const auto& t : in) {
     std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(t.bytes.data()), t.bytes.size());
@@ -599,7 +600,8 @@ struct MatmulCase {
   std::string name;
   int64_t m, k, n;
   std::function<ir::ValueId(ir::GraphBuilder&, ir::ValueId y, ir::ValueId bias, ir::ValueId residual)> epilogue;
-  bool taken = true;  // by the library, when the build has one
+  bool taken = true;   // by the library, when the build has one
+  int64_t kernels = 1;  // then (a prefix taken: the rest generated)
 };
 
 ir::Graph make_matmul_graph(const MatmulCase& c) {
@@ -624,12 +626,25 @@ std::vector<MatmulCase> matmul_cases() {
       {"bias, relu", 32, 96, 160, [](B& b, V y, V bias, V) { return b.relu(b.add(y, bias)); }},
       {"no bias, a column tail (head)", 48, 64, 200, [](B& b, V y, V, V) { return b.relu(y); }},
       {"residual alone", 64, 64, 96, [](B& b, V y, V, V r) { return b.add(y, r); }},
-      // Left to the generated kernels:
+      // The library runs a prefix (matmul, bias; matmul, residual), a generated kernel the rest:
       {"bias, gelu (no post-op here)", 64, 128, 128, [](B& b, V y, V bias, V) { return b.gelu(b.add(y, bias)); },
-       false},
-      {"four rows (GEMV path)", 4, 256, 256, [](B& b, V y, V bias, V) { return b.add(y, bias); }, false},
+       true, 2},
+      {"bias, erf-gelu chain", 64, 128, 128,
+       [](B& b, V y, V bias, V) {
+         auto z = b.add(y, bias);
+         auto scalar = [&b](const char* name, float v) {
+           std::vector<uint8_t> bytes(sizeof v);
+           std::memcpy(bytes.data(), &v, sizeof v);
+           return b.constant(name, DType::kF32, {}, std::move(bytes));
+         };
+         auto half = scalar("half", 0.5f), one = scalar("one", 1.0f), root2 = scalar("root2", 1.4142135f);
+         return b.mul(b.mul(z, b.add(b.op1(ir::OpKind::kErf, {b.div(z, root2)}), one)), half);
+       },
+       true, 2},
       {"residual before bias (another rounding)", 64, 128, 128,
-       [](B& b, V y, V bias, V r) { return b.add(b.add(y, r), bias); }, false},
+       [](B& b, V y, V bias, V r) { return b.add(b.add(y, r), bias); }, true, 2},
+      // Left to the generated kernels:
+      {"four rows (GEMV path)", 4, 256, 256, [](B& b, V y, V bias, V) { return b.add(y, bias); }, false},
   };
 }
 
@@ -655,6 +670,7 @@ TEST_CASE("runtime/library/matmul groups: taken where expected, within the refer
       options.prepack_weights = prepack;
       RunResult library = run(*one, g, in, options);
       CHECK(library.library_kernels == (have_library && c.taken ? 1 : 0));
+      if (library.library_kernels) CHECK(library.kernels == c.kernels);
       CHECK(outside(library.bytes, want->at(0), tol) == 0);
       options.schedule.sequential = true;
       CHECK(run(*one, g, in, options).bytes == library.bytes);

@@ -82,6 +82,12 @@ Result<std::vector<KernelGroup>> form_kernel_groups(const ir::Graph& graph,
 Result<KernelGroup> make_single_node_group(const ir::Graph& graph, ir::NodeId node,
                                            const FusionOptions& options = {});
 
+// One group of exactly `nodes`, in order (a chain form_kernel_groups could have formed: an
+// anchor and elementwise nodes each reading the one before). kInvalidArgument for an
+// unknown node or none.
+Result<KernelGroup> make_group(const ir::Graph& graph, std::vector<ir::NodeId> nodes,
+                               const FusionOptions& options = {});
+
 // Tile count for a group whose operands are set. Elementwise and layout anchors:
 // ceil(elements / elements_per_tile), at least 1. Compute anchors: compute_op_tiles
 // (tiles.h), at least 1, which the compute emitters split by. Compute groups also get scratch_bytes = compute_op_scratch_bytes and,
