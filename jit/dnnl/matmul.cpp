@@ -3,7 +3,7 @@
 // Why: on the transformer shapes of bert and gpt (64-128 rows, K and N 256-3072) oneDNN's
 // gemm:jit runs at 80-90 GFLOP/s on one AVX2 core here, carve's generated GEMM at 55-65 in
 // the same models, and a library kernel needs no LLVM compile: gpt's five GEMM groups were
-// 0.9 s of its 1.3 s of compile CPU (docs/benchmarks.md, "Library kernels: oneDNN
+// 0.8 s of its 1.3 s of compile CPU (docs/benchmarks.md, "Library kernels: oneDNN
 // matmuls"). Small row counts stay generated: the GEMV path for m <= 4 streams pre-packed
 // weights, and a small product compiles fast.
 //
@@ -14,7 +14,8 @@
 // (broadcast over the rows) is the matmul's bias, added before the rest; the rest are
 // post-ops as for convs (map_epilogue), a residual add a `sum` over the residual copied
 // into the result first. gelu's erf chain has no post-op here (oneDNN's gelu_erf post-op
-// ran the MLP's first GEMM 1.5x slower than carve's fused kernel): declined.
+// ran the MLP's first GEMM 1.5x slower than carve's fused kernel): declined, and the
+// runtime offers the matmul and bias alone (split_library_prefixes).
 #include <algorithm>
 #include <cstring>
 #include <dnnl.hpp>

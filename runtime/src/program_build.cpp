@@ -7,6 +7,9 @@
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#if defined(__GLIBC__)
+#include <malloc.h>  // malloc_trim
+#endif
 
 #include "carve/ir/extent.h"
 #include "carve/ir/order.h"
@@ -705,12 +708,12 @@ std::vector<std::shared_ptr<const jit::LibraryKernel>> take_library_groups(const
 // layout. Decided over every launch operand (views of a constant resolve to its slot), so
 // a constant some other launch reads is kept. Launches keep their reference: it resolves
 // to null, which the library kernel never reads.
-void release_copied_constants(Program& p) {
+void release_copied_constants(Program& p, const std::vector<std::shared_ptr<const jit::LibraryKernel>>& libraries) {
   enum : uint8_t { kUnread, kCopied, kRead };
   std::vector<uint8_t> state(p.constants.size(), kUnread);
   for (const Launch& launch : p.launches) {
     const jit::LibraryKernel* library =
-        launch.kind == LaunchKind::kKernel ? p.kernels[static_cast<size_t>(launch.kernel)].library.get() : nullptr;
+        launch.kind == LaunchKind::kKernel ? libraries[static_cast<size_t>(launch.kernel)].get() : nullptr;
     auto mark = [&](const MemoryRef& ref, bool copied) {
       if (ref.region != Region::kConstant) return;
       uint8_t& s = state[static_cast<size_t>(ref.slot)];
@@ -819,6 +822,13 @@ Result<std::unique_ptr<Program>> build_program(ir::Graph graph, const CompileOpt
     CARVE_RETURN_IF_ERROR(add_output_copies(*p));
     return p;
   }
+  // Before compiling: the copies and the originals are not held together at LLVM's peak.
+  release_copied_constants(*p, library);
+#if defined(__GLIBC__)
+  // The freed weights sit in malloc's heap, under later allocations: hand the free pages
+  // back (gpt's peak RSS 87.9 -> 77.5 MB).
+  if (p->released_constant_bytes > 0) malloc_trim(0);
+#endif
   const auto start = std::chrono::steady_clock::now();
   std::vector<jit::KernelGroup> generated;
   for (size_t g = 0; g < groups.size(); ++g)
@@ -840,7 +850,6 @@ Result<std::unique_ptr<Program>> build_program(ir::Graph graph, const CompileOpt
     p->kernels.push_back({std::move(kernel.group), kernel.fn, kernel.from_memory_cache || kernel.from_disk_cache});
   }
   CARVE_RETURN_IF_ERROR(add_output_copies(*p));
-  release_copied_constants(*p);
   return p;
 }
 
