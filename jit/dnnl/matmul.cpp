@@ -50,8 +50,8 @@ bool library_matmul(const dnnl::primitive_desc_base& pd) {
   return std::string(pd.impl_info_str()).find("ref") == std::string::npos;
 }
 
-// The bias of node `i` of the group: an add of `cur` and a constant f32 of N elements whose
-// dimensions before the last are 1; its value id, or kNoValue.
+// The bias `add` adds to `cur`: a constant f32 of N elements whose dimensions before the
+// last are 1; its value id, or kNoValue.
 ir::ValueId bias_of(const ir::Graph& graph, const ir::Node& add, ir::ValueId cur, int64_t n) {
   if (add.op != ir::OpKind::kAdd || add.inputs.size() != 2 || add.outputs.size() != 1) return ir::kNoValue;
   if (graph.value(add.outputs[0]).type != graph.value(cur).type) return ir::kNoValue;
@@ -90,7 +90,7 @@ class DnnlMatmul final : public LibraryKernel {
                                              const ConstantBytes& constant_bytes);
 
  private:
-  // One primitive per chunk width (at most two: q and q + 1 units, a short last one).
+  // One primitive per chunk width (at most three: q and q + 1 units, a short last one).
   struct Width {
     int64_t columns = 0;
     dnnl::matmul prim;
@@ -99,7 +99,6 @@ class DnnlMatmul final : public LibraryKernel {
   struct Chunk {
     int64_t first = 0;  // column
     size_t width = 0;
-    const float* weights = nullptr;  // its K x width columns, row-major
   };
 
   void run_chunk(dnnl::stream& s, void* const* operands, const Chunk& chunk, int64_t index) const {
@@ -112,7 +111,7 @@ class DnnlMatmul final : public LibraryKernel {
           std::memcpy(out + r * n_, residual + r * n_, static_cast<size_t>(w.columns) * sizeof(float));
     }
     memory a(w.a_md, cpu_engine(), operands[x_index_]);
-    memory b(w.b_md, cpu_engine(), const_cast<float*>(chunk.weights));
+    memory b(w.b_md, cpu_engine(), const_cast<float*>(weights_.data()) + chunk.first * b_rows_);
     memory c(w.c_md, cpu_engine(), out);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
     if (!bias_.empty())
@@ -130,7 +129,7 @@ class DnnlMatmul final : public LibraryKernel {
   // stream of bytes, where a slice of the K x N matrix read 16 to 64 floats a row: 5 % slower
   // on gpt at one thread); the bias (empty: none).
   std::vector<float> weights_, bias_;
-  int64_t rows_ = 0, n_ = 0, scratchpad_stride_ = 0;
+  int64_t rows_ = 0, b_rows_ = 0, n_ = 0, scratchpad_stride_ = 0;  // b_rows_: K
   int32_t x_index_ = -1, out_index_ = -1, residual_index_ = -1, scratch_index_ = -1;
   int32_t weights_index_ = -1, bias_index_ = -1;  // copied when taken
   std::string impl_;
@@ -173,6 +172,7 @@ std::unique_ptr<LibraryKernel> DnnlMatmul::make(const ir::Graph& graph, const Ke
   auto kernel = std::make_unique<DnnlMatmul>();
   DnnlMatmul& km = *kernel;
   km.rows_ = rows;
+  km.b_rows_ = k;
   km.n_ = n;
   km.x_index_ = operand_index(group, node.inputs[0], OperandRole::kInput);
   km.out_index_ = operand_index(group, epilogue->result, OperandRole::kOutput);
@@ -228,7 +228,6 @@ std::unique_ptr<LibraryKernel> DnnlMatmul::make(const ir::Graph& graph, const Ke
       float* block = km.weights_.data() + chunk.first * k;
       for (int64_t r = 0; r < k; ++r)
         std::memcpy(block + r * columns, plain + r * n + chunk.first, static_cast<size_t>(columns) * sizeof(float));
-      chunk.weights = block;
       km.chunks_.push_back(chunk);
     }
   } catch (const dnnl::error&) {

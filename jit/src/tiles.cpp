@@ -169,12 +169,17 @@ int vector_width_f32(std::string_view features) {
 
 namespace {
 
+// Columns of the strip of pack_gemv_b's layout that starts at column c of n.
+int64_t strip_columns(int64_t c, int64_t n, const GemvStrips& strips) {
+  if (c < n / strips.wide * strips.wide) return strips.wide;
+  return c < n / strips.vec * strips.vec ? strips.vec : 1;
+}
+
 // pack_gemv_b for one element type E (f32/f64 as same-sized unsigned integers).
 template <typename E>
 void pack_strips(const E* in, E* out, int64_t k, int64_t n, bool trans_b, const GemvStrips& strips) {
-  const int64_t wide_end = n / strips.wide * strips.wide, vec_end = n / strips.vec * strips.vec;
   for (int64_t c = 0; c < n;) {
-    const int64_t w = c < wide_end ? strips.wide : c < vec_end ? strips.vec : 1;
+    const int64_t w = strip_columns(c, n, strips);
     E* dst = out + c * k;
     for (int64_t kk = 0; kk < k; ++kk, dst += w) {
       if (!trans_b) {
@@ -203,9 +208,8 @@ void pack_gemv_b(const void* src, void* dst, int64_t k, int64_t n, bool trans_b,
 }
 
 void unpack_gemv_b_f32(const float* packed, float* dst, int64_t k, int64_t n, const GemvStrips& strips) {
-  const int64_t wide_end = n / strips.wide * strips.wide, vec_end = n / strips.vec * strips.vec;
   for (int64_t c = 0; c < n;) {
-    const int64_t w = c < wide_end ? strips.wide : c < vec_end ? strips.vec : 1;
+    const int64_t w = strip_columns(c, n, strips);
     const float* src = packed + c * k;
     for (int64_t kk = 0; kk < k; ++kk, src += w) std::memcpy(dst + kk * n + c, src, static_cast<size_t>(w) * sizeof(float));
     c += w;

@@ -629,9 +629,7 @@ void keep_blocked(const Program& p, const std::vector<jit::KernelGroup>& groups,
       for (int32_t operand : blocked_operands(groups[g], blocked)) kernels[g]->use_blocked(operand);
 }
 
-// Groups a library takes (CompileOptions::library_kernels; jit/library_kernel.h): their
-// scratch and tiles become the library kernel's, before the arena is planned. Index-
-// parallel to `groups`; null where the JIT generates the kernel.
+// The bytes of the program's constants, for the library kernels.
 jit::ConstantBytes constant_bytes_of(const Program& p) {
   return [&p](ir::ValueId v) -> const void* {
     auto it = std::lower_bound(p.constants.begin(), p.constants.end(), v);
@@ -678,6 +676,10 @@ MadeLibraryKernels split_library_prefixes(const Program& p, std::vector<jit::Ker
   return made;
 }
 
+// Groups a library takes (CompileOptions::library_kernels; jit/library_kernel.h): their
+// scratch and tiles become the library kernel's, before the arena is planned. Index-
+// parallel to `groups`; null where the JIT generates the kernel. A group
+// split_library_prefixes already offered keeps its answer from `made`.
 std::vector<std::shared_ptr<const jit::LibraryKernel>> take_library_groups(const Program& p,
                                                                             std::vector<jit::KernelGroup>& groups,
                                                                             MadeLibraryKernels made) {
