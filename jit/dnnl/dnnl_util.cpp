@@ -200,6 +200,9 @@ std::unique_ptr<LibraryKernel> make_library_kernel(const ir::Graph& graph, const
     case ir::OpKind::kMul: return dnnl_kernels::make_channel_scale(graph, group);
     case ir::OpKind::kMaxPool:
     case ir::OpKind::kAvgPool: return dnnl_kernels::make_pool(graph, group);
+    case ir::OpKind::kBatchNorm:
+    case ir::OpKind::kRelu: return dnnl_kernels::make_channel_map(graph, group, constant_bytes);
+    case ir::OpKind::kConcat: return dnnl_kernels::make_concat(graph, group);
     default: return nullptr;
   }
 }

@@ -137,5 +137,10 @@ std::unique_ptr<LibraryKernel> make_matmul(const ir::Graph& graph, const KernelG
 std::unique_ptr<LibraryKernel> make_global_average_pool(const ir::Graph& graph, const KernelGroup& group);
 std::unique_ptr<LibraryKernel> make_channel_scale(const ir::Graph& graph, const KernelGroup& group);
 std::unique_ptr<LibraryKernel> make_pool(const ir::Graph& graph, const KernelGroup& group);
+// Carve's own loops in either layout (either_layout.cpp).
+// Batch norm (constant parameters) and relu.
+std::unique_ptr<LibraryKernel> make_channel_map(const ir::Graph& graph, const KernelGroup& group,
+                                                const ConstantBytes& constant_bytes);
+std::unique_ptr<LibraryKernel> make_concat(const ir::Graph& graph, const KernelGroup& group);
 
 }  // namespace carve::jit::dnnl_kernels

@@ -607,6 +607,51 @@ std::vector<int32_t> blocked_operands(const jit::KernelGroup& group, const std::
   return operands;
 }
 
+// Blocked values joined only through kernels that run as fast in either layout
+// (LibraryKernel::any_layout) -- a batch norm and its relu between two generated kernels --
+// gain nothing and would cost their conversions: each set of blocked values joined through
+// them (and through folded concats) stays blocked only when some other library kernel reads
+// or writes one of its values.
+void unblock_unanchored(const Program& p, const std::vector<jit::KernelGroup>& groups,
+                        const std::vector<std::unique_ptr<jit::LibraryKernel>>& kernels, std::vector<bool>& blocked) {
+  std::vector<size_t> root(blocked.size());
+  for (size_t v = 0; v < root.size(); ++v) root[v] = v;
+  auto find = [&](size_t v) {
+    while (root[v] != v) v = root[v] = root[root[v]];
+    return v;
+  };
+  auto join = [&](const std::vector<size_t>& values) {
+    for (size_t v : values) root[find(v)] = find(values.front());
+  };
+  auto blocked_values_of = [&](const std::vector<ir::ValueId>& values) {
+    std::vector<size_t> out;
+    for (ir::ValueId v : values)
+      if (v != ir::kNoValue && blocked[static_cast<size_t>(v)]) out.push_back(static_cast<size_t>(v));
+    return out;
+  };
+  for (const planner::ConcatView& view : p.problem.concat_views) {
+    std::vector<ir::ValueId> values = p.graph.node(view.concat).inputs;
+    values.push_back(p.graph.node(view.concat).outputs[0]);
+    if (auto b = blocked_values_of(values); !b.empty()) join(b);
+  }
+  std::vector<size_t> anchors;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (!kernels[g]) continue;
+    std::vector<ir::ValueId> values;
+    for (const jit::KernelOperand& o : groups[g].operands) values.push_back(o.value);
+    const std::vector<size_t> b = blocked_values_of(values);
+    if (b.empty()) continue;
+    if (kernels[g]->any_layout()) {
+      join(b);
+    } else {
+      anchors.insert(anchors.end(), b.begin(), b.end());
+    }
+  }
+  std::vector<bool> anchored(blocked.size(), false);
+  for (size_t v : anchors) anchored[find(v)] = true;
+  for (size_t v = 0; v < blocked.size(); ++v) blocked[v] = blocked[v] && anchored[find(v)];
+}
+
 // Decides the layouts between library kernels: drops the kernels not worth running with
 // the reorders they would still need (LibraryKernel::worth_it) -- which can leave their
 // neighbours' values plain, so until nothing changes -- then tells every kernel which of
@@ -624,6 +669,7 @@ void keep_blocked(const Program& p, const std::vector<jit::KernelGroup>& groups,
       }
     }
   }
+  unblock_unanchored(p, groups, kernels, blocked);
   for (size_t g = 0; g < groups.size(); ++g)
     if (kernels[g])
       for (int32_t operand : blocked_operands(groups[g], blocked)) kernels[g]->use_blocked(operand);

@@ -3,7 +3,9 @@
 // for f32 convolutions with their fused activation and residual add, f32 matmuls of 16 or
 // more rows with a constant weight (bias, activation, residual add), and, on its blocked
 // layout only, squeeze-excite's pool and channel scale; pools on that layout are carve's own
-// loops (oneDNN's were slower). No library types here.
+// loops (oneDNN's were slower), and so are inference batch norm, relu and concat copies in
+// either layout (compiled ahead of time: nothing for the JIT to compile). No library types
+// here.
 //
 // Contract:
 //  - make_library_kernel looks at one group (anchor + fused epilogue, kernel.h) and either
@@ -57,6 +59,10 @@ class LibraryKernel {
   // (the rest plain: layout reorders it must do): the runtime drops it otherwise.
   virtual bool worth_it(const std::vector<int32_t>& /*blocked_operands*/) const { return true; }
   virtual void use_blocked(int32_t /*operand*/) {}
+  // Whether the kernel runs as fast with each operand in either layout (converting where an
+  // input and its result differ): the runtime then keeps its values blocked only where they
+  // join a kernel that gains from the blocked layout.
+  virtual bool any_layout() const { return false; }
   // Whether run() reads the operand. A kernel that copied a constant operand's bytes when
   // it took the group (weights reordered into its layout) does not read it again: the
   // runtime frees that constant when no other launch reads it.
