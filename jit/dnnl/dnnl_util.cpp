@@ -194,7 +194,12 @@ std::unique_ptr<LibraryKernel> make_library_kernel(const ir::Graph& graph, const
                                                    const ConstantBytes& constant_bytes) {
   if (group.nodes.empty()) return nullptr;
   switch (graph.node(group.nodes.front()).op) {
-    case ir::OpKind::kConv2d: return dnnl_kernels::make_conv(graph, group, constant_bytes);
+    case ir::OpKind::kConv2d: {
+      // A squeeze-excite conv of one pixel: oneDNN's call (and its reorders, which the
+      // runtime may then find not worth it) costs more than the whole product.
+      auto pixel = dnnl_kernels::make_pixel_conv(graph, group, constant_bytes);
+      return pixel ? std::move(pixel) : dnnl_kernels::make_conv(graph, group, constant_bytes);
+    }
     case ir::OpKind::kMatmul: return dnnl_kernels::make_matmul(graph, group, constant_bytes);
     case ir::OpKind::kGlobalAvgPool: return dnnl_kernels::make_global_average_pool(graph, group);
     case ir::OpKind::kMul: return dnnl_kernels::make_channel_scale(graph, group);

@@ -137,6 +137,9 @@ std::unique_ptr<LibraryKernel> make_matmul(const ir::Graph& graph, const KernelG
 std::unique_ptr<LibraryKernel> make_global_average_pool(const ir::Graph& graph, const KernelGroup& group);
 std::unique_ptr<LibraryKernel> make_channel_scale(const ir::Graph& graph, const KernelGroup& group);
 std::unique_ptr<LibraryKernel> make_pool(const ir::Graph& graph, const KernelGroup& group);
+// A 1x1 conv of one pixel with its activation (pixel_conv.cpp).
+std::unique_ptr<LibraryKernel> make_pixel_conv(const ir::Graph& graph, const KernelGroup& group,
+                                               const ConstantBytes& constant_bytes);
 // Carve's own loops in either layout (either_layout.cpp).
 // Batch norm (constant parameters) and relu.
 std::unique_ptr<LibraryKernel> make_channel_map(const ir::Graph& graph, const KernelGroup& group,

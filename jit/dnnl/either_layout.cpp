@@ -233,14 +233,12 @@ class ChannelMap final : public EitherLayoutKernel {
   // place (y over x) reads the run from a copy first.
   void convert(const float* x, float* y, bool x_blocked, int64_t begin, int64_t end) const {
     std::vector<float> copy;
-    if (x == y) {
-      copy.assign(x + begin, x + end);
-      x = copy.data() - begin;
-    }
+    if (x == y) copy.assign(x + begin, x + end);
+    const float* from = copy.empty() ? x + begin : copy.data();  // element `begin` of x
     for (int64_t c = begin / spatial_; c < end / spatial_; ++c) {
       const float s = s_.empty() ? 1.f : s_[static_cast<size_t>(c)], b = s_.empty() ? 0.f : b_[static_cast<size_t>(c)];
       for (int64_t p = 0; p < spatial_; ++p) {
-        const float v = x[element_at(x_blocked, block_, spatial_, c, p)];
+        const float v = from[element_at(x_blocked, block_, spatial_, c, p) - begin];
         y[element_at(!x_blocked, block_, spatial_, c, p)] = s_.empty() ? (v < 0.f ? 0.f : v) : v * s + b;
       }
     }

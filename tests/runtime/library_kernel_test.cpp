@@ -218,10 +218,11 @@ TEST_CASE("runtime/library/a chain of convs stays blocked and every kernel is ta
 
 TEST_CASE("runtime/library/squeeze-excite keeps the chain blocked: pool and channel scale blocked") {
   // The pool and the scale are library kernels reading d blocked; the two small convs
-  // on [1, C, 1, 1] stay generated (the pool's result has the same bytes in both layouts).
+  // on [1, C, 1, 1] are carve's one-pixel convs (the pool's result has the same bytes in
+  // both layouts), in either case.
   const int64_t taken = check_chain(32, 96, false, true);
   if (taken < 0) return;
-  CHECK(taken == expected_taken(7));
+  CHECK(taken == expected_taken(7) + (jit::library_provider_name().empty() ? 0 : 2));
 }
 
 TEST_CASE("runtime/library/a chain read from outside keeps only the convs worth their reorders") {
