@@ -161,10 +161,11 @@ namespace {
 // A DenseNet block, x f32[1, 16, 12, 12] (channels whole 16-blocks):
 //   c0 = relu(conv3x3(x)); layer(v, c) = conv3x3(relu(conv1x1(relu(bn(v)), c->32)), 32->16)
 //   a1 = layer(c0, 16); a2 = layer(concat(c0, a1), 32); f = relu(bn(concat(c0, a1, a2)))
-//   outputs y = conv3x3(f, 48->16) and f
+//   outputs y = conv3x3(f, 48->16) and tanh(f)
 // The first concat folds into views (c0 and a1 are written side by side); the second, over
-// the same values, is a copy. f, a graph output, is plain: its relu reads blocked and writes
-// plain ("mixed"), and the last conv reads it plain.
+// the same values, is a copy. f is read by a generated kernel (tanh), so it is plain: its
+// relu reads blocked and writes plain ("mixed"), in place over the batch norm's result,
+// and the last conv reads it plain.
 ir::Graph make_dense_block() {
   ir::GraphBuilder b("dense");
   auto x = b.input("x", DType::kF32, {1, 16, 12, 12});
@@ -183,7 +184,7 @@ ir::Graph make_dense_block() {
   auto a2 = layer(b.concat({c0, a1}, 1), 32);
   auto f = norm(b.concat({c0, a1, a2}, 1), 48);
   b.output(b.rename(conv(f, 48, 16, 3), "y"));
-  b.output(b.rename(f, "f"));
+  b.output(b.rename(b.tanh(f), "f"));
   return build(b);
 }
 
@@ -205,4 +206,11 @@ TEST_CASE("runtime/library/a DenseNet block stays blocked through batch norms, r
     CHECK(text.find(std::string(what) + ", " + (layout.empty() ? "plain" : layout)) != std::string::npos);
   }
   CHECK(text.find("carve relu, " + std::string(layout.empty() ? "plain" : "mixed")) != std::string::npos);
+  // The mixed relu (over 48 channels) runs in place: its result's bytes are the batch norm's.
+  const runtime::Program& p = (*program)->program();
+  int64_t in_place = 0;
+  for (const ir::Node& n : p.graph.nodes)
+    if (n.op == ir::OpKind::kRelu && p.graph.value(n.inputs[0]).type.shape[1] == 48)
+      in_place += p.problem.values[static_cast<size_t>(n.outputs[0])].is_inplace;
+  CHECK(in_place == 1);
 }
