@@ -178,6 +178,9 @@ class ChannelMap final : public EitherLayoutKernel {
     k->tiles_ = std::clamp<int64_t>(k->elements_ / (affine ? 16384 : 32768), 1, units);
     k->units_per_tile_ = (units + k->tiles_ - 1) / k->tiles_;
     k->tiles_ = (units + k->units_per_tile_ - 1) / k->units_per_tile_;
+    k->relu_ = pick_relu();
+    k->affine_plain_ = pick_affine(0);
+    k->affine_blocked_ = pick_affine(k->block_);
     return k;
   }
 
@@ -191,12 +194,11 @@ class ChannelMap final : public EitherLayoutKernel {
       if (x_blocked != y_blocked) {
         convert(x, y, x_blocked, begin, end);
       } else if (s_.empty()) {
-        pick_relu()(x + begin, y + begin, end - begin);
+        relu_(x + begin, y + begin, end - begin);
       } else {
         const int64_t c0 = begin / spatial_, channels = (end - begin) / spatial_;  // whole planes
-        const int64_t block = x_blocked ? block_ : 0;
-        pick_affine(block)({x + begin, y + begin, s_.data() + c0, b_.data() + c0,
-                            block ? channels / block : channels, spatial_});
+        (x_blocked ? affine_blocked_ : affine_plain_)({x + begin, y + begin, s_.data() + c0, b_.data() + c0,
+                                                       x_blocked ? channels / block_ : channels, spatial_});
       }
     }
   }
@@ -247,6 +249,9 @@ class ChannelMap final : public EitherLayoutKernel {
   int32_t x_ = -1, y_ = -1;
   std::vector<float> s_, b_;  // empty: relu
   int64_t elements_ = 0, spatial_ = 1, block_ = 16, unit_elements_ = 1, units_per_tile_ = 1;
+  // This CPU's loops, picked when the group is taken.
+  ReluFn relu_ = nullptr;
+  AffineFn affine_plain_ = nullptr, affine_blocked_ = nullptr;
 };
 
 // ---- concat ----
