@@ -212,12 +212,13 @@ class DnnlConv final : public LibraryKernel {
   std::string impl_;
 };
 
-// The fewest output channels a chunk has. oneDNN's AVX2 kernels compute up to four
-// 8-channel blocks per pass: chunks of 16 channels halve that (resnet18 at 1 thread 54 ms
-// against 48 with 32-channel chunks, squeezenet1_0 at 2 threads 16.0 against 12.5;
-// mobilenet_v2 and efficientnet_b0 within noise). 16 (one block) on AVX-512, as measured
-// there before; 32 not measured on AVX-512.
-int64_t min_chunk_channels() { return channel_blocking().block == 8 ? 32 : 16; }
+// The fewest output channels a chunk has: four channel blocks, the most oneDNN's kernels
+// compute per pass. Narrower chunks halve that and read the input more often. AVX2 (32
+// channels): resnet18 at 1 thread 54 ms with 16-channel chunks against 48, squeezenet1_0 at
+// 2 threads 16.0 against 12.5. AVX-512 (64 channels; it was 16): at 1 thread densenet121
+// 30.3 ms against 27.7, googlenet 15.8 against 14.8, inception_v3 56.5 against 54.0,
+// squeezenet1_0 7.6 against 7.4, resnet18 within noise; 32 channels ran within 2 % of 64.
+int64_t min_chunk_channels() { return 4 * channel_blocking().block; }
 
 // Output-channel chunks: up to 8, each of at least ~10 us of work (1M multiply-adds; 100K
 // for a depthwise conv, which runs about ten times fewer per second), min_chunk_channels()
