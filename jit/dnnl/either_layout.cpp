@@ -1,6 +1,7 @@
 // Kernels that run in either layout, NCHW or the library's channel-blocked one, on each of
-// their operands: inference batch norm (a per-channel affine map), relu and concat as a
-// copy. Carve's own loops, compiled ahead of time: a model made of them and library convs
+// their operands: inference batch norm (a per-channel affine map), relu, the two together
+// (a pre-activation: batch norm read only by its relu, one pass over the data) and concat
+// as a copy. Carve's own loops, compiled ahead of time: a model made of them and library convs
 // compiles no code for them (densenet121's 62 batch norms, 62 relus and 58 concat copies
 // were 2.1 s of LLVM compiling before its first result), and between library convs they
 // keep the values blocked, so the convs need no reorders.
@@ -77,19 +78,27 @@ struct AffineArgs {
   int64_t units, spatial;
 };
 
+// x * s + b, then the relu when Relu: the same roundings as the two run one after the other.
+template <bool Relu>
+[[gnu::always_inline]] inline float affine_value(float x, float s, float b) {
+  const float v = x * s + b;
+  return Relu && v < 0.f ? 0.f : v;
+}
+
 // Plain: `units` planes of `spatial` elements, plane u on channel u. Always inlined, so that
 // the AVX2 wrapper compiles it for AVX2.
+template <bool Relu>
 [[gnu::always_inline]] inline void affine_planes(const AffineArgs& a) {
   for (int64_t u = 0; u < a.units; ++u) {
     const float s = a.s[u], b = a.b[u];
     const float* x = a.x + u * a.spatial;
     float* y = a.y + u * a.spatial;
-    for (int64_t i = 0; i < a.spatial; ++i) y[i] = x[i] * s + b;
+    for (int64_t i = 0; i < a.spatial; ++i) y[i] = affine_value<Relu>(x[i], s, b);
   }
 }
 
 // Blocked: `units` blocks of B channels, each `spatial` pixels of B lanes.
-template <int B>
+template <int B, bool Relu>
 [[gnu::always_inline]] inline void affine_blocks(const AffineArgs& a) {
   for (int64_t u = 0; u < a.units; ++u) {
     float s[B], b[B];
@@ -98,7 +107,7 @@ template <int B>
     const float* x = a.x + u * a.spatial * B;
     float* y = a.y + u * a.spatial * B;
     for (int64_t i = 0; i < a.spatial; ++i)
-      for (int l = 0; l < B; ++l) y[i * B + l] = x[i * B + l] * s[l] + b[l];
+      for (int l = 0; l < B; ++l) y[i * B + l] = affine_value<Relu>(x[i * B + l], s[l], b[l]);
   }
 }
 
@@ -109,18 +118,24 @@ template <int B>
 using AffineFn = void (*)(const AffineArgs&);
 using ReluFn = void (*)(const float*, float*, int64_t);
 
-void affine_planes_base(const AffineArgs& a) { affine_planes(a); }
-template <int B>
+template <bool Relu>
+void affine_planes_base(const AffineArgs& a) {
+  affine_planes<Relu>(a);
+}
+template <int B, bool Relu>
 void affine_blocks_base(const AffineArgs& a) {
-  affine_blocks<B>(a);
+  affine_blocks<B, Relu>(a);
 }
 void relu_base(const float* x, float* y, int64_t n) { relu_span(x, y, n); }
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CARVE_EITHER_AVX2 1
-[[gnu::target("avx2,fma")]] void affine_planes_avx2(const AffineArgs& a) { affine_planes(a); }
-template <int B>
+template <bool Relu>
+[[gnu::target("avx2,fma")]] void affine_planes_avx2(const AffineArgs& a) {
+  affine_planes<Relu>(a);
+}
+template <int B, bool Relu>
 [[gnu::target("avx2,fma")]] void affine_blocks_avx2(const AffineArgs& a) {
-  affine_blocks<B>(a);
+  affine_blocks<B, Relu>(a);
 }
 [[gnu::target("avx2")]] void relu_avx2(const float* x, float* y, int64_t n) { relu_span(x, y, n); }
 #endif
@@ -134,12 +149,16 @@ bool have_avx2() {
 }
 
 // block 16 or 8: the blocked loop; else the plain one.
+template <bool Relu>
 AffineFn pick_affine(int64_t block) {
 #ifdef CARVE_EITHER_AVX2
-  if (have_avx2()) return block == 16 ? affine_blocks_avx2<16> : block == 8 ? affine_blocks_avx2<8> : affine_planes_avx2;
+  if (have_avx2())
+    return block == 16 ? affine_blocks_avx2<16, Relu> : block == 8 ? affine_blocks_avx2<8, Relu> : affine_planes_avx2<Relu>;
 #endif
-  return block == 16 ? affine_blocks_base<16> : block == 8 ? affine_blocks_base<8> : affine_planes_base;
+  return block == 16 ? affine_blocks_base<16, Relu> : block == 8 ? affine_blocks_base<8, Relu> : affine_planes_base<Relu>;
 }
+
+AffineFn pick_affine(int64_t block, bool relu) { return relu ? pick_affine<true>(block) : pick_affine<false>(block); }
 
 ReluFn pick_relu() {
 #ifdef CARVE_EITHER_AVX2
@@ -148,25 +167,36 @@ ReluFn pick_relu() {
   return relu_base;
 }
 
-// y = batch_norm(x, scale, bias, mean, var) with constant parameters, or y = relu(x); f32.
-// Tiles: runs of whole units -- blocks of B channels where the value may be blocked (they
+// y = batch_norm(x, scale, bias, mean, var) with constant parameters, y = relu(x), or
+// y = relu(batch_norm(...)) (a group of the two, the batch norm's result read by nothing
+// else); f32. Tiles: runs of whole units -- blocks of B channels where the value may be blocked (they
 // are contiguous, at the same bytes, in both layouts); else channels (batch norm; N > 1:
 // (image, channel) planes) or runs of 16 elements (relu).
 class ChannelMap final : public EitherLayoutKernel {
  public:
   static std::unique_ptr<LibraryKernel> make(const ir::Graph& graph, const KernelGroup& group,
                                              const ConstantBytes& constant_bytes) {
-    if (group.nodes.size() != 1) return nullptr;
+    if (group.nodes.empty() || group.nodes.size() > 2) return nullptr;
     const ir::Node& node = graph.node(group.nodes.front());
     const bool affine = node.op == ir::OpKind::kBatchNorm;
     if (!affine && node.op != ir::OpKind::kRelu) return nullptr;
     if (node.inputs.size() != (affine ? 5u : 1u) || node.outputs.size() != 1) return nullptr;
     const ir::TensorType& x = graph.value(node.inputs[0]).type;
     if (x.dtype != ir::DType::kF32 || graph.value(node.outputs[0]).type != x) return nullptr;
+    ir::ValueId result = node.outputs[0];
+    if (group.nodes.size() == 2) {  // batch norm -> relu, the batch norm's result internal
+      const ir::Node& relu = graph.node(group.nodes[1]);
+      if (!affine || relu.op != ir::OpKind::kRelu || relu.inputs.size() != 1 || relu.inputs[0] != result ||
+          relu.outputs.size() != 1 || operand_index(group, result, OperandRole::kOutput) >= 0)
+        return nullptr;
+      result = relu.outputs[0];
+      if (graph.value(result).type != x) return nullptr;
+    }
     auto k = std::make_unique<ChannelMap>();
+    k->relu_after_ = group.nodes.size() == 2;
     k->elements_ = numel(x);
     k->x_ = operand_index(group, node.inputs[0], OperandRole::kInput);
-    k->y_ = operand_index(group, node.outputs[0], OperandRole::kOutput);
+    k->y_ = operand_index(group, result, OperandRole::kOutput);
     if (k->elements_ < 1 || k->x_ < 0 || k->y_ < 0) return nullptr;
     k->data_operands_ = {k->x_, k->y_};
     k->can_block_ = is_f32_nchw_one_image(x);
@@ -179,8 +209,8 @@ class ChannelMap final : public EitherLayoutKernel {
     k->units_per_tile_ = (units + k->tiles_ - 1) / k->tiles_;
     k->tiles_ = (units + k->units_per_tile_ - 1) / k->units_per_tile_;
     k->relu_ = pick_relu();
-    k->affine_plain_ = pick_affine(0);
-    k->affine_blocked_ = pick_affine(k->block_);
+    k->affine_plain_ = pick_affine(0, k->relu_after_);
+    k->affine_blocked_ = pick_affine(k->block_, k->relu_after_);
     return k;
   }
 
@@ -202,7 +232,9 @@ class ChannelMap final : public EitherLayoutKernel {
       }
     }
   }
-  std::string describe() const override { return describe_run(s_.empty() ? "relu" : "batch norm"); }
+  std::string describe() const override {
+    return describe_run(s_.empty() ? "relu" : relu_after_ ? "batch norm + relu" : "batch norm");
+  }
   bool reads_at_run(int32_t operand) const override { return operand == x_; }
 
  private:
@@ -231,8 +263,8 @@ class ChannelMap final : public EitherLayoutKernel {
     return true;
   }
 
-  // Elements [begin, end) of whole channel blocks, from x's layout into the other. Relu in
-  // place (y over x) reads the run from a copy first.
+  // Elements [begin, end) of whole channel blocks, from x's layout into the other. In place
+  // (y over x) it reads the run from a copy first.
   void convert(const float* x, float* y, bool x_blocked, int64_t begin, int64_t end) const {
     std::vector<float> copy;
     if (x == y) copy.assign(x + begin, x + end);
@@ -241,13 +273,15 @@ class ChannelMap final : public EitherLayoutKernel {
       const float s = s_.empty() ? 1.f : s_[static_cast<size_t>(c)], b = s_.empty() ? 0.f : b_[static_cast<size_t>(c)];
       for (int64_t p = 0; p < spatial_; ++p) {
         const float v = from[element_at(x_blocked, block_, spatial_, c, p) - begin];
-        y[element_at(!x_blocked, block_, spatial_, c, p)] = s_.empty() ? (v < 0.f ? 0.f : v) : v * s + b;
+        y[element_at(!x_blocked, block_, spatial_, c, p)] =
+            s_.empty() ? (v < 0.f ? 0.f : v) : relu_after_ ? affine_value<true>(v, s, b) : affine_value<false>(v, s, b);
       }
     }
   }
 
   int32_t x_ = -1, y_ = -1;
   std::vector<float> s_, b_;  // empty: relu
+  bool relu_after_ = false;   // batch norm, then relu
   int64_t elements_ = 0, spatial_ = 1, block_ = 16, unit_elements_ = 1, units_per_tile_ = 1;
   // This CPU's loops, picked when the group is taken.
   ReluFn relu_ = nullptr;

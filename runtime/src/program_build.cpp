@@ -722,6 +722,33 @@ MadeLibraryKernels split_library_prefixes(const Program& p, std::vector<jit::Ker
   return made;
 }
 
+// A batch norm read only by the elementwise node after it (densenet121's 62 pre-activation
+// batch norm -> relu pairs) becomes one group with it, when a library kernel takes the two
+// together: one pass over the data where there were two (fusion starts chains at
+// elementwise nodes and compute anchors only, so it leaves the two apart). Runs before
+// planning, adding the kernels it made to `made`.
+void merge_library_pairs(const Program& p, std::vector<jit::KernelGroup>& groups, const jit::FusionOptions& fusion,
+                         MadeLibraryKernels& made) {
+  if (!fusion.fuse) return;
+  const jit::ConstantBytes constant_bytes = constant_bytes_of(p);
+  for (size_t g = 0; g + 1 < groups.size(); ++g) {
+    if (groups[g].nodes.size() != 1 || groups[g + 1].nodes.size() != 1) continue;
+    const ir::Node& first = p.graph.node(groups[g].nodes[0]);
+    const ir::Node& next = p.graph.node(groups[g + 1].nodes[0]);
+    if (first.op != ir::OpKind::kBatchNorm || first.outputs.size() != 1 || !ir::is_elementwise(next.op)) continue;
+    if (std::find(next.inputs.begin(), next.inputs.end(), first.outputs[0]) == next.inputs.end()) continue;
+    if (!fusion.side.empty() && fusion.side[static_cast<size_t>(first.id)] != fusion.side[static_cast<size_t>(next.id)])
+      continue;
+    auto merged = jit::make_group(p.graph, {first.id, next.id}, fusion);
+    if (!merged.ok() || merged->internal_values.empty()) continue;  // the batch norm's result is read elsewhere
+    std::unique_ptr<jit::LibraryKernel> kernel = jit::make_library_kernel(p.graph, *merged, constant_bytes);
+    if (!kernel) continue;
+    made[merged->name] = std::move(kernel);
+    groups[g] = std::move(*merged);
+    groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(g) + 1);
+  }
+}
+
 // Groups a library takes (CompileOptions::library_kernels; jit/library_kernel.h): their
 // scratch and tiles become the library kernel's, before the arena is planned. Index-
 // parallel to `groups`; null where the JIT generates the kernel. A group
@@ -822,7 +849,10 @@ Result<std::unique_ptr<Program>> build_program(ir::Graph graph, const CompileOpt
   const jit::FusionOptions fusion{.fuse = options.fuse, .fuse_attention = !p->on_device, .side = std::move(side)};
   CARVE_ASSIGN_OR_RETURN(auto fused, jit::form_kernel_groups(p->graph, p->order, fusion));
   MadeLibraryKernels made;
-  if (!p->on_device && options.library_kernels) made = split_library_prefixes(*p, fused, fusion);
+  if (!p->on_device && options.library_kernels) {
+    made = split_library_prefixes(*p, fused, fusion);
+    merge_library_pairs(*p, fused, fusion, made);
+  }
   planner::GraphPlanOptions plan_options;
   plan_options.live_to_end = std::move(live_to_end);
   plan_options.inplace = options.inplace;
