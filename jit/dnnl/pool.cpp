@@ -43,8 +43,11 @@ struct Window {
 };
 
 // The loops below run on vectors of lanes of a channel block (GCC and Clang vector
-// extensions): 8 lanes compiled for AVX2 where the CPU has it, else 4 (SSE, x86-64's
-// baseline, or another target's own).
+// extensions): 16 lanes compiled for AVX-512 for an average pool where the CPU has it (a
+// 16-channel block is one vector: inception_v3's average pools at 1 thread 0.60 ms against
+// 0.82 with 8 lanes; GCC 12 compiles the max pool's NaN test lane by lane at 16 lanes, six
+// times slower), 8 compiled for AVX2, else 4 (SSE, x86-64's baseline, or another target's
+// own).
 template <int N>
 struct Lanes;
 template <>
@@ -56,6 +59,11 @@ template <>
 struct Lanes<8> {
   typedef float F __attribute__((vector_size(32)));
   typedef int32_t I __attribute__((vector_size(32)));
+};
+template <>
+struct Lanes<16> {
+  typedef float F __attribute__((vector_size(64)));
+  typedef int32_t I __attribute__((vector_size(64)));
 };
 
 // One chunk of `blocks` channel blocks of B lanes: x [blocks][h][w][B] -> y [blocks][oh][ow][B],
@@ -131,11 +139,19 @@ template <int B, bool Max, int K>
                                               bool include_pad) {
   pool_blocks<B, 8, Max, K>(x, y, blocks, win, include_pad);
 }
+template <int B, bool Max, int K>
+[[gnu::target("avx512f")]] void pool_blocks_avx512(const float* x, float* y, int64_t blocks, const Window& win,
+                                                   bool include_pad) {
+  pool_blocks<B, 16, Max, K>(x, y, blocks, win, include_pad);
+}
 #endif
 
 template <int B, bool Max, int K>
 PoolFn pick_isa() {
 #ifdef CARVE_POOL_AVX2
+  if constexpr (B == 16 && !Max) {
+    if (__builtin_cpu_supports("avx512f")) return pool_blocks_avx512<B, Max, K>;
+  }
   if (__builtin_cpu_supports("avx2")) return pool_blocks_avx2<B, Max, K>;
 #endif
   return pool_blocks_sse<B, Max, K>;
