@@ -273,16 +273,18 @@ memory::dims conv_weight_dims(const tiling::ConvShape& c, bool depthwise, int64_
 }
 
 // Whether oneDNN's own pick (its brgemm kernel on NHWC, on AVX-512) goes first: a dense
-// conv wider than 1x1 with at least 64 output channels at 14x14 or less. There the blocked
-// direct kernel runs well below the brgemm one (resnet18's 3x3 512->512 at 7x7: 1.60 ms
-// against 1.17 with both reorders; ORT 1.22), and the reorders are small. Measured at 1
-// thread on AVX-512 with this rule against the blocked layout everywhere: resnet18 19.1 ->
-// 16.9 ms, resnet50 41.0 -> 39.1, inception_v3 55.8 -> 54.4, densenet121, googlenet,
-// mobilenet_v2, regnet_y_400mf and vgg16 within noise. Without the 64 channels
-// densenet121's 3x3 128->32 convs went too (29.4 against 27.6: their neighbours stay
-// blocked and convert); with every conv so, 1x1 and 56x56 included, densenet121 lost 16 %.
+// conv wider than 1x1 with at least 64 output channels at 28x28 or less. There the blocked
+// direct kernel runs below the brgemm one (resnet18's 3x3 512->512 at 7x7: 1.60 ms against
+// 1.17 with both reorders; ORT 1.22), and the reorders are small. Medians at 1 thread on
+// AVX-512, against the blocked layout everywhere: resnet18 19.1 -> 16.9 ms, resnet50 41.0
+// -> 39.1, inception_v3 55.8 -> 54.4 up to 14x14; then up to 28x28 as well vgg16 145.4 ->
+// 141.2, inception_v3 54.6 -> 53.0, resnet18 17.3 -> 16.8, with googlenet, squeezenet1_0,
+// densenet121 and regnet_y_400mf within 2 %. Up to 56x56 gained nothing more on vgg16 and
+// cost resnet18 3 %. Without the 64 channels densenet121's 3x3 128->32 convs went too (29.4 against
+// 27.6: their neighbours stay blocked and convert); with every conv so, 1x1 and 56x56
+// included, densenet121 lost 16 %.
 bool brgemm_first(const tiling::ConvShape& c) {
-  return channel_blocking().block == 16 && c.groups == 1 && c.kh * c.kw > 1 && c.o >= 64 && c.oh * c.ow <= 196;
+  return channel_blocking().block == 16 && c.groups == 1 && c.kh * c.kw > 1 && c.o >= 64 && c.oh * c.ow <= 28 * 28;
 }
 
 // The primitive for chunks of `channels` output channels: the blocked layout first (its
