@@ -261,21 +261,27 @@ TEST_CASE("jit/compute/matmul/gemv_rows") {
 
 TEST_CASE("jit/compute/tiles/pack_gemv_b_layout") {
   // Strips: wide from column 0, then vec-lane strips, then single columns; the strip at
-  // column c of width w holds (k, j) at c * K + k * w + (j - c). trans_b reads B^T.
+  // column c of width w holds (k, j) at c * K + k * w + (j - c). trans_b reads B^T (in
+  // tiles of 64 k: K = 130 ends in a short one).
   const tiling::GemvStrips s{8, 4};
-  const int64_t K = 3, N = 15;  // wide [0, 8), vec [8, 12), single 12, 13, 14
-  std::vector<int32_t> b(K * N), bt(K * N), p(K * N), pt(K * N);
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j) b[k * N + j] = bt[j * K + k] = static_cast<int32_t>(100 * k + j);
-  tiling::pack_gemv_b(b.data(), p.data(), K, N, false, 4, s);
-  tiling::pack_gemv_b(bt.data(), pt.data(), K, N, true, 4, s);
-  CHECK(p == pt);
-  auto at = [&](int64_t k, int64_t j) {
-    int64_t c = j < 8 ? 0 : j < 12 ? 8 : j, w = j < 8 ? 8 : j < 12 ? 4 : 1;
-    return p[c * K + k * w + (j - c)];
-  };
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j) CHECK(at(k, j) == 100 * k + j);
+  for (const int64_t K : {3, 130}) {
+    CAPTURE(K);
+    const int64_t N = 15;  // wide [0, 8), vec [8, 12), single 12, 13, 14
+    std::vector<int32_t> b(K * N), bt(K * N), p(K * N), pt(K * N);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) b[k * N + j] = bt[j * K + k] = static_cast<int32_t>(100 * k + j);
+    tiling::pack_gemv_b(b.data(), p.data(), K, N, false, 4, s);
+    tiling::pack_gemv_b(bt.data(), pt.data(), K, N, true, 4, s);
+    CHECK(p == pt);
+    auto at = [&](int64_t k, int64_t j) {
+      int64_t c = j < 8 ? 0 : j < 12 ? 8 : j, w = j < 8 ? 8 : j < 12 ? 4 : 1;
+      return p[c * K + k * w + (j - c)];
+    };
+    int64_t wrong = 0;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) wrong += at(k, j) != 100 * k + j;
+    CHECK(wrong == 0);
+  }
   CHECK(tiling::gemv_strips(1, DType::kF32, 16).wide == 128);
   CHECK(tiling::gemv_strips(4, DType::kF64, 16).vec == 8);
   for (int64_t m = 1; m <= tiling::kGemvMaxRows; ++m)
