@@ -280,9 +280,9 @@ memory::dims conv_weight_dims(const tiling::ConvShape& c, bool depthwise, int64_
 // -> 39.1, inception_v3 55.8 -> 54.4 up to 14x14; then up to 28x28 as well vgg16 145.4 ->
 // 141.2, inception_v3 54.6 -> 53.0, resnet18 17.3 -> 16.8, with googlenet, squeezenet1_0,
 // densenet121 and regnet_y_400mf within 2 %. Up to 56x56 gained nothing more on vgg16 and
-// cost resnet18 3 %. Without the 64 channels densenet121's 3x3 128->32 convs went too (29.4 against
-// 27.6: their neighbours stay blocked and convert); with every conv so, 1x1 and 56x56
-// included, densenet121 lost 16 %.
+// cost resnet18 3 %. Without the 64 channels densenet121's 3x3 128->32 convs went too (29.4
+// against 27.6: their neighbours stay blocked and convert); with every conv so, 1x1 and
+// 56x56 included, densenet121 lost 16 %.
 bool brgemm_first(const tiling::ConvShape& c) {
   return channel_blocking().block == 16 && c.groups == 1 && c.kh * c.kw > 1 && c.o >= 64 && c.oh * c.ow <= 28 * 28;
 }
@@ -300,8 +300,8 @@ std::optional<dnnl::convolution_forward::primitive_desc> conv_primitive(const ti
   const memory::dims weights = conv_weight_dims(c, depthwise, channels);
   const ChannelBlocking& blocking = channel_blocking();
   auto layout = [&](int64_t ch) { return blocking.available && ch % blocking.block == 0 ? blocking.tag : Tag::any; };
-  const bool order[2] = {!brgemm_first(c), brgemm_first(c)};
-  for (bool blocked : order) {
+  const bool brgemm = brgemm_first(c);
+  for (bool blocked : {!brgemm, brgemm}) {
     dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, algorithm::convolution_direct,
         memory::desc(src, memory::data_type::f32, blocked ? layout(src[1]) : Tag::any),

@@ -153,7 +153,9 @@ template <bool Relu>
 AffineFn pick_affine(int64_t block) {
 #ifdef CARVE_EITHER_AVX2
   if (have_avx2())
-    return block == 16 ? affine_blocks_avx2<16, Relu> : block == 8 ? affine_blocks_avx2<8, Relu> : affine_planes_avx2<Relu>;
+    return block == 16  ? affine_blocks_avx2<16, Relu>
+           : block == 8 ? affine_blocks_avx2<8, Relu>
+                        : affine_planes_avx2<Relu>;
 #endif
   return block == 16 ? affine_blocks_base<16, Relu> : block == 8 ? affine_blocks_base<8, Relu> : affine_planes_base<Relu>;
 }
@@ -169,9 +171,9 @@ ReluFn pick_relu() {
 
 // y = batch_norm(x, scale, bias, mean, var) with constant parameters, y = relu(x), or
 // y = relu(batch_norm(...)) (a group of the two, the batch norm's result read by nothing
-// else); f32. Tiles: runs of whole units -- blocks of B channels where the value may be blocked (they
-// are contiguous, at the same bytes, in both layouts); else channels (batch norm; N > 1:
-// (image, channel) planes) or runs of 16 elements (relu).
+// else); f32. Tiles: runs of whole units -- blocks of B channels where the value may be
+// blocked (they are contiguous, at the same bytes, in both layouts); else channels (batch
+// norm; N > 1: (image, channel) planes) or runs of 16 elements (relu).
 class ChannelMap final : public EitherLayoutKernel {
  public:
   static std::unique_ptr<LibraryKernel> make(const ir::Graph& graph, const KernelGroup& group,

@@ -52,17 +52,14 @@ struct Lanes;
 template <>
 struct Lanes<4> {
   typedef float F __attribute__((vector_size(16)));
-  typedef int32_t I __attribute__((vector_size(16)));
 };
 template <>
 struct Lanes<8> {
   typedef float F __attribute__((vector_size(32)));
-  typedef int32_t I __attribute__((vector_size(32)));
 };
 template <>
 struct Lanes<16> {
   typedef float F __attribute__((vector_size(64)));
-  typedef int32_t I __attribute__((vector_size(64)));
 };
 
 // One chunk of `blocks` channel blocks of B lanes: x [blocks][h][w][B] -> y [blocks][oh][ow][B],
@@ -74,22 +71,17 @@ template <int B, int N, bool Max, int K>
 [[gnu::always_inline]] inline void pool_blocks(const float* x, float* y, int64_t blocks, const Window& win,
                                                bool include_pad) {
   using F = typename Lanes<N>::F;
-  using I = typename Lanes<N>::I;
   constexpr int V = B / N;
-  // A max is `acc > e ? acc : e` (one maxps); lanes that saw a NaN are tracked in `nan` and
-  // made NaN (all bits set) at the end. At 16 lanes GCC 12 compiles that int-vector compare
-  // lane by lane (six times slower), a select not: there `nanf` keeps the NaN seen.
-  auto combine = [](F* acc, I* nan, F* nanf, const float* in) {
+  // A max is `acc > e ? acc : e` (one maxps); `nan` keeps a NaN the lane saw (a select: GCC
+  // 12 compiles an int-vector compare at 16 lanes lane by lane, six times slower), which
+  // replaces the max at the end.
+  auto combine = [](F* acc, F* nan, const float* in) {
     for (int v = 0; v < V; ++v) {
       F e;
       std::memcpy(&e, in + N * v, sizeof e);
       if constexpr (Max) {
         acc[v] = acc[v] > e ? acc[v] : e;
-        if constexpr (N == 16) {
-          nanf[v] = e == e ? nanf[v] : e;
-        } else {
-          nan[v] |= e != e;
-        }
+        nan[v] = e == e ? nan[v] : e;
       } else {
         acc[v] += e;
       }
@@ -104,24 +96,17 @@ template <int B, int N, bool Max, int K>
       for (int64_t ox = 0; ox < win.ow; ++ox) {
         const int64_t x0 = ox * win.sw - win.pl;
         const int64_t xlo = std::max<int64_t>(x0, 0), xhi = std::min(x0 + win.kw, win.w);
-        F acc[V], nanf[V] = {};
-        I nan[V] = {};
+        F acc[V], nan[V] = {};
         for (int v = 0; v < V; ++v) acc[v] = Max ? F{} - INFINITY : F{};
         if (K > 0 && yhi - ylo == K && xhi - xlo == K) {
           for (int ky = 0; ky < K; ++ky)
-            for (int kx = 0; kx < K; ++kx) combine(acc, nan, nanf, xp + ((ylo + ky) * win.w + xlo + kx) * B);
+            for (int kx = 0; kx < K; ++kx) combine(acc, nan, xp + ((ylo + ky) * win.w + xlo + kx) * B);
         } else {
           for (int64_t iy = ylo; iy < yhi; ++iy)
-            for (int64_t ix = xlo; ix < xhi; ++ix) combine(acc, nan, nanf, xp + (iy * win.w + ix) * B);
+            for (int64_t ix = xlo; ix < xhi; ++ix) combine(acc, nan, xp + (iy * win.w + ix) * B);
         }
         if constexpr (Max) {
-          for (int v = 0; v < V; ++v) {
-            if constexpr (N == 16) {
-              acc[v] = nanf[v] == nanf[v] ? acc[v] : nanf[v];
-            } else {
-              acc[v] = reinterpret_cast<F>(reinterpret_cast<I>(acc[v]) | nan[v]);
-            }
-          }
+          for (int v = 0; v < V; ++v) acc[v] = nan[v] == nan[v] ? acc[v] : nan[v];
         } else {
           const int64_t count = include_pad ? (std::min(y0 + win.kh, win.h + win.pb) - y0) *
                                                   (std::min(x0 + win.kw, win.w + win.pr) - x0)

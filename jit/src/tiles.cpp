@@ -186,7 +186,8 @@ void pack_strips(const E* in, E* out, int64_t k, int64_t n, bool trans_b, const 
     const int64_t w = strip_columns(c, n, strips);
     E* strip = out + c * k;  // [k][w]
     if (!trans_b) {
-      for (int64_t kk = 0; kk < k; ++kk) std::memcpy(strip + kk * w, in + kk * n + c, static_cast<size_t>(w) * sizeof(E));
+      for (int64_t kk = 0; kk < k; ++kk)
+        std::memcpy(strip + kk * w, in + kk * n + c, static_cast<size_t>(w) * sizeof(E));
     } else {
       for (int64_t k0 = 0; k0 < k; k0 += kTile) {
         const int64_t k1 = std::min(k, k0 + kTile);
