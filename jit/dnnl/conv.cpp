@@ -50,6 +50,60 @@ constexpr double kGroupedReorderBudgetPerMac = 0.1;
 // inception_v3 within noise. shufflenet_v2_x1_0's 3 -> 24 (not whole blocks) lost 25 % so.
 constexpr int64_t kStemChannels = 4, kStemProducts = 27;
 
+// The plain or channel-blocked tag `md` is in, if any.
+std::optional<Tag> tag_of(const memory::desc& md) {
+  for (Tag tag : {Tag::nChw16c, Tag::nChw8c, Tag::nchw, Tag::nhwc})
+    if (md == memory::desc(md.dims(), memory::data_type::f32, tag)) return tag;
+  return std::nullopt;
+}
+
+// The input reorder (NCHW into the conv's layout) of one image in up to four slices that
+// run in parallel, each at least 256 KiB: slices of whole channel blocks into nChw16c or
+// nChw8c, of whole rows into NHWC (brgemm), each contiguous in the target. As one tile it
+// left the second thread idle: regnet_y_400mf, whose grouped convs reorder their inputs into
+// nChw8c, ran 3.91 ms at 2 threads with one slice and 3.74 with these (1 thread: the same).
+struct InputSlice {
+  Reorder reorder;
+  memory::desc from, to;
+  int64_t from_offset = 0, to_offset = 0;  // bytes
+};
+constexpr int64_t kMinSliceBytes = 256 << 10, kMaxSlices = 4;
+
+std::vector<InputSlice> input_slices(const memory::desc& plain, const memory::desc& target) {
+  const memory::dims d = plain.dims();
+  const std::optional<Tag> tag = tag_of(target);
+  const int64_t bytes = static_cast<int64_t>(plain.get_size());
+  int64_t count = std::clamp<int64_t>(bytes / kMinSliceBytes, 1, kMaxSlices);
+  const int64_t block = tag == Tag::nChw16c ? 16 : tag == Tag::nChw8c ? 8 : 0;
+  const int64_t n = d[0], c = d[1], h = d[2], w = d[3];
+  if (n != 1 || (block == 0 && tag != Tag::nhwc)) count = 1;
+  if (block > 0) count = std::min(count, c / block);
+  if (tag == Tag::nhwc) count = std::min(count, h);
+  if (count <= 1) return {{make_reorder(plain, target), plain, target, 0, 0}};
+  std::vector<InputSlice> slices;
+  const auto f32 = memory::data_type::f32;
+  const int64_t units = block > 0 ? (c + block - 1) / block : h;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t begin = i * units / count, end = (i + 1) * units / count;
+    InputSlice slice;
+    if (block > 0) {  // channels [begin, end) * block, the last cut at c
+      const int64_t first = begin * block, channels = std::min(end * block, c) - first;
+      slice.from = memory::desc({1, channels, h, w}, f32, Tag::nchw);
+      slice.to = memory::desc({1, channels, h, w}, f32, *tag);
+      slice.from_offset = slice.to_offset = first * h * w * static_cast<int64_t>(sizeof(float));
+    } else {  // rows [begin, end): strided in NCHW, contiguous in NHWC
+      const int64_t rows = end - begin;
+      slice.from = memory::desc({1, c, rows, w}, f32, memory::dims{c * h * w, h * w, w, 1});
+      slice.to = memory::desc({1, c, rows, w}, f32, Tag::nhwc);
+      slice.from_offset = begin * w * static_cast<int64_t>(sizeof(float));
+      slice.to_offset = begin * w * c * static_cast<int64_t>(sizeof(float));
+    }
+    slice.reorder = make_reorder(slice.from, slice.to);
+    slices.push_back(std::move(slice));
+  }
+  return slices;
+}
+
 // Tiles: phase 0 (absent when oneDNN reads the input as it is) reorders the input into
 // the blocked layout in scratch, once; phase 1 has one tile per chunk of output channels
 // (whole 16-channel blocks, as even as they go), each a call of its width's primitive on
@@ -58,7 +112,7 @@ constexpr int64_t kStemChannels = 4, kStemProducts = 27;
 // reorder: with one image a chunk of 16k channels is one contiguous slice in NCHW, nChw8c
 // and nChw16c alike. A depthwise or grouped chunk reads only its groups' channels of the
 // input: chunks of whole groups, cut where both the input and the output channels are
-// whole 16-blocks (slice_unit()), so a slice is contiguous in NCHW, nChw8c and nChw16c.
+// whole blocks (slice_units()), so a slice is contiguous in NCHW and the blocked layouts.
 class DnnlConv final : public LibraryKernel {
  public:
   void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
@@ -67,7 +121,9 @@ class DnnlConv final : public LibraryKernel {
       dnnl::stream s(cpu_engine());
       for (int64_t t = tile_begin; t < tile_end; ++t) {
         if (t < input_tiles()) {
-          src_reorder_.run(s, user_src_, operands[x_index_], full_src_md_, scratch(operands));
+          const InputSlice& slice = src_slices_[static_cast<size_t>(t)];
+          slice.reorder.run(s, slice.from, static_cast<std::byte*>(operands[x_index_]) + slice.from_offset, slice.to,
+                            scratch(operands) + slice.to_offset);
         } else {
           run_chunk(s, operands, chunks_[static_cast<size_t>(t - input_tiles())], t - input_tiles());
         }
@@ -123,7 +179,7 @@ class DnnlConv final : public LibraryKernel {
 
  private:
   static std::unique_ptr<DnnlConv> make_chunked(const ir::Graph& graph, const KernelGroup& group,
-                                                const ConstantBytes& constant_bytes, int64_t chunks);
+                                                const ConstantBytes& constant_bytes, int64_t chunks, int64_t unit);
   // One primitive per chunk width (at most three: q and q + 1 blocks, a short last one).
   struct Width {
     int64_t channels = 0;
@@ -141,7 +197,7 @@ class DnnlConv final : public LibraryKernel {
     std::optional<memory> bias;
   };
 
-  int64_t input_tiles() const { return src_reorder_.prim ? 1 : 0; }
+  int64_t input_tiles() const { return static_cast<int64_t>(src_slices_.size()); }
   std::byte* scratch(void* const* operands) const {
     return static_cast<std::byte*>(scratch_bytes_ > 0 ? operands[scratch_index_] : nullptr);
   }
@@ -151,8 +207,8 @@ class DnnlConv final : public LibraryKernel {
 
   // Reorders and the scratch layout for the operands' layouts.
   void layout() {
-    src_reorder_ = {};
-    if (!src_blocked_ && full_src_md_ != user_src_) src_reorder_ = make_reorder(user_src_, full_src_md_);
+    src_slices_.clear();
+    if (!src_blocked_ && full_src_md_ != user_src_) src_slices_ = input_slices(user_src_, full_src_md_);
     int64_t slot = 0;
     for (Width& w : widths_) {
       w.dst_reorder = {};
@@ -164,7 +220,7 @@ class DnnlConv final : public LibraryKernel {
       const int64_t result = dst_is_out() ? 0 : align64(static_cast<int64_t>(w.dst_md.get_size()));
       slot = std::max(slot, result + align64(static_cast<int64_t>(w.scratchpad_md.get_size())));
     }
-    chunk_offset_ = src_reorder_.prim ? align64(static_cast<int64_t>(full_src_md_.get_size())) : 0;
+    chunk_offset_ = input_tiles() > 0 ? align64(static_cast<int64_t>(full_src_md_.get_size())) : 0;
     chunk_stride_ = slot;
     scratch_bytes_ = chunk_offset_ + static_cast<int64_t>(chunks_.size()) * chunk_stride_;
   }
@@ -172,7 +228,7 @@ class DnnlConv final : public LibraryKernel {
   void run_chunk(dnnl::stream& s, void* const* operands, const Chunk& chunk, int64_t index) const {
     const Width& w = widths_[chunk.width];
     std::byte* scratch_base = scratch(operands);
-    std::byte* src = (src_reorder_.prim ? scratch_base : static_cast<std::byte*>(operands[x_index_])) +
+    std::byte* src = (input_tiles() > 0 ? scratch_base : static_cast<std::byte*>(operands[x_index_])) +
                      (sliced_input_ ? chunk.first_channel / og_ * cg_ * src_plane_bytes_ : 0);
     std::byte* slot = scratch_base + chunk_offset_ + index * chunk_stride_;
     // This chunk's channels: one image, or the plain slice's start.
@@ -188,11 +244,12 @@ class DnnlConv final : public LibraryKernel {
       }
     }
     const int64_t scratchpad_at = dst_is_out() ? 0 : align64(static_cast<int64_t>(w.dst_md.get_size()));
-    memory src_m(w.src_md, cpu_engine(), src), dst_m(w.dst_md, cpu_engine(), dst);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, chunk.weights}, {DNNL_ARG_DST, dst_m}};
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, bound_memory(w.src_md, src, 0)},
+                                         {DNNL_ARG_WEIGHTS, chunk.weights},
+                                         {DNNL_ARG_DST, bound_memory(w.dst_md, dst, 1)}};
     if (chunk.bias) args.emplace(DNNL_ARG_BIAS, *chunk.bias);
     if (w.scratchpad_md.get_size() > 0)
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(w.scratchpad_md, cpu_engine(), slot + scratchpad_at));
+      args.emplace(DNNL_ARG_SCRATCHPAD, bound_memory(w.scratchpad_md, slot + scratchpad_at, 2));
     w.conv.execute(s, args);
     if (w.dst_reorder.prim) {
       w.dst_reorder.run(s, w.dst_md, dst, w.user_dst_slice, out + slice);
@@ -204,7 +261,7 @@ class DnnlConv final : public LibraryKernel {
   memory::desc user_src_, full_src_md_;  // the whole input: NCHW, and in oneDNN's layout
   std::vector<Width> widths_;
   std::vector<Chunk> chunks_;
-  Reorder src_reorder_;
+  std::vector<InputSlice> src_slices_;  // phase 0: the input into full_src_md_, in scratch
   double input_cost_ = 0, output_cost_ = 0;  // a reorder's elements per multiply-add
   // The blocked layout (channel_blocking) in place of NCHW: one image, whole channel blocks
   // (no padding: the same bytes), and oneDNN's layout for that side in every width.
@@ -232,8 +289,9 @@ class DnnlConv final : public LibraryKernel {
 int64_t min_chunk_channels() { return 4 * channel_blocking().block; }
 
 // Output-channel chunks: up to 8, each of at least ~10 us of work (1M multiply-adds; 100K
-// for a depthwise conv, which runs about ten times fewer per second), min_chunk_channels()
-// and one `unit` of channels (slice_unit: a block of 16, oneDNN's, or whole groups), an
+// for a depthwise conv, which runs about ten times fewer per second; 500K for a grouped one:
+// regnet_y_400mf's 8-channel groups at 7x7 ran 1.55M in about 50 us), min_chunk_channels()
+// and one `unit` of channels (slice_units: a block of 16, oneDNN's, or whole groups), an
 // even count where it can be (two threads share the chunks evenly) -- from the shape
 // alone, never the thread count. Narrow outputs (MobileNet's 16-32-channel project convs)
 // still split in two at `unit`: as one chunk they left the second thread idle (mobilenet_v2
@@ -241,9 +299,17 @@ int64_t min_chunk_channels() { return 4 * channel_blocking().block; }
 // chunks without these two rules: mobilenet_v2 at 2 threads 5.9-7.8 ms against 7.4-8.3,
 // efficientnet_b0 11.8 against 13.0; at 1 thread 3-8 % slower on mobilenet_v3_small (more,
 // smaller calls), within the noise elsewhere.
+// A dense conv whose channels are not whole blocks keeps no value blocked: each chunk
+// reorders its result, and each call and reorder costs a few microseconds. So at most two
+// chunks, of at least 2.5M multiply-adds each: regnet_y_400mf's 440 -> 440 1x1 convs at 7x7
+// (9.5M) ran 130 us as one chunk, 150-170 as six (150 as two) at 1 thread; at 2 threads
+// regnet_y_400mf 3.91 ms with six against 3.74 with two. shufflenet_v2_x1_0's 232 -> 232 at
+// 7x7 (2.6M) ran 34 us as one chunk and 41 as two.
+constexpr int64_t kConvertingChunkMacs = 2'500'000;
+
 int64_t chunk_count(const tiling::ConvShape& c, int64_t unit) {
   const bool depthwise = c.groups > 1 && c.cg == 1 && c.og == 1;
-  const int64_t min_macs = depthwise ? 100'000 : 1'000'000;
+  const int64_t min_macs = depthwise ? 100'000 : c.groups > 1 ? 500'000 : 1'000'000;
   const int64_t macs = c.n * c.o * c.cg * c.kh * c.kw * c.oh * c.ow;
   auto count = [&](int64_t width) -> int64_t {
     const int64_t blocks = (c.o + width - 1) / width;
@@ -251,18 +317,29 @@ int64_t chunk_count(const tiling::ConvShape& c, int64_t unit) {
       if (t <= blocks && macs / t >= min_macs) return t;
     return 1;
   };
+  const int64_t block = channel_blocking().block;
+  if (c.groups == 1 && (c.o % block != 0 || c.c % block != 0)) return macs >= 2 * kConvertingChunkMacs ? 2 : 1;
   const int64_t t = count(std::max(unit, min_chunk_channels()));
   return t > 1 ? t : std::min<int64_t>(count(unit), 2);
 }
 
-// Output channels a chunk is a multiple of: 16 (a block), or for a grouped conv the fewest
-// whole groups whose input and output channels are both whole 16-blocks; 0 when the groups
-// do not divide into such units (then one chunk).
-int64_t slice_unit(const tiling::ConvShape& c) {
-  if (c.groups == 1 || (c.cg == 1 && c.og == 1)) return 16;
-  for (int64_t g = 1; g <= 16; ++g)
-    if ((g * c.og) % 16 == 0 && (g * c.cg) % 16 == 0) return c.groups % g == 0 ? g * c.og : 0;
-  return 0;
+// The output channels a chunk may be a multiple of, fewest first: 16 (a block), or for a
+// grouped conv the fewest whole groups whose input and output channels are both whole 8- or
+// 16-blocks (none when the groups do not divide into such units: then one chunk). oneDNN
+// runs 8-channel groups in nChw8c on AVX-512 too, where slices of 8 channels are contiguous:
+// regnet_y_400mf's 104 and 440 channels (13 and 55 groups) split only so, its 48 (6 groups)
+// evenly. make_chunked declines a unit the layout oneDNN picks does not keep contiguous.
+std::vector<int64_t> slice_units(const tiling::ConvShape& c) {
+  if (c.groups == 1 || (c.cg == 1 && c.og == 1)) return {16};
+  std::vector<int64_t> units;
+  for (int64_t block : {8, 16}) {
+    for (int64_t g = 1; g <= block; ++g) {
+      if ((g * c.og) % block != 0 || (g * c.cg) % block != 0) continue;
+      if (c.groups % g == 0 && (units.empty() || units.back() != g * c.og)) units.push_back(g * c.og);
+      break;
+    }
+  }
+  return units;
 }
 
 // The weights of a chunk of `channels` output channels: grouped (goihw) when groups > 1.
@@ -291,11 +368,14 @@ bool brgemm_first(const tiling::ConvShape& c) {
 // reorders from and to NCHW move 64-byte runs, where oneDNN's own pick, brgconv's NHWC,
 // transposes element by element: 0.22 ms per 32x56x56 result, a fifth of the conv; the blocked
 // kernels run as fast), then oneDNN's choice -- the other way round where brgemm_first.
-// Only JIT-compiled kernels beat carve's own: never oneDNN's reference or im2col-GEMM
-// fallbacks. nullopt when there is none.
+// `src_tag`, when set, is the input's layout in every attempt (the chunks of a dense conv
+// share one input reorder: the first width's pick binds the others). Only JIT-compiled
+// kernels beat carve's own: never oneDNN's reference or im2col-GEMM fallbacks. nullopt when
+// there is none.
 std::optional<dnnl::convolution_forward::primitive_desc> conv_primitive(const tiling::ConvShape& c, bool depthwise,
                                                                        int64_t channels, bool bias,
-                                                                       const dnnl::primitive_attr& attr) {
+                                                                       const dnnl::primitive_attr& attr,
+                                                                       std::optional<Tag> src_tag) {
   const memory::dims src{c.n, c.groups > 1 ? channels / c.og * c.cg : c.c, c.h, c.w}, dst{c.n, channels, c.oh, c.ow};
   const memory::dims weights = conv_weight_dims(c, depthwise, channels);
   const ChannelBlocking& blocking = channel_blocking();
@@ -304,7 +384,7 @@ std::optional<dnnl::convolution_forward::primitive_desc> conv_primitive(const ti
   for (bool blocked : {!brgemm, brgemm}) {
     dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, algorithm::convolution_direct,
-        memory::desc(src, memory::data_type::f32, blocked ? layout(src[1]) : Tag::any),
+        memory::desc(src, memory::data_type::f32, src_tag ? *src_tag : blocked ? layout(src[1]) : Tag::any),
         memory::desc(weights, memory::data_type::f32, Tag::any),
         bias ? memory::desc({channels}, memory::data_type::f32, Tag::x) : memory::desc(),
         memory::desc(dst, memory::data_type::f32, blocked ? layout(channels) : Tag::any), {c.sh, c.sw},
@@ -327,15 +407,17 @@ std::unique_ptr<LibraryKernel> DnnlConv::make(const ir::Graph& graph, const Kern
   const tiling::ConvShape c = tiling::conv_shape(graph, node);
   // Widths whose primitives want different input layouts cannot share the input reorder:
   // then one chunk.
-  const int64_t unit = slice_unit(c);
-  const int64_t chunks = unit > 0 ? chunk_count(c, unit) : 1;
-  std::unique_ptr<DnnlConv> k = make_chunked(graph, group, constant_bytes, chunks);
-  if (!k && chunks > 1) k = make_chunked(graph, group, constant_bytes, 1);
+  for (int64_t unit : slice_units(c)) {
+    const int64_t chunks = chunk_count(c, unit);
+    if (chunks == 1) break;
+    if (std::unique_ptr<DnnlConv> k = make_chunked(graph, group, constant_bytes, chunks, unit)) return k;
+  }
+  std::unique_ptr<DnnlConv> k = make_chunked(graph, group, constant_bytes, 1, 16);
   return k;
 }
 
 std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const KernelGroup& group,
-                                                 const ConstantBytes& constant_bytes, int64_t t) {
+                                                 const ConstantBytes& constant_bytes, int64_t t, int64_t unit) {
   const ir::Node& node = graph.node(group.nodes.front());
   if (node.op != ir::OpKind::kConv2d) return nullptr;
   for (ir::ValueId v : node.inputs)
@@ -343,8 +425,6 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
   const tiling::ConvShape c = tiling::conv_shape(graph, node);
   const bool depthwise = c.groups > 1 && c.cg == 1 && c.og == 1;
   const bool grouped = c.groups > 1 && !depthwise;
-  const int64_t unit = t > 1 ? slice_unit(c) : 16;
-  if (unit <= 0) return nullptr;
   const void* wbytes = constant_bytes(node.inputs[1]);
   const void* bbytes = node.inputs.size() > 2 ? constant_bytes(node.inputs[2]) : nullptr;
   if (!wbytes || (node.inputs.size() > 2 && !bbytes)) return nullptr;
@@ -386,6 +466,13 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
     dnnl::primitive_attr attr;
     attr.set_post_ops(epilogue->ops);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    // The input layout of every width: oneDNN's pick for the whole conv (one chunk).
+    std::optional<Tag> src_tag;
+    if (t > 1 && !k->sliced_input_) {
+      std::optional<dnnl::convolution_forward::primitive_desc> whole =
+          conv_primitive(c, depthwise, c.o, bbytes != nullptr, attr, std::nullopt);
+      if (whole) src_tag = tag_of(whole->src_desc());
+    }
     // Chunk i: units [i * units / t, (i + 1) * units / t) of `unit` channels, the last cut at O.
     const int64_t units = (c.o + unit - 1) / unit;
     for (int64_t i = 0; i < t; ++i) {
@@ -396,7 +483,7 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
       chunk.width = static_cast<size_t>(std::find_if(k->widths_.begin(), k->widths_.end(), same) - k->widths_.begin());
       if (chunk.width == k->widths_.size()) {
         std::optional<dnnl::convolution_forward::primitive_desc> pd =
-            conv_primitive(c, depthwise, channels, bbytes != nullptr, attr);
+            conv_primitive(c, depthwise, channels, bbytes != nullptr, attr, src_tag);
         if (!pd) return nullptr;
         Width w;
         w.channels = channels;
@@ -412,6 +499,8 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
         w.plain_dst = memory::desc(dst, memory::data_type::f32, Tag::nchw);
         w.impl = pd->impl_info_str();
         w.conv = dnnl::convolution_forward(*pd);
+        // The other widths read the same input (one reorder phase): the layout picked here.
+        if (!k->sliced_input_ && !src_tag) src_tag = tag_of(w.src_md);
         k->widths_.push_back(std::move(w));
       }
       // Weights (and bias) reordered into owned memory now, once: a chunk's output
@@ -440,13 +529,9 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
   if (k->sliced_input_) {
     // Every chunk reads its slice of one input in one layout (one image: a channel slice is
     // contiguous in it).
-    auto tag_of = [](const memory::desc& md) -> std::optional<Tag> {
-      for (Tag tag : {Tag::nChw16c, Tag::nChw8c, Tag::nchw})
-        if (md == memory::desc(md.dims(), memory::data_type::f32, tag)) return tag;
-      return std::nullopt;
-    };
     const std::optional<Tag> tag = tag_of(first.src_md);
-    if (!tag || (t > 1 && c.n != 1)) return nullptr;
+    if (!tag || tag == Tag::nhwc || (t > 1 && c.n != 1)) return nullptr;  // NHWC: channel slices strided
+    if (t > 1 && unit % 16 != 0 && tag == Tag::nChw16c) return nullptr;  // 8-channel slices
     for (const Width& w : k->widths_)
       if (tag_of(w.src_md) != tag) return nullptr;
     k->full_src_md_ = memory::desc({c.n, c.c, c.h, c.w}, memory::data_type::f32, *tag);

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 namespace carve::jit {
 namespace dnnl_kernels {
@@ -28,10 +30,32 @@ int32_t scratch_operand_index(const KernelGroup& group) {
   return n;
 }
 
+memory bound_memory(const memory::desc& md, void* handle, int slot) {
+  struct Entry {
+    memory::desc md;
+    int slot = 0;
+    memory object;
+  };
+  // Bounded: a thread sees each kernel's few descriptors; a program's worth fits many times.
+  constexpr size_t kMaxEntries = 4096;
+  thread_local std::unordered_map<size_t, Entry> cache;
+  const std::string_view bytes(reinterpret_cast<const char*>(&md.data), sizeof(md.data));
+  const size_t key = std::hash<std::string_view>{}(bytes) * 31 + static_cast<size_t>(slot);
+  auto it = cache.find(key);
+  if (it != cache.end() && it->second.slot == slot && it->second.md == md) {
+    it->second.object.set_data_handle(handle);
+    return it->second.object;
+  }
+  if (cache.size() >= kMaxEntries) cache.clear();
+  memory object(md, cpu_engine(), handle);
+  cache.insert_or_assign(key, Entry{md, slot, object});
+  return object;
+}
+
 void Reorder::run(dnnl::stream& s, const memory::desc& from_md, void* from, const memory::desc& to_md,
                   void* to) const {
   if (!prim) return;
-  memory a(from_md, cpu_engine(), from), b(to_md, cpu_engine(), to);
+  memory a = bound_memory(from_md, from, 0), b = bound_memory(to_md, to, 1);
   prim->execute(s, a, b);
 }
 

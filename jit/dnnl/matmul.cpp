@@ -110,15 +110,15 @@ class DnnlMatmul final : public LibraryKernel {
         for (int64_t r = 0; r < rows_; ++r)
           std::memcpy(out + r * n_, residual + r * n_, static_cast<size_t>(w.columns) * sizeof(float));
     }
-    memory a(w.a_md, cpu_engine(), operands[x_index_]);
-    memory b(w.b_md, cpu_engine(), const_cast<float*>(weights_.data()) + chunk.first * b_rows_);
-    memory c(w.c_md, cpu_engine(), out);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, bound_memory(w.a_md, operands[x_index_], 0)},
+        {DNNL_ARG_WEIGHTS, bound_memory(w.b_md, const_cast<float*>(weights_.data()) + chunk.first * b_rows_, 1)},
+        {DNNL_ARG_DST, bound_memory(w.c_md, out, 2)}};
     if (!bias_.empty())
-      args.emplace(DNNL_ARG_BIAS, memory(w.bias_md, cpu_engine(), const_cast<float*>(bias_.data()) + chunk.first));
+      args.emplace(DNNL_ARG_BIAS, bound_memory(w.bias_md, const_cast<float*>(bias_.data()) + chunk.first, 3));
     if (w.scratchpad_md.get_size() > 0) {
       auto* scratch = static_cast<std::byte*>(operands[scratch_index_]) + index * scratchpad_stride_;
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(w.scratchpad_md, cpu_engine(), scratch));
+      args.emplace(DNNL_ARG_SCRATCHPAD, bound_memory(w.scratchpad_md, scratch, 4));
     }
     w.prim.execute(s, args);
   }

@@ -46,8 +46,8 @@ class GlobalAveragePool final : public BlockedOnlyKernel {
 
   void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
     run_tiles("global average pool", tile_begin, tile_end, [&](dnnl::stream& s, int64_t) {
-      memory src(src_, cpu_engine(), operands[x_]), dst(dst_, cpu_engine(), operands[y_]);
-      pool_.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+      pool_.execute(s, {{DNNL_ARG_SRC, bound_memory(src_, operands[x_], 0)},
+                        {DNNL_ARG_DST, bound_memory(dst_, operands[y_], 1)}});
     });
   }
   std::string describe() const override { return describe_tiles(library_provider_name() + " " + impl_, "input"); }
@@ -105,9 +105,9 @@ class ChannelScale final : public BlockedOnlyKernel {
     run_tiles("channel scale", tile_begin, tile_end, [&](dnnl::stream& s, int64_t t) {
       // Chunk t: its channels of x and of the result (one contiguous slice each in the
       // blocked layout), and of s. In place (y over x) each chunk reads only what it writes.
-      memory x(x_md_, cpu_engine(), static_cast<std::byte*>(operands[x_]) + t * chunk_bytes_);
-      memory scale(s_md_, cpu_engine(), static_cast<float*>(operands[s_]) + t * chunk_channels_);
-      memory y(x_md_, cpu_engine(), static_cast<std::byte*>(operands[y_]) + t * chunk_bytes_);
+      memory x = bound_memory(x_md_, static_cast<std::byte*>(operands[x_]) + t * chunk_bytes_, 0);
+      memory scale = bound_memory(s_md_, static_cast<float*>(operands[s_]) + t * chunk_channels_, 1);
+      memory y = bound_memory(x_md_, static_cast<std::byte*>(operands[y_]) + t * chunk_bytes_, 2);
       mul_.execute(s, {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, scale}, {DNNL_ARG_DST, y}});
     });
   }

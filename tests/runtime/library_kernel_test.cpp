@@ -87,6 +87,14 @@ std::vector<Case> cases() {
       {"grouped 3x3", 32, 32, 12, 3, {.groups = 4, .pads = {1, 1, 1, 1}}, relu},
       // Big enough for chunks of whole groups (two 8-channel groups a 16-block).
       {"grouped 3x3 in chunks", 208, 208, 14, 3, {.groups = 26, .pads = {1, 1, 1, 1}}, relu},
+      // 13 groups of 8: chunks of whole 8-channel groups (nChw8c), the input reordered into
+      // it in slices of whole blocks run as separate tiles.
+      {"grouped 3x3, chunks of one group, input in slices", 104, 104, 56, 3, {.groups = 13, .pads = {1, 1, 1, 1}},
+       relu},
+      // Channels not whole blocks: two chunks sharing one input layout.
+      {"1x1 conv, 200 channels, in two chunks", 200, 200, 12, 1, {}, relu},
+      // brgemm's NHWC on AVX-512 (28x28, 64 outputs), the input reordered in slices of rows.
+      {"conv3x3 192->64 at 28x28, input in row slices", 192, 64, 28, 3, same, relu},
       {"grouped 3x3 stride 2 + residual", 48, 48, 14, 3, {.groups = 6, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
        [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId r) { return b.relu(b.add(r, y)); }, true},
       // Left to the generated kernels:
