@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 
 namespace carve::jit {
@@ -38,9 +37,17 @@ memory bound_memory(const memory::desc& md, void* handle, int slot) {
   };
   // Bounded: a thread sees each kernel's few descriptors; a program's worth fits many times.
   constexpr size_t kMaxEntries = 4096;
-  thread_local std::unordered_map<size_t, Entry> cache;
-  const std::string_view bytes(reinterpret_cast<const char*>(&md.data), sizeof(md.data));
-  const size_t key = std::hash<std::string_view>{}(bytes) * 31 + static_cast<size_t>(slot);
+  thread_local std::unordered_map<uint64_t, Entry> cache;
+  // The key hashes what tells descriptors apart in practice (shape, strides, blocks); the
+  // full comparison below settles the rest (a collision only costs a new object).
+  const dnnl_memory_desc_t& d = md.data;
+  uint64_t key = static_cast<uint64_t>(slot) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(d.offset0);
+  auto mix = [&key](int64_t v) { key = (key ^ static_cast<uint64_t>(v)) * 0x100000001B3ull; };
+  for (int i = 0; i < d.ndims; ++i) mix(d.dims[i]);
+  if (d.format_kind == dnnl_blocked) {
+    for (int i = 0; i < d.ndims; ++i) mix(d.format_desc.blocking.strides[i]);
+    for (int i = 0; i < d.format_desc.blocking.inner_nblks; ++i) mix(d.format_desc.blocking.inner_blks[i]);
+  }
   auto it = cache.find(key);
   if (it != cache.end() && it->second.slot == slot && it->second.md == md) {
     it->second.object.set_data_handle(handle);
