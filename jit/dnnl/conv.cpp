@@ -69,6 +69,7 @@ struct InputSlice {
 };
 constexpr int64_t kMinSliceBytes = 256 << 10, kMaxSlices = 4;
 
+// From a blocked input (kept so for the conv's neighbours), one slice.
 std::vector<InputSlice> input_slices(const memory::desc& plain, const memory::desc& target) {
   const memory::dims d = plain.dims();
   const std::optional<Tag> tag = tag_of(target);
@@ -76,7 +77,7 @@ std::vector<InputSlice> input_slices(const memory::desc& plain, const memory::de
   int64_t count = std::clamp<int64_t>(bytes / kMinSliceBytes, 1, kMaxSlices);
   const int64_t block = tag == Tag::nChw16c ? 16 : tag == Tag::nChw8c ? 8 : 0;
   const int64_t n = d[0], c = d[1], h = d[2], w = d[3];
-  if (n != 1 || (block == 0 && tag != Tag::nhwc)) count = 1;
+  if (n != 1 || (block == 0 && tag != Tag::nhwc) || tag_of(plain) != Tag::nchw) count = 1;
   if (block > 0) count = std::min(count, c / block);
   if (tag == Tag::nhwc) count = std::min(count, h);
   if (count <= 1) return {{make_reorder(plain, target), plain, target, 0, 0}};
@@ -158,9 +159,13 @@ class DnnlConv final : public LibraryKernel {
     if (stem_) return true;
     auto kept = [&](int32_t operand) { return std::find(blocked.begin(), blocked.end(), operand) != blocked.end(); };
     double cost = 0;
-    if (!kept(x_index_) && full_src_md_ != user_src_) cost += input_cost_;
-    if (!kept(out_index_) && !plain_result_) cost += output_cost_;
-    if (residual_index_ >= 0 && !kept(residual_index_) && !plain_result_) cost += output_cost_;
+    if (full_src_md_ != (kept(x_index_) ? blocked_full_src_ : user_src_)) cost += input_cost_;
+    auto result_cost = [&](int32_t operand) {
+      const bool in_layout = kept(operand) ? blocked_result_ : plain_result_;
+      return in_layout ? 0.0 : output_cost_;
+    };
+    cost += result_cost(out_index_);
+    if (residual_index_ >= 0) cost += result_cost(residual_index_);
     return cost < (grouped_ ? kGroupedReorderBudgetPerMac : kReorderBudgetPerMac);
   }
   bool reads_at_run(int32_t operand) const override {
@@ -201,23 +206,32 @@ class DnnlConv final : public LibraryKernel {
   std::byte* scratch(void* const* operands) const {
     return static_cast<std::byte*>(scratch_bytes_ > 0 ? operands[scratch_index_] : nullptr);
   }
-  // Whether the conv writes the output's slice directly (else its chunk slot in scratch).
-  // A blocked output over a plain residual goes through the slot: the two may share bytes.
-  bool dst_is_out() const { return out_blocked_ ? residual_index_ < 0 || residual_blocked_ : plain_result_; }
+  // Whether width w's result is in the layout of a value kept blocked or plain.
+  bool result_in(const Width& w, bool blocked) const {
+    return blocked ? w.dst_md == w.blocked_dst : plain_result_ && w.dst_md == w.plain_dst;
+  }
+  // Whether the conv writes the output's slice directly (else its chunk slot in scratch):
+  // the output's layout, and the residual's when there is one (a residual in another layout
+  // is reordered into the result first, and the two may share bytes).
+  bool dst_is_out(const Width& w) const {
+    return result_in(w, out_blocked_) && (residual_index_ < 0 || result_in(w, residual_blocked_));
+  }
+  // The output's (or residual's) slice of width w's channels as kept.
+  const memory::desc& kept_slice(const Width& w, bool blocked) const { return blocked ? w.blocked_dst : w.user_dst_slice; }
 
   // Reorders and the scratch layout for the operands' layouts.
   void layout() {
     src_slices_.clear();
-    if (!src_blocked_ && full_src_md_ != user_src_) src_slices_ = input_slices(user_src_, full_src_md_);
+    const memory::desc& src_as_kept = src_blocked_ ? blocked_full_src_ : user_src_;
+    if (full_src_md_ != src_as_kept) src_slices_ = input_slices(src_as_kept, full_src_md_);
     int64_t slot = 0;
     for (Width& w : widths_) {
       w.dst_reorder = {};
       w.residual_reorder = {};
-      if (!out_blocked_ && !dst_is_out()) w.dst_reorder = make_reorder(w.dst_md, w.user_dst_slice);
-      // A plain residual is copied as it is only into a plain result of one image.
-      if (residual_index_ >= 0 && !residual_blocked_ && !plain_result_)
-        w.residual_reorder = make_reorder(w.user_dst_slice, w.dst_md);
-      const int64_t result = dst_is_out() ? 0 : align64(static_cast<int64_t>(w.dst_md.get_size()));
+      if (!result_in(w, out_blocked_)) w.dst_reorder = make_reorder(w.dst_md, kept_slice(w, out_blocked_));
+      if (residual_index_ >= 0 && !result_in(w, residual_blocked_))
+        w.residual_reorder = make_reorder(kept_slice(w, residual_blocked_), w.dst_md);
+      const int64_t result = dst_is_out(w) ? 0 : align64(static_cast<int64_t>(w.dst_md.get_size()));
       slot = std::max(slot, result + align64(static_cast<int64_t>(w.scratchpad_md.get_size())));
     }
     chunk_offset_ = input_tiles() > 0 ? align64(static_cast<int64_t>(full_src_md_.get_size())) : 0;
@@ -234,16 +248,16 @@ class DnnlConv final : public LibraryKernel {
     // This chunk's channels: one image, or the plain slice's start.
     const int64_t slice = chunk.first_channel * plane_bytes_, slice_bytes = w.channels * plane_bytes_;
     auto* out = static_cast<std::byte*>(operands[out_index_]);
-    std::byte* dst = dst_is_out() ? out + slice : slot;
+    std::byte* dst = dst_is_out(w) ? out + slice : slot;
     if (residual_index_ >= 0) {
       std::byte* residual = static_cast<std::byte*>(operands[residual_index_]) + slice;
       if (w.residual_reorder.prim) {
-        w.residual_reorder.run(s, w.user_dst_slice, residual, w.dst_md, dst);
+        w.residual_reorder.run(s, kept_slice(w, residual_blocked_), residual, w.dst_md, dst);
       } else if (residual != dst) {  // already in the result's layout
         std::memcpy(dst, residual, static_cast<size_t>(slice_bytes));
       }
     }
-    const int64_t scratchpad_at = dst_is_out() ? 0 : align64(static_cast<int64_t>(w.dst_md.get_size()));
+    const int64_t scratchpad_at = dst_is_out(w) ? 0 : align64(static_cast<int64_t>(w.dst_md.get_size()));
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, bound_memory(w.src_md, src, 0)},
                                          {DNNL_ARG_WEIGHTS, chunk.weights},
                                          {DNNL_ARG_DST, bound_memory(w.dst_md, dst, 1)}};
@@ -252,13 +266,14 @@ class DnnlConv final : public LibraryKernel {
       args.emplace(DNNL_ARG_SCRATCHPAD, bound_memory(w.scratchpad_md, slot + scratchpad_at, 2));
     w.conv.execute(s, args);
     if (w.dst_reorder.prim) {
-      w.dst_reorder.run(s, w.dst_md, dst, w.user_dst_slice, out + slice);
+      w.dst_reorder.run(s, w.dst_md, dst, kept_slice(w, out_blocked_), out + slice);
     } else if (dst != out + slice) {
       std::memcpy(out + slice, dst, static_cast<size_t>(slice_bytes));
     }
   }
 
-  memory::desc user_src_, full_src_md_;  // the whole input: NCHW, and in oneDNN's layout
+  // The whole input: NCHW, in the blocked layout, and in oneDNN's layout.
+  memory::desc user_src_, blocked_full_src_, full_src_md_;
   std::vector<Width> widths_;
   std::vector<Chunk> chunks_;
   std::vector<InputSlice> src_slices_;  // phase 0: the input into full_src_md_, in scratch
@@ -267,6 +282,7 @@ class DnnlConv final : public LibraryKernel {
   // (no padding: the same bytes), and oneDNN's layout for that side in every width.
   bool src_blockable_ = false, dst_blockable_ = false;
   bool plain_result_ = false;  // every width writes dense NCHW of one image: the output's slice
+  bool blocked_result_ = false;  // every width writes the blocked layout
   bool grouped_ = false;  // groups > 1, not depthwise
   bool stem_ = false;     // worth it in any layout (kStemChannels)
   bool sliced_input_ = false;  // each chunk reads its groups' input channels (depthwise, grouped)
@@ -540,18 +556,26 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
   }
   const bool one_image = c.n == 1;
   const ChannelBlocking& blocking = channel_blocking();
+  // Blockable: the value's blocked bytes are its NCHW bytes (one image, whole blocks). A
+  // dense conv whose primitive reads or writes another layout (brgemm's NHWC) converts
+  // from and to the blocked layout as it would from and to NCHW, so its neighbours keep
+  // theirs: googlenet's 3x3 branches made every inception concat, and the max pools and 1x1
+  // convs reading it, NCHW. A sliced input is read in place: it must be the primitive's.
+  k->blocked_full_src_ = memory::desc({c.n, c.c, c.h, c.w}, memory::data_type::f32, blocking.tag);
   k->src_blockable_ = blocking.available && one_image && (depthwise || c.c % blocking.block == 0);
   k->dst_blockable_ = blocking.available && one_image;
   k->plain_result_ = one_image;
+  k->blocked_result_ = true;
   for (const Width& w : k->widths_) {
     const bool blocked_src = w.src_md == w.blocked_src, blocked_dst = w.dst_md == w.blocked_dst;
     if (depthwise ? !blocked_src || !blocked_dst : !k->sliced_input_ && w.src_md != first.src_md) return nullptr;
-    k->src_blockable_ = k->src_blockable_ && blocked_src && w.src_md.dims()[1] % blocking.block == 0;
-    k->dst_blockable_ = k->dst_blockable_ && blocked_dst && w.channels % blocking.block == 0;
+    if (k->sliced_input_) k->src_blockable_ = k->src_blockable_ && blocked_src && w.src_md.dims()[1] % blocking.block == 0;
+    k->dst_blockable_ = k->dst_blockable_ && (blocked_dst || !k->sliced_input_) && w.channels % blocking.block == 0;
     k->plain_result_ = k->plain_result_ && w.dst_md == w.plain_dst;
+    k->blocked_result_ = k->blocked_result_ && blocked_dst;
   }
   k->stem_ = blocking.block == 16 && c.groups == 1 && c.c <= kStemChannels && c.kh * c.kw > 1 &&
-             c.c * c.kh * c.kw <= kStemProducts && k->dst_blockable_;
+             c.c * c.kh * c.kw <= kStemProducts && k->dst_blockable_ && k->blocked_result_;
   k->impl_ = first.impl;
   k->layout();
   return k;

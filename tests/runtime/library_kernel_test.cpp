@@ -233,6 +233,44 @@ TEST_CASE("runtime/library/squeeze-excite keeps the chain blocked: pool and chan
   CHECK(taken == expected_taken(7) + (jit::library_provider_name().empty() ? 0 : 2));
 }
 
+TEST_CASE("runtime/library/a conv in NHWC between blocked convs keeps its values blocked") {
+  // x f32[1, 64, 28, 28]: a = relu(conv3x3(x, 64->32)); r = conv3x3(a, 32->128);
+  // c = relu(conv3x3(a, 32->128) + r); y = relu(conv1x1(c, 128->64)). On AVX-512 the 32->128
+  // convs run oneDNN's brgemm in NHWC (28x28, 64 outputs or more) and convert from and to
+  // the blocked layout themselves, so a, r and c stay blocked: the 1x1 conv is taken (its
+  // result's reorder alone is under the budget), and the 64->32 conv writes blocked.
+  ir::GraphBuilder b("nhwc between blocked");
+  auto x = b.input("x", DType::kF32, {1, 64, 28, 28});
+  uint32_t seed = 40;
+  auto conv = [&](ir::ValueId in, int64_t ci, int64_t co, int64_t k) {
+    auto w = b.constant("w" + std::to_string(seed), DType::kF32, {co, ci, k, k},
+                        test::random_f32_bytes(co * ci * k * k, seed));
+    auto bias = b.constant("b" + std::to_string(seed), DType::kF32, {co}, test::random_f32_bytes(co, seed + 100));
+    ++seed;
+    const int64_t p = k / 2;
+    return b.conv2d(in, w, bias, {.pads = {p, p, p, p}});
+  };
+  auto a = b.relu(conv(x, 64, 32, 3));
+  auto r = conv(a, 32, 128, 3);
+  auto c = b.relu(b.add(conv(a, 32, 128, 3), r));
+  b.output(b.rename(b.relu(conv(c, 128, 64, 1)), "y"));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  const int64_t taken = check_run(*g, tensor({1, 64, 28, 28}, test::random_f32_bytes(64 * 28 * 28, 7)), {}, true);
+  if (taken < 0) return;
+  const std::string layout = jit::library_blocked_layout();
+  // Without a blocked layout the 1x1 conv is not worth both its reorders.
+  CHECK(taken == (jit::library_provider_name().empty() ? 0 : layout.empty() ? 3 : 4));
+  if (layout.empty()) return;
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  auto program = session->compile(*g, {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  const std::string text = (*program)->explain();
+  CAPTURE(text);
+  CHECK(text.find(layout + " input residual output") != std::string::npos);
+  CHECK(text.find(layout + " input output") != std::string::npos);
+}
+
 TEST_CASE("runtime/library/a chain read from outside keeps only the convs worth their reorders") {
   // d is also a graph output: it stays NCHW, so the depthwise conv (worth it only with no
   // reorder) goes back to the JIT, and with it the 1x1 convs beside it; the 3x3s stay.
