@@ -196,13 +196,7 @@ ir::Graph make_dense_block() {
   ir::GraphBuilder b("dense");
   auto x = b.input("x", DType::kF32, {1, 16, 12, 12});
   uint32_t seed = 80;
-  auto conv = [&](ir::ValueId in, int64_t ci, int64_t co, int64_t k) {
-    auto w = b.constant("w" + std::to_string(seed), DType::kF32, {co, ci, k, k},
-                        test::random_f32_bytes(co * ci * k * k, seed));
-    ++seed;
-    const int64_t p = k / 2;
-    return b.conv2d(in, w, std::nullopt, {.pads = {p, p, p, p}});
-  };
+  auto conv = [&](ir::ValueId in, int64_t ci, int64_t co, int64_t k) { return random_conv(b, seed, in, ci, co, k, false); };
   auto norm = [&](ir::ValueId v, int64_t c) { return b.relu(batch_norm(b, v, c, seed += 4)); };
   auto layer = [&](ir::ValueId v, int64_t c) { return conv(b.relu(conv(norm(v, c), c, 32, 1)), 32, 16, 3); };
   auto c0 = b.relu(conv(x, 16, 16, 3));

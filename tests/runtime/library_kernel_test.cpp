@@ -180,12 +180,7 @@ ir::Graph make_chain(int64_t c, int64_t mid, bool d_out, bool se = false) {
   auto x = b.input("x", DType::kF32, {1, c, 20, 20});
   uint32_t seed = 20;
   auto conv = [&](ir::ValueId in, int64_t ci, int64_t co, int64_t k, int64_t groups) {
-    auto w = b.constant("w" + std::to_string(seed), DType::kF32, {co, ci / groups, k, k},
-                        test::random_f32_bytes(co * (ci / groups) * k * k, seed));
-    auto bias = b.constant("b" + std::to_string(seed), DType::kF32, {co}, test::random_f32_bytes(co, seed + 100));
-    ++seed;
-    const int64_t p = k / 2;
-    return b.conv2d(in, w, bias, {.groups = groups, .pads = {p, p, p, p}});
+    return random_conv(b, seed, in, ci, co, k, true, groups);
   };
   auto a = b.relu(conv(x, c, c, 3, 1));
   auto bb = b.clip(conv(a, c, mid, 1, 1), 0.0, 6.0);
@@ -242,14 +237,7 @@ TEST_CASE("runtime/library/a conv in NHWC between blocked convs keeps its values
   ir::GraphBuilder b("nhwc between blocked");
   auto x = b.input("x", DType::kF32, {1, 64, 28, 28});
   uint32_t seed = 40;
-  auto conv = [&](ir::ValueId in, int64_t ci, int64_t co, int64_t k) {
-    auto w = b.constant("w" + std::to_string(seed), DType::kF32, {co, ci, k, k},
-                        test::random_f32_bytes(co * ci * k * k, seed));
-    auto bias = b.constant("b" + std::to_string(seed), DType::kF32, {co}, test::random_f32_bytes(co, seed + 100));
-    ++seed;
-    const int64_t p = k / 2;
-    return b.conv2d(in, w, bias, {.pads = {p, p, p, p}});
-  };
+  auto conv = [&](ir::ValueId in, int64_t ci, int64_t co, int64_t k) { return random_conv(b, seed, in, ci, co, k); };
   auto a = b.relu(conv(x, 64, 32, 3));
   auto r = conv(a, 32, 128, 3);
   auto c = b.relu(b.add(conv(a, 32, 128, 3), r));
@@ -301,12 +289,7 @@ ir::Graph make_fire(const AfterConcat& after_concat) {
   auto x = b.input("x", DType::kF32, {1, 32, 14, 14});
   uint32_t seed = 40;
   auto conv = [&](ir::ValueId in, int64_t ci, int64_t co, int64_t k) {
-    auto w = b.constant("w" + std::to_string(seed), DType::kF32, {co, ci, k, k},
-                        test::random_f32_bytes(co * ci * k * k, seed));
-    auto bias = b.constant("b" + std::to_string(seed), DType::kF32, {co}, test::random_f32_bytes(co, seed + 100));
-    ++seed;
-    const int64_t p = k / 2;
-    return b.relu(b.conv2d(in, w, bias, {.pads = {p, p, p, p}}));
+    return b.relu(random_conv(b, seed, in, ci, co, k));
   };
   auto s = conv(conv(x, 32, 32, 3), 32, 16, 1);
   auto cat = b.concat({conv(s, 16, 32, 1), conv(s, 16, 32, 3)}, 1);

@@ -9,12 +9,28 @@
 #include <cstring>
 #include <vector>
 
+#include "carve/ir/builder.h"
 #include "carve/ir/graph.h"
 #include "carve/reference/reference.h"
 #include "carve/runtime/session.h"
 #include "runtime_test_util.h"
+#include "test_support.h"
 
 namespace carve::libtest {
+
+// conv(in) ci -> co, k x k, stride 1, "same" padding, with random weights "w<seed>" (and
+// bias "b<seed>" when `bias`); advances `seed`.
+inline ir::ValueId random_conv(ir::GraphBuilder& b, uint32_t& seed, ir::ValueId in, int64_t ci, int64_t co, int64_t k,
+                               bool bias = true, int64_t groups = 1) {
+  auto w = b.constant("w" + std::to_string(seed), ir::DType::kF32, {co, ci / groups, k, k},
+                      test::random_f32_bytes(co * (ci / groups) * k * k, seed));
+  std::optional<ir::ValueId> b_value;
+  if (bias)
+    b_value = b.constant("b" + std::to_string(seed), ir::DType::kF32, {co}, test::random_f32_bytes(co, seed + 100));
+  ++seed;
+  const int64_t p = k / 2;
+  return b.conv2d(in, w, b_value, {.groups = groups, .pads = {p, p, p, p}});
+}
 
 using ir::DType;
 
