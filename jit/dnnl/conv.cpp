@@ -57,9 +57,10 @@ std::optional<Tag> tag_of(const memory::desc& md) {
   return std::nullopt;
 }
 
-// The input reorder (NCHW into the conv's layout) of one image in up to four slices that
+// The input reorder into the conv's layout: from NCHW, one image in up to four slices that
 // run in parallel, each at least 256 KiB: slices of whole channel blocks into nChw16c or
-// nChw8c, of whole rows into NHWC (brgemm), each contiguous in the target. As one tile it
+// nChw8c, of whole rows into NHWC (brgemm), each contiguous in the target; from the blocked
+// layout (a value kept so for the conv's neighbours), one slice. As one tile it
 // left the second thread idle: regnet_y_400mf, whose grouped convs reorder their inputs into
 // nChw8c, ran 3.91 ms at 2 threads with one slice and 3.74 with these (1 thread: the same).
 struct InputSlice {
@@ -69,18 +70,17 @@ struct InputSlice {
 };
 constexpr int64_t kMinSliceBytes = 256 << 10, kMaxSlices = 4;
 
-// From a blocked input (kept so for the conv's neighbours), one slice.
-std::vector<InputSlice> input_slices(const memory::desc& plain, const memory::desc& target) {
-  const memory::dims d = plain.dims();
+std::vector<InputSlice> input_slices(const memory::desc& from, const memory::desc& target) {
+  const memory::dims d = from.dims();
   const std::optional<Tag> tag = tag_of(target);
-  const int64_t bytes = static_cast<int64_t>(plain.get_size());
+  const int64_t bytes = static_cast<int64_t>(from.get_size());
   int64_t count = std::clamp<int64_t>(bytes / kMinSliceBytes, 1, kMaxSlices);
   const int64_t block = tag == Tag::nChw16c ? 16 : tag == Tag::nChw8c ? 8 : 0;
   const int64_t n = d[0], c = d[1], h = d[2], w = d[3];
-  if (n != 1 || (block == 0 && tag != Tag::nhwc) || tag_of(plain) != Tag::nchw) count = 1;
+  if (n != 1 || (block == 0 && tag != Tag::nhwc) || tag_of(from) != Tag::nchw) count = 1;
   if (block > 0) count = std::min(count, c / block);
   if (tag == Tag::nhwc) count = std::min(count, h);
-  if (count <= 1) return {{make_reorder(plain, target), plain, target, 0, 0}};
+  if (count <= 1) return {{make_reorder(from, target), from, target, 0, 0}};
   std::vector<InputSlice> slices;
   const auto f32 = memory::data_type::f32;
   const int64_t units = block > 0 ? (c + block - 1) / block : h;
@@ -385,7 +385,7 @@ bool brgemm_first(const tiling::ConvShape& c) {
 // transposes element by element: 0.22 ms per 32x56x56 result, a fifth of the conv; the blocked
 // kernels run as fast), then oneDNN's choice -- the other way round where brgemm_first.
 // `src_tag`, when set, is the input's layout in every attempt (the chunks of a dense conv
-// share one input reorder: the first width's pick binds the others). Only JIT-compiled
+// share one input reorder: oneDNN's pick for the whole conv binds every width). Only JIT-compiled
 // kernels beat carve's own: never oneDNN's reference or im2col-GEMM fallbacks. nullopt when
 // there is none.
 std::optional<dnnl::convolution_forward::primitive_desc> conv_primitive(const tiling::ConvShape& c, bool depthwise,
@@ -515,7 +515,7 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
         w.plain_dst = memory::desc(dst, memory::data_type::f32, Tag::nchw);
         w.impl = pd->impl_info_str();
         w.conv = dnnl::convolution_forward(*pd);
-        // The other widths read the same input (one reorder phase): the layout picked here.
+        // Where the whole conv had no pick, the first width's binds the others.
         if (!k->sliced_input_ && !src_tag) src_tag = tag_of(w.src_md);
         k->widths_.push_back(std::move(w));
       }
