@@ -421,15 +421,15 @@ std::unique_ptr<LibraryKernel> DnnlConv::make(const ir::Graph& graph, const Kern
   const ir::Node& node = graph.node(group.nodes.front());
   if (node.op != ir::OpKind::kConv2d) return nullptr;
   const tiling::ConvShape c = tiling::conv_shape(graph, node);
-  // Widths whose primitives want different input layouts cannot share the input reorder:
-  // then one chunk.
+  // Chunks of each unit in turn, fewest channels first: make_chunked declines a unit whose
+  // slices the layouts oneDNN picks do not keep contiguous, or whose widths it cannot run
+  // in one input layout (one input reorder serves them all). Then one chunk.
   for (int64_t unit : slice_units(c)) {
     const int64_t chunks = chunk_count(c, unit);
     if (chunks == 1) break;
     if (std::unique_ptr<DnnlConv> k = make_chunked(graph, group, constant_bytes, chunks, unit)) return k;
   }
-  std::unique_ptr<DnnlConv> k = make_chunked(graph, group, constant_bytes, 1, 16);
-  return k;
+  return make_chunked(graph, group, constant_bytes, 1, 16);
 }
 
 std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const KernelGroup& group,
