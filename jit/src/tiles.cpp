@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "carve/jit/fusion.h"
 
@@ -175,13 +176,25 @@ int64_t strip_columns(int64_t c, int64_t n, const GemvStrips& strips) {
   return c < n / strips.vec * strips.vec ? strips.vec : 1;
 }
 
-// pack_gemv_b for one element type E (f32/f64 as same-sized unsigned integers). A
-// transposed B is read in tiles of 64 rows of k, each column's run contiguous: element by
-// element down a column it read one element per row of k (vgg16's first classifier layer,
-// k = 25088: 10 % of a warm process's time, most of it TLB misses).
+// One strip of a transposed B: w rows of k ([w][k], B's columns) into [k][w], in tiles of
+// 64 rows of k so each column's run stays contiguous. Element by element down a column it
+// read one element per row of k (vgg16's first classifier layer, k = 25088: 10 % of a warm
+// process's time, most of it TLB misses).
+template <typename E>
+void transpose_strip(const E* rows, E* strip, int64_t k, int64_t w) {
+  constexpr int64_t kTile = 64;
+  for (int64_t k0 = 0; k0 < k; k0 += kTile) {
+    const int64_t k1 = std::min(k, k0 + kTile);
+    for (int64_t j = 0; j < w; ++j) {
+      const E* column = rows + j * k;
+      for (int64_t kk = k0; kk < k1; ++kk) strip[kk * w + j] = column[kk];
+    }
+  }
+}
+
+// pack_gemv_b for one element type E (f32/f64 as same-sized unsigned integers).
 template <typename E>
 void pack_strips(const E* in, E* out, int64_t k, int64_t n, bool trans_b, const GemvStrips& strips) {
-  constexpr int64_t kTile = 64;
   for (int64_t c = 0; c < n;) {
     const int64_t w = strip_columns(c, n, strips);
     E* strip = out + c * k;  // [k][w]
@@ -189,15 +202,35 @@ void pack_strips(const E* in, E* out, int64_t k, int64_t n, bool trans_b, const 
       for (int64_t kk = 0; kk < k; ++kk)
         std::memcpy(strip + kk * w, in + kk * n + c, static_cast<size_t>(w) * sizeof(E));
     } else {
-      for (int64_t k0 = 0; k0 < k; k0 += kTile) {
-        const int64_t k1 = std::min(k, k0 + kTile);
-        for (int64_t j = 0; j < w; ++j) {
-          const E* column = in + (c + j) * k;  // column c + j of B: a row of the transposed source
-          for (int64_t kk = k0; kk < k1; ++kk) strip[kk * w + j] = column[kk];
-        }
-      }
+      transpose_strip(in + c * k, strip, k, w);
     }
     c += w;
+  }
+}
+
+// A transposed B's strip c holds the same elements as its rows c .. c + w (both at c * k):
+// each strip is transposed through a copy of those rows alone.
+template <typename E>
+void pack_strips_in_place(E* data, int64_t k, int64_t n, const GemvStrips& strips) {
+  std::vector<E> rows;
+  for (int64_t c = 0; c < n;) {
+    const int64_t w = strip_columns(c, n, strips);
+    rows.assign(data + c * k, data + (c + w) * k);
+    transpose_strip(rows.data(), data + c * k, k, w);
+    c += w;
+  }
+}
+
+template <typename F>
+void by_element_type(int64_t elem_bytes, F&& f) {
+  if (elem_bytes == 8) {
+    f(uint64_t{});
+  } else if (elem_bytes == 4) {
+    f(uint32_t{});
+  } else if (elem_bytes == 2) {
+    f(uint16_t{});
+  } else {
+    f(uint8_t{});
   }
 }
 
@@ -205,15 +238,17 @@ void pack_strips(const E* in, E* out, int64_t k, int64_t n, bool trans_b, const 
 
 void pack_gemv_b(const void* src, void* dst, int64_t k, int64_t n, bool trans_b, int64_t elem_bytes,
                  const GemvStrips& strips) {
-  if (elem_bytes == 8) {
-    pack_strips(static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst), k, n, trans_b, strips);
-  } else if (elem_bytes == 4) {
-    pack_strips(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), k, n, trans_b, strips);
-  } else if (elem_bytes == 2) {
-    pack_strips(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), k, n, trans_b, strips);
-  } else {
-    pack_strips(static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), k, n, trans_b, strips);
-  }
+  by_element_type(elem_bytes, [&](auto e) {
+    using E = decltype(e);
+    pack_strips(static_cast<const E*>(src), static_cast<E*>(dst), k, n, trans_b, strips);
+  });
+}
+
+void pack_transposed_gemv_b_in_place(void* data, int64_t k, int64_t n, int64_t elem_bytes, const GemvStrips& strips) {
+  by_element_type(elem_bytes, [&](auto e) {
+    using E = decltype(e);
+    pack_strips_in_place(static_cast<E*>(data), k, n, strips);
+  });
 }
 
 void unpack_gemv_b_f32(const float* packed, float* dst, int64_t k, int64_t n, const GemvStrips& strips) {

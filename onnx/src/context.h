@@ -109,9 +109,17 @@ std::vector<double> to_doubles(const Tensor& t);
 Tensor from_int64s(std::string name, ir::DType dtype, ir::Shape shape, const std::vector<int64_t>& values);
 Tensor from_doubles(std::string name, ir::DType dtype, ir::Shape shape, const std::vector<double>& values);
 
+// A TensorProto's raw_data left in the serialized model it came from (wire.h).
+struct RawData {
+  bool present = false;  // the TensorProto had raw_data
+  std::span<const uint8_t> bytes;
+};
+
 // Decodes an ONNX TensorProto (inline or external data) into a Tensor (tensor.cpp).
-// `load_data` false leaves float tensors unknown (--no-weights).
-Result<Tensor> decode_tensor(const ::onnx::TensorProto& proto, Context& ctx, bool load_data);
+// `load_data` false leaves float tensors unknown (--no-weights). `raw`, when given, is
+// the proto's raw_data, which parse_leaving_raw_data left out of it.
+Result<Tensor> decode_tensor(const ::onnx::TensorProto& proto, Context& ctx, bool load_data,
+                             const RawData* raw = nullptr);
 // ONNX TensorProto.DataType -> carve dtype (kUnsupported naming the type otherwise).
 Result<ir::DType> dtype_from_onnx(int32_t elem_type);
 

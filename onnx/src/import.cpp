@@ -12,6 +12,7 @@
 #include "carve/ir/extent.h"
 #include "context.h"
 #include "patterns.h"
+#include "wire.h"
 
 namespace carve::onnx {
 namespace {
@@ -21,6 +22,14 @@ using detail::NodeContext;
 using detail::OpEntry;
 using detail::Tensor;
 using detail::FusedPattern;
+
+// Where the main graph's initializers' raw_data is: `raw` empty when the model was
+// parsed whole, else each one's bytes left in the serialized model (wire.h); `mapped`
+// when those are this import's own file mapping, whose pages are dropped once decoded.
+struct SerializedModel {
+  std::vector<detail::RawData> raw;
+  bool mapped = false;
+};
 
 constexpr int64_t kMinOpset = 7;
 // 19-21 changed the supported operators only by types carve lacks (float8, int4,
@@ -204,17 +213,24 @@ Status declare_inputs(const ::onnx::GraphProto& graph, Context& ctx) {
   return Status();
 }
 
-Status declare_initializers(::onnx::GraphProto& graph, Context& ctx) {
+// `raw` is empty or holds each initializer's raw_data left in the serialized model
+// (SerializedModel).
+Status declare_initializers(::onnx::GraphProto& graph, const SerializedModel& source, Context& ctx) {
   if (graph.sparse_initializer_size() > 0)
     return Status(ErrorCode::kUnsupported,
                   fmt::format("onnx sparse initializer '{}' is not supported", graph.sparse_initializer(0).values().name()));
-  for (auto& proto : *graph.mutable_initializer()) {
+  if (!source.raw.empty() && source.raw.size() != static_cast<size_t>(graph.initializer_size()))
+    return Status(ErrorCode::kInternal, "initializers and their raw data out of step");
+  for (int i = 0; i < graph.initializer_size(); ++i) {
+    ::onnx::TensorProto& proto = *graph.mutable_initializer(i);
     if (ctx.env.contains(proto.name()))
       return Status(ErrorCode::kInvalidArgument, fmt::format("onnx initializer '{}' is defined twice", proto.name()));
-    CARVE_ASSIGN_OR_RETURN(Tensor t, detail::decode_tensor(proto, ctx, ctx.options.load_weights));
+    const detail::RawData* raw = source.raw.empty() ? nullptr : &source.raw[static_cast<size_t>(i)];
+    CARVE_ASSIGN_OR_RETURN(Tensor t, detail::decode_tensor(proto, ctx, ctx.options.load_weights, raw));
     // Decoded: free protobuf's copy now, not at the end (clear() would keep the capacity).
     std::string().swap(*proto.mutable_raw_data());
     proto.clear_float_data();
+    if (raw != nullptr && source.mapped) detail::drop_mapped_pages(raw->bytes);
     ctx.env[proto.name()] = std::move(t);
   }
   return Status();
@@ -357,13 +373,13 @@ Status mark_outputs(const ::onnx::GraphProto& graph, Context& ctx) {
 
 Status lower_graph(const ::onnx::GraphProto& graph, Context& ctx);
 
-Result<ImportedModel> import_model(::onnx::ModelProto& model, const ImportOptions& options,
-                                   std::set<std::string>* needs_values) {
+Result<ImportedModel> import_model(::onnx::ModelProto& model, const SerializedModel& source,
+                                   const ImportOptions& options, std::set<std::string>* needs_values) {
   CARVE_ASSIGN_OR_RETURN(int64_t opset, default_opset(model));
   ::onnx::GraphProto& graph = *model.mutable_graph();
   Context ctx(options, graph.name().empty() ? "main" : graph.name());
   ctx.opset = opset;
-  CARVE_RETURN_IF_ERROR(declare_initializers(graph, ctx));
+  CARVE_RETURN_IF_ERROR(declare_initializers(graph, source, ctx));
   CARVE_RETURN_IF_ERROR(declare_inputs(graph, ctx));
   trace_input_deps(graph, ctx);
   Status lowered = lower_graph(graph, ctx);
@@ -516,15 +532,31 @@ Result<detail::SubgraphOutputs> detail::lower_subgraph(NodeContext& n, const ::o
 namespace {
 
 // Imports a ModelProto that `parsed` says was read successfully; `name` for messages.
-Result<ImportedModel> import_parsed(::onnx::ModelProto& model, bool parsed, std::string_view name,
-                                    const ImportOptions& options, std::set<std::string>* needs_values = nullptr) {
+Result<ImportedModel> import_parsed(::onnx::ModelProto& model, bool parsed, const SerializedModel& source,
+                                    std::string_view name, const ImportOptions& options,
+                                    std::set<std::string>* needs_values = nullptr) {
   if (!parsed)
     return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model (protobuf parse failed)", name));
   if (!model.has_graph())
     return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model (no graph)", name));
-  Result<ImportedModel> result = import_model(model, options, needs_values);
+  Result<ImportedModel> result = import_model(model, source, options, needs_values);
   if (!result.ok()) return result.status().with_context(name);
   return result;
+}
+
+// Imports serialized bytes (at most 2 GiB) with the weights read where they lie; bytes
+// that do not split into well-formed fields are parsed whole, for protobuf's verdict.
+Result<ImportedModel> import_serialized(std::span<const uint8_t> bytes, bool mapped, std::string_view name,
+                                        const ImportOptions& options, std::set<std::string>* needs_values) {
+  ::onnx::ModelProto model;
+  SerializedModel source{.raw = {}, .mapped = mapped};
+  bool parsed = detail::parse_leaving_raw_data(bytes, model, source.raw);
+  if (!parsed) {
+    model.Clear();
+    source.raw.clear();
+    parsed = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  }
+  return import_parsed(model, parsed, source, name, options, needs_values);
 }
 
 Result<ImportedModel> import_file(const std::string& path, const ImportOptions& options);
@@ -542,15 +574,13 @@ Result<ImportedModel> detail::import_bytes_reporting(std::span<const std::byte> 
   return no_exceptions(fmt::format("importing '{}'", name), [&]() -> Result<ImportedModel> {
     if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
       return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
-    ::onnx::ModelProto model;
-    const bool parsed = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-    return import_parsed(model, parsed, name, options, needs_values);
+    const std::span<const uint8_t> u8(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    return import_serialized(u8, false, name, options, needs_values);
   });
 }
 
-// Parses straight from the file (no copy of its bytes besides protobuf's own), so the
-// peak is the protobuf message plus the weights decoded so far (each initializer's
-// protobuf bytes are freed as soon as it is decoded).
+// Maps the file and copies each weight once, straight from the mapping, whose pages are
+// dropped as soon as it is decoded: the peak is the weights decoded so far plus one.
 Result<ImportedModel> import_model_file(const std::string& path, const ImportOptions& options) {
   return no_exceptions(fmt::format("importing '{}'", path),
                        [&]() -> Result<ImportedModel> { return import_file(path, options); });
@@ -563,6 +593,20 @@ Status materialize_weights(ImportedModel& model) {
 namespace {
 
 Result<ImportedModel> import_file(const std::string& path, const ImportOptions& options) {
+  ImportOptions with_dir = options;
+  if (with_dir.external_data_dir.empty())
+    with_dir.external_data_dir = std::filesystem::path(path).parent_path().string();
+  std::error_code error;
+  const uintmax_t size = std::filesystem::file_size(path, error);
+  if (!error && size > 0 && size <= static_cast<uintmax_t>(std::numeric_limits<int>::max())) {
+    Result<runtime::Buffer> mapped = runtime::Buffer::map_file(path, 0, static_cast<size_t>(size));
+    Result<std::span<const std::byte>> bytes = mapped.ok() ? mapped->bytes() : mapped.status();
+    if (bytes.ok())
+      return import_serialized({reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size()}, true, path, with_dir,
+                               nullptr);
+  }
+  // Not a mappable file of at most 2 GiB (a pipe, an empty file, a bigger one): read as
+  // a stream, whole.
   std::ifstream file(path, std::ios::binary);
   if (!file) return Status(ErrorCode::kIoError, fmt::format("cannot open '{}'", path));
   ::onnx::ModelProto model;
@@ -572,10 +616,7 @@ Result<ImportedModel> import_file(const std::string& path, const ImportOptions& 
     parsed = model.ParseFromZeroCopyStream(&stream);
   }
   if (file.bad()) return Status(ErrorCode::kIoError, fmt::format("cannot read '{}'", path));
-  ImportOptions with_dir = options;
-  if (with_dir.external_data_dir.empty())
-    with_dir.external_data_dir = std::filesystem::path(path).parent_path().string();
-  return import_parsed(model, parsed, path, with_dir);
+  return import_parsed(model, parsed, SerializedModel{}, path, with_dir);
 }
 
 Status copy_mapped_weights(ImportedModel& model) {

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "context.h"
+#include "wire.h"
 
 namespace carve::onnx {
 namespace {
@@ -51,8 +52,15 @@ Result<std::unique_ptr<Model>> Model::load_owned(std::vector<std::byte> bytes, s
   return no_exceptions(fmt::format("loading '{}'", name), [&]() -> Result<std::unique_ptr<Model>> {
     if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
       return Status(ErrorCode::kUnsupported, fmt::format("'{}': models over 2 GiB need external data", name));
-    ::onnx::ModelProto proto;
-    if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || !proto.has_graph())
+    ::onnx::ModelProto proto;  // for the names: the weights are not copied (wire.h)
+    std::vector<detail::RawData> raw;
+    const std::span<const uint8_t> u8(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    bool parsed = detail::parse_leaving_raw_data(u8, proto, raw);
+    if (!parsed) {
+      proto.Clear();
+      parsed = proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+    }
+    if (!parsed || !proto.has_graph())
       return Status(ErrorCode::kParseError, fmt::format("'{}' is not a valid ONNX model", name));
     std::unique_ptr<Model> model(new Model(std::move(bytes), std::string(name), std::move(options)));
     const auto& graph = proto.graph();

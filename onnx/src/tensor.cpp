@@ -165,7 +165,7 @@ Tensor known_tensor(std::string name, ir::TensorType type, std::vector<uint8_t> 
   return Tensor{std::move(type), ir::kNoValue, std::move(data)};
 }
 
-Result<Tensor> decode_tensor(const TensorProto& proto, Context& ctx, bool load_data) {
+Result<Tensor> decode_tensor(const TensorProto& proto, Context& ctx, bool load_data, const RawData* raw) {
   Result<ir::DType> dtype = dtype_from_onnx(proto.data_type());
   if (!dtype.ok()) return tensor_error(ErrorCode::kUnsupported, proto, dtype.status().message());
   CARVE_ASSIGN_OR_RETURN(ir::Shape shape, proto_shape(proto));
@@ -183,9 +183,13 @@ Result<Tensor> decode_tensor(const TensorProto& proto, Context& ctx, bool load_d
   }
   if (has_external_data(proto)) return map_external(proto, ctx, std::move(type));
   const int64_t want = *type.byte_size();
-  std::vector<uint8_t> bytes = proto.has_raw_data()
-                                   ? std::vector<uint8_t>(proto.raw_data().begin(), proto.raw_data().end())
-                                   : typed_field_bytes(proto, *dtype);
+  std::vector<uint8_t> bytes;
+  if (raw != nullptr && raw->present)
+    bytes.assign(raw->bytes.begin(), raw->bytes.end());
+  else if (proto.has_raw_data())
+    bytes.assign(proto.raw_data().begin(), proto.raw_data().end());
+  else
+    bytes = typed_field_bytes(proto, *dtype);
   if (static_cast<int64_t>(bytes.size()) != want)
     return tensor_error(ErrorCode::kParseError, proto,
                         fmt::format("{} needs {} bytes of data, found {}", type.to_string(), want, bytes.size()));

@@ -195,10 +195,10 @@ Status check_constant_keys(const ir::Graph& g, const CompileOptions& options) {
 // (jit::tiling::pack_gemv_b with gemv_strips for its m and the host's vector width: the
 // GEMV strips for m <= kGemvMaxRows, the micro-kernel's NR columns above), the attribute
 // kPrepackedAttr and trans_b 0. The packed bytes replace the constant's data when the
-// node is its only reader and it is no output (no copy kept); otherwise they become a new
-// constant "<name>#prepacked" that the readers packing it the same way share (an
-// unrolled recurrent layer reads one weight from every step). Runs on the program's
-// graph copy, before the constants are bound.
+// node is its only reader and it is no output (no copy kept; a transposed B is packed in
+// place); otherwise they become a new constant "<name>#prepacked" that the readers
+// packing it the same way share (an unrolled recurrent layer reads one weight from every
+// step). Runs on the program's graph copy, before the constants are bound.
 Status prepack_weights(Program& p, const CompileOptions& options) {
   Result<jit::HostTarget> host = jit::host_target();
   if (!host.ok()) return Status();  // no CPU JIT: nothing to pack for
@@ -243,6 +243,10 @@ Status prepack_weights(Program& p, const CompileOptions& options) {
     const auto key = std::tuple{bid, tb, strips.wide, strips.vec};
     if (auto copy = packed_copies.find(key); copy != packed_copies.end()) {
       node.inputs[1] = copy->second;
+    } else if (bv.data && users[static_cast<size_t>(bid)].size() == 1 && !g.is_output(bid) && tb) {
+      ir::Value& v = g.value(bid);
+      jit::tiling::pack_transposed_gemv_b_in_place(v.data->data(), shape.k, shape.n, elem, strips);
+      v.type.shape = ir::Shape({shape.k, shape.n});
     } else {
       std::vector<uint8_t> packed(bytes);
       jit::tiling::pack_gemv_b(src, packed.data(), shape.k, shape.n, tb, elem, strips);

@@ -273,6 +273,9 @@ TEST_CASE("jit/compute/tiles/pack_gemv_b_layout") {
     tiling::pack_gemv_b(b.data(), p.data(), K, N, false, 4, s);
     tiling::pack_gemv_b(bt.data(), pt.data(), K, N, true, 4, s);
     CHECK(p == pt);
+    std::vector<int32_t> in_place = bt;
+    tiling::pack_transposed_gemv_b_in_place(in_place.data(), K, N, 4, s);
+    CHECK(in_place == p);
     auto at = [&](int64_t k, int64_t j) {
       int64_t c = j < 8 ? 0 : j < 12 ? 8 : j, w = j < 8 ? 8 : j < 12 ? 4 : 1;
       return p[c * K + k * w + (j - c)];

@@ -92,6 +92,10 @@ inline constexpr const char* kPrepackedAttr = "prepacked_b";
 // elements of elem_bytes (1, 2, 4 or 8) from src into dst (K * N elements, the layout above).
 void pack_gemv_b(const void* src, void* dst, int64_t k, int64_t n, bool trans_b, int64_t elem_bytes,
                  const GemvStrips& strips);
+// pack_gemv_b with trans_b for a B that may be overwritten: `data` (row-major N x K)
+// becomes the packed layout, with one strip's rows copied aside at a time instead of a
+// second K x N buffer.
+void pack_transposed_gemv_b_in_place(void* data, int64_t k, int64_t n, int64_t elem_bytes, const GemvStrips& strips);
 // The inverse for f32: B packed by pack_gemv_b (trans_b 0) back into row-major K x N.
 void unpack_gemv_b_f32(const float* packed, float* dst, int64_t k, int64_t n, const GemvStrips& strips);
 

@@ -120,7 +120,9 @@ struct ImportedModel {
   int64_t fused_patterns = 0;  // subgraphs imported as one op (ImportOptions::fuse_patterns)
 };
 
-// Reads and imports `path`.
+// Reads and imports `path`. The file is mapped while it is imported (each weight is
+// copied once, straight from the mapping), so it must not shrink meanwhile; the result
+// holds no reference to it except mapped_weights.
 Result<ImportedModel> import_model_file(const std::string& path, const ImportOptions& options = {});
 // Imports a serialized ModelProto; `name` appears in messages.
 Result<ImportedModel> import_model_bytes(std::span<const std::byte> bytes, std::string_view name,
