@@ -21,6 +21,10 @@
 
 namespace carve::jit::detail {
 
+// A module flag an emitter sets when the module must be optimised without the SLP
+// vectorizer (engine.cpp reads it; the flag is in the IR, so the cache key covers it).
+inline constexpr const char* kNoSlpFlag = "carve.no_slp";
+
 struct EmitContext {
   llvm::LLVMContext& ctx;
   llvm::Module& module;

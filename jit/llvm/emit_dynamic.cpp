@@ -122,6 +122,10 @@ Value* compare_slices(EmitContext& ec, ir::DType dtype, const UniqueShape& u, Va
 
 Status emit_unique(EmitContext& ec, const ir::Node& node) {
   auto& b = ec.b;
+  // LLVM 22's SLP vectorizer at O2 miscompiles these slice comparisons: an i32/i64 unique
+  // along the last axis of a 3x3 tensor came out in the wrong order (O0, O1, O3 and O2
+  // without SLP were right). A kernel this small gains nothing from it.
+  ec.module.addModuleFlag(llvm::Module::Override, kNoSlpFlag, 1);
   const ir::TensorType& tx = ec.graph.value(node.inputs[0]).type;
   const ir::Shape& ys = ec.graph.value(node.outputs[0]).type.shape;  // x's shape, or x flattened
   const bool sorted = attr_int(node, "sorted", 1) != 0;

@@ -125,7 +125,7 @@ void optimize_module(llvm::Module& m, llvm::TargetMachine& tm, int level) {
   llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = true;
-  pto.SLPVectorization = true;
+  pto.SLPVectorization = m.getModuleFlag(detail::kNoSlpFlag) == nullptr;
   pto.LoopUnrolling = true;
   llvm::PassBuilder pb(&tm, pto);
   pb.registerModuleAnalyses(mam);
