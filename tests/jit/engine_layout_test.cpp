@@ -62,6 +62,11 @@ TEST_CASE("jit/layout/transpose") {
     b.output(b.transpose(x, {2, 0, 1}));
     b.output(b.transpose(x, {1, 0, 2}));
     b.output(b.transpose(b.input("y", d, {7, 33}), {1, 0}));
+    // NCHW <-> NHWC with two images, and a 2-D transpose, both last dims over 16.
+    auto nchw = b.input("nchw", d, {2, 20, 3, 17});
+    b.output(b.transpose(nchw, {0, 2, 3, 1}));
+    b.output(b.transpose(b.transpose(nchw, {0, 2, 3, 1}), {0, 3, 1, 2}));
+    b.output(b.transpose(b.input("z", d, {40, 33}), {1, 0}));
   }, {}, "transpose");
 }
 
