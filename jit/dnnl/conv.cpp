@@ -306,10 +306,11 @@ int64_t min_chunk_channels() { return 4 * channel_blocking().block; }
 
 // Whether a conv is tried with oneDNN's Winograd kernels first (F(2x2, 3x3) or F(4x4, 3x3),
 // on AVX-512 in nChw16c): dense 3x3, stride 1, no dilation, whole blocks of channels. At 1
-// thread they ran every such conv of the listed models 1.4-2.6x faster than the direct
-// kernel (resnet18's 64 -> 64 at 56x56: 0.43 against 0.87 ms; 128 -> 128 at 28x28: 0.37
-// against 0.95), within 2.1e-6 of it relative to the largest output, and each output
-// channel's bytes do not depend on the chunk it is computed in (docs/jit-numerics.md).
+// thread they ran the 12 shapes measured (resnet18's four, densenet121's and googlenet's
+// among the rest) 1.2-2.6x faster than the direct kernel (resnet18's 64 -> 64 at 56x56: 0.43
+// against 0.87 ms; 128 -> 128 at 28x28: 0.37 against 0.95; densenet121's 128 -> 32 at 7x7,
+// the least: 0.012 against 0.014), within 2.1e-6 of it relative to the largest output; each
+// output channel's bytes do not depend on the chunk it is computed in (docs/jit-numerics.md).
 bool winograd_first(const tiling::ConvShape& c) {
   return channel_blocking().block == 16 && c.groups == 1 && c.kh == 3 && c.kw == 3 && c.sh == 1 && c.sw == 1 &&
          c.dh == 1 && c.dw == 1 && c.c % 16 == 0 && c.o % 16 == 0;
