@@ -100,7 +100,10 @@ struct ScheduleOptions {
   // counter updates) and ScheduleStats::reduction_note says so.
   int64_t reduction_limit = 20000;
   // Test/debug hook: task edges (from, to) to remove after the DAG is built, as by
-  // Schedule::remove_edge. A missing edge fails build_schedule with kNotFound.
+  // Schedule::remove_edge. A missing edge fails build_schedule with kNotFound. The runs
+  // race by design: generated kernels then compute wrong values, while library kernels
+  // (CompileOptions::library_kernels) keep pointers in their scratch and may crash.
+  // Compile without them to watch the checker.
   std::vector<std::pair<int32_t, int32_t>> drop_edges{};
 };
 
