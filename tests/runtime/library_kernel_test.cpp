@@ -612,6 +612,10 @@ std::vector<MatmulCase> matmul_cases() {
       {"bias, relu", 32, 96, 160, [](B& b, V y, V bias, V) { return b.relu(b.add(y, bias)); }},
       {"no bias, a column tail (head)", 48, 64, 200, [](B& b, V y, V, V) { return b.relu(y); }},
       {"residual alone", 64, 64, 96, [](B& b, V y, V, V r) { return b.add(y, r); }},
+      // More rows than columns: chunks of rows (8 of 96 and 112 rows; 2, the last short).
+      {"rows (convnext's MLP), bias", 784, 128, 96, [](B& b, V y, V bias, V) { return b.add(y, bias); }},
+      {"rows, bias, residual, relu", 520, 64, 64,
+       [](B& b, V y, V bias, V r) { return b.relu(b.add(r, b.add(y, bias))); }},
       // The library runs a prefix (matmul, bias; matmul, residual), a generated kernel the rest:
       {"bias, gelu (no post-op here)", 64, 128, 128, [](B& b, V y, V bias, V) { return b.gelu(b.add(y, bias)); },
        true, 2},
@@ -668,6 +672,20 @@ TEST_CASE("runtime/library/matmul groups: taken where expected, within the refer
       CHECK(outside(generated.bytes, want->at(0), tol) == 0);
       if (!library.library_kernels) CHECK(library.bytes == generated.bytes);
     }
+  }
+}
+
+TEST_CASE("runtime/library/a matmul with more rows than columns runs in row chunks") {
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  if (!session || jit::library_provider_name().empty()) return;
+  for (const MatmulCase& c : matmul_cases()) {
+    if (!c.taken || c.kernels != 1) continue;
+    CAPTURE(c.name);
+    auto program = session->compile(make_matmul_graph(c), {});
+    REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+    const std::string explain = (*program)->explain();
+    CHECK((explain.find(" row chunks") != std::string::npos) == (c.m >= c.n));
+    if (c.m >= c.n) CHECK(explain.find(" column chunks") == std::string::npos);
   }
 }
 
