@@ -11,6 +11,9 @@
 // Epilogue nodes taken (in the group's order, each reading the chain's current value):
 // relu, clip, sigmoid, silu, tanh, x * sigmoid(x) (swish), x * hard_sigmoid(x) with
 // alpha 1/6 and beta 1/2 (hard-swish), add of a tensor of the output's shape (at most one).
+// Then, last and without a residual, a transpose to NHWC (perm 0, 2, 3, 1; a pair the
+// runtime merges, library_pair): each chunk's result is reordered straight into its channels
+// of the transposed tensor, where a transpose kernel would take another pass.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -49,6 +52,20 @@ constexpr double kGroupedReorderBudgetPerMac = 0.1;
 // regnet_y_400mf 6.82 -> 6.59, mobilenet_v2 4.08 -> 4.02, efficientnet_b0 7.42 -> 7.33;
 // inception_v3 within noise. shufflenet_v2_x1_0's 3 -> 24 (not whole blocks) lost 25 % so.
 constexpr int64_t kStemChannels = 4, kStemProducts = 27;
+// A conv whose result is transposed to NHWC costs one reorder of its result whichever runs
+// it (the transpose's pass, or the library's reorder into the transposed tensor), so only
+// its input reorder counts, against a larger budget: convnext_tiny's 7x7 depthwise convs
+// (1/49 of an element a multiply-add) ran 0.29 ms generated plus 0.09 for the transpose at
+// 56x56 and 96 channels, oneDNN's jit_dw in nChw16c 0.14 ms without the reorders.
+constexpr double kTransposedReorderBudgetPerMac = 0.05;
+
+// Whether `node` transposes a 4-D NCHW tensor to NHWC.
+bool to_nhwc(const ir::Graph& graph, const ir::Node& node) {
+  if (node.op != ir::OpKind::kTranspose || node.inputs.size() != 1 || node.outputs.size() != 1) return false;
+  if (graph.value(node.inputs[0]).type.shape.rank() != 4) return false;
+  auto perm = node.attrs.find("perm");
+  return perm != node.attrs.end() && perm->second.is_ints() && perm->second.as_ints() == std::vector<int64_t>{0, 2, 3, 1};
+}
 
 // The plain or channel-blocked tag `md` is in, if any.
 std::optional<Tag> tag_of(const memory::desc& md) {
@@ -148,6 +165,7 @@ class DnnlConv final : public LibraryKernel {
     if (residual_blocked_) blocked += " residual";
     if (out_blocked_) blocked += " output";
     if (!blocked.empty()) text += ", " + channel_blocking().name + blocked;
+    if (transposed_out_) text += ", result transposed to NHWC";
     return text;
   }
   std::string blocked_layout(int32_t operand) const override {
@@ -164,6 +182,7 @@ class DnnlConv final : public LibraryKernel {
       const bool in_layout = kept(operand) ? blocked_result_ : plain_result_;
       return in_layout ? 0.0 : output_cost_;
     };
+    if (transposed_out_) return cost < kTransposedReorderBudgetPerMac;
     cost += result_cost(out_index_);
     if (residual_index_ >= 0) cost += result_cost(residual_index_);
     return cost < (grouped_ ? kGroupedReorderBudgetPerMac : kReorderBudgetPerMac);
@@ -206,8 +225,10 @@ class DnnlConv final : public LibraryKernel {
   std::byte* scratch(void* const* operands) const {
     return static_cast<std::byte*>(scratch_bytes_ > 0 ? operands[scratch_index_] : nullptr);
   }
-  // Whether width w's result is in the layout of a value kept blocked or plain.
+  // Whether width w's result is in the layout of a value kept blocked or plain (NHWC when
+  // transposed).
   bool result_in(const Width& w, bool blocked) const {
+    if (transposed_out_) return !blocked && w.dst_md == w.user_dst_slice;
     return blocked ? w.dst_md == w.blocked_dst : plain_result_ && w.dst_md == w.plain_dst;
   }
   // Whether the conv writes the output's slice directly (else its chunk slot in scratch):
@@ -245,8 +266,10 @@ class DnnlConv final : public LibraryKernel {
     std::byte* src = (input_tiles() > 0 ? scratch_base : static_cast<std::byte*>(operands[x_index_])) +
                      (sliced_input_ ? chunk.first_channel / og_ * cg_ * src_plane_bytes_ : 0);
     std::byte* slot = scratch_base + chunk_offset_ + index * chunk_stride_;
-    // This chunk's channels: one image, or the plain slice's start.
-    const int64_t slice = chunk.first_channel * plane_bytes_, slice_bytes = w.channels * plane_bytes_;
+    // This chunk's channels: one image, or the plain slice's start (a channel's first pixel
+    // in the transposed result).
+    const int64_t slice = chunk.first_channel * (transposed_out_ ? int64_t{sizeof(float)} : plane_bytes_);
+    const int64_t slice_bytes = w.channels * plane_bytes_;
     auto* out = static_cast<std::byte*>(operands[out_index_]);
     std::byte* dst = dst_is_out(w) ? out + slice : slot;
     if (residual_index_ >= 0) {
@@ -285,6 +308,7 @@ class DnnlConv final : public LibraryKernel {
   bool blocked_result_ = false;  // every width writes the blocked layout
   bool grouped_ = false;  // groups > 1, not depthwise
   bool stem_ = false;     // worth it in any layout (kStemChannels)
+  bool transposed_out_ = false;  // the result is the NHWC transpose of the conv's (to_nhwc)
   bool sliced_input_ = false;  // each chunk reads its groups' input channels (depthwise, grouped)
   int64_t og_ = 1, cg_ = 1;    // output and input channels per group
   bool depthwise_ = false, src_blocked_ = false, out_blocked_ = false, residual_blocked_ = false;
@@ -469,13 +493,23 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
   const void* wbytes = constant_bytes(node.inputs[1]);
   const void* bbytes = node.inputs.size() > 2 ? constant_bytes(node.inputs[2]) : nullptr;
   if (!wbytes || (node.inputs.size() > 2 && !bbytes)) return nullptr;
-  std::optional<Epilogue> epilogue = map_epilogue(graph, group, 1, node.outputs[0]);
+  // A last transpose to NHWC of the epilogue's result, without a residual: the result.
+  const ir::Node& last = graph.node(group.nodes.back());
+  const bool transposed = group.nodes.size() > 1 && last.op == ir::OpKind::kTranspose;
+  if (transposed && !to_nhwc(graph, last)) return nullptr;
+  std::optional<Epilogue> epilogue =
+      map_epilogue(graph, group, 1, group.nodes.size() - (transposed ? 1 : 0), node.outputs[0]);
   if (!epilogue) return nullptr;
+  if (transposed) {
+    if (epilogue->residual != ir::kNoValue || last.inputs[0] != epilogue->result) return nullptr;
+    epilogue->result = last.outputs[0];
+  }
   int outputs = 0;
   for (const KernelOperand& o : group.operands) outputs += o.role == OperandRole::kOutput;
   auto k = std::make_unique<DnnlConv>();
   k->depthwise_ = depthwise;
   k->grouped_ = grouped;
+  k->transposed_out_ = transposed;
   k->sliced_input_ = depthwise || (grouped && t > 1);
   k->og_ = c.og;
   k->cg_ = c.cg;
@@ -534,7 +568,9 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
         w.dst_md = pd->dst_desc();
         w.weights_md = pd->weights_desc();
         w.scratchpad_md = pd->scratchpad_desc();
-        w.user_dst_slice = memory::desc(dst, memory::data_type::f32, memory::dims{c.o * c.oh * c.ow, c.oh * c.ow, c.ow, 1});
+        w.user_dst_slice = memory::desc(dst, memory::data_type::f32,
+                                        transposed ? memory::dims{c.o * c.oh * c.ow, 1, c.ow * c.o, c.o}
+                                                   : memory::dims{c.o * c.oh * c.ow, c.oh * c.ow, c.ow, 1});
         w.blocked_src = memory::desc(src, memory::data_type::f32, channel_blocking().tag);
         w.blocked_dst = memory::desc(dst, memory::data_type::f32, channel_blocking().tag);
         w.plain_dst = memory::desc(dst, memory::data_type::f32, Tag::nchw);
@@ -599,6 +635,7 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
     k->plain_result_ = k->plain_result_ && w.dst_md == w.plain_dst;
     k->blocked_result_ = k->blocked_result_ && blocked_dst;
   }
+  if (transposed) k->dst_blockable_ = k->plain_result_ = false;  // the result is NHWC
   k->stem_ = blocking.block == 16 && c.groups == 1 && c.c <= kStemChannels && c.kh * c.kw > 1 &&
              c.c * c.kh * c.kw <= kStemProducts && k->dst_blockable_ && k->blocked_result_;
   k->impl_ = first.impl;

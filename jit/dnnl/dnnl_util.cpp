@@ -89,6 +89,11 @@ std::optional<std::pair<algorithm, float>> unary_post_op(ir::OpKind op) {
 
 std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& group, size_t first,
                                      ir::ValueId start) {
+  return map_epilogue(graph, group, first, group.nodes.size(), start);
+}
+
+std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& group, size_t first, size_t end,
+                                     ir::ValueId start) {
   const ir::TensorType& out_type = graph.value(start).type;
   Epilogue e;
   struct Op { algorithm alg; float alpha, beta; bool sum; };
@@ -97,7 +102,7 @@ std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& 
   // hard-swish only once its mul follows (`gate_open` until then).
   ir::ValueId cur = start, before = ir::kNoValue;
   bool gate_open = false;
-  for (size_t i = first; i < group.nodes.size(); ++i) {
+  for (size_t i = first; i < end; ++i) {
     const ir::Node& n = graph.node(group.nodes[i]);
     if (n.outputs.size() != 1 || graph.value(n.outputs[0]).type != out_type) return std::nullopt;
     if (gate_open && n.op != ir::OpKind::kMul) return std::nullopt;

@@ -89,6 +89,9 @@ struct Epilogue {
 // result's type (a `sum` post-op, at most one); nullopt when a node has no equivalent.
 std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& group, size_t first,
                                      ir::ValueId start);
+// The same over group.nodes[first, end).
+std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& group, size_t first, size_t end,
+                                     ir::ValueId start);
 
 // Whether oneDNN picked one of its JIT-compiled kernels: never its reference or
 // im2col-GEMM fallbacks, which carve's generated kernels beat.

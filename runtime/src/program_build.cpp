@@ -726,27 +726,46 @@ MadeLibraryKernels split_library_prefixes(const Program& p, std::vector<jit::Ker
   return made;
 }
 
-// A batch norm read only by the elementwise node after it (densenet121's 62 pre-activation
-// batch norm -> relu pairs) becomes one group with it, when a library kernel takes the two
-// together: one pass over the data where there were two (fusion starts chains at
-// elementwise nodes and compute anchors only, so it leaves the two apart). Runs before
-// planning, adding the kernels it made to `made`.
+// Two groups a library kernel may take as one, the second group's one node reading the
+// first's last result: a batch norm and the elementwise node after it (densenet121's 62
+// pre-activation batch norm -> relu pairs: fusion starts chains at elementwise nodes and
+// compute anchors only, so it leaves the two apart); a conv and the transpose to NHWC after
+// it (convnext_tiny's depthwise convs: the library writes the conv's result transposed).
+bool library_pair(const ir::Graph& graph, const jit::KernelGroup& first, const jit::KernelGroup& next) {
+  if (next.nodes.size() != 1) return false;
+  const ir::Node& anchor = graph.node(first.nodes.front());
+  const ir::Node& last = graph.node(first.nodes.back());
+  const ir::Node& second = graph.node(next.nodes[0]);
+  if (last.outputs.size() != 1 || std::find(second.inputs.begin(), second.inputs.end(), last.outputs[0]) == second.inputs.end())
+    return false;
+  if (first.nodes.size() == 1 && anchor.op == ir::OpKind::kBatchNorm) return ir::is_elementwise(second.op);
+  return anchor.op == ir::OpKind::kConv2d && second.op == ir::OpKind::kTranspose;
+}
+
+// Pairs of groups (library_pair) become one group when a library kernel takes the two
+// together: one pass over the data where there were two. Runs before planning, adding the
+// kernels it made to `made`.
 void merge_library_pairs(const Program& p, std::vector<jit::KernelGroup>& groups, const jit::FusionOptions& fusion,
                          MadeLibraryKernels& made) {
   if (!fusion.fuse) return;
   const jit::ConstantBytes constant_bytes = constant_bytes_of(p);
   for (size_t g = 0; g + 1 < groups.size(); ++g) {
-    if (groups[g].nodes.size() != 1 || groups[g + 1].nodes.size() != 1) continue;
-    const ir::Node& first = p.graph.node(groups[g].nodes[0]);
+    if (!library_pair(p.graph, groups[g], groups[g + 1])) continue;
+    const ir::Node& first = p.graph.node(groups[g].nodes.back());
     const ir::Node& next = p.graph.node(groups[g + 1].nodes[0]);
-    if (first.op != ir::OpKind::kBatchNorm || first.outputs.size() != 1 || !ir::is_elementwise(next.op)) continue;
-    if (std::find(next.inputs.begin(), next.inputs.end(), first.outputs[0]) == next.inputs.end()) continue;
     if (!fusion.side.empty() && fusion.side[static_cast<size_t>(first.id)] != fusion.side[static_cast<size_t>(next.id)])
       continue;
-    auto merged = jit::make_group(p.graph, {first.id, next.id}, fusion);
-    if (!merged.ok() || merged->internal_values.empty()) continue;  // the batch norm's result is read elsewhere
+    std::vector<ir::NodeId> nodes = groups[g].nodes;
+    nodes.push_back(next.id);
+    auto merged = jit::make_group(p.graph, std::move(nodes), fusion);
+    if (!merged.ok()) continue;
+    // The first group's result must be internal: read by the second node alone.
+    const std::vector<ir::ValueId>& internal = merged->internal_values;
+    if (std::find(internal.begin(), internal.end(), first.outputs[0]) == internal.end()) continue;
     std::unique_ptr<jit::LibraryKernel> kernel = jit::make_library_kernel(p.graph, *merged, constant_bytes);
-    if (!kernel) continue;
+    // Worth it with every operand plain, so keep_blocked never drops it: the generated
+    // kernels cannot run a conv and its transpose as one group.
+    if (!kernel || !kernel->worth_it({})) continue;
     made[merged->name] = std::move(kernel);
     groups[g] = std::move(*merged);
     groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(g) + 1);

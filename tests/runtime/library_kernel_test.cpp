@@ -66,6 +66,7 @@ ir::Graph make_graph(const Case& c) {
 std::vector<Case> cases() {
   const ir::Conv2dOptions same{.pads = {1, 1, 1, 1}};
   auto relu = [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.relu(y); };
+  auto to_nhwc = [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.transpose(y, {0, 2, 3, 1}); };
   return {
       {"conv3x3 relu", 16, 32, 12, 3, same, relu},
       {"conv3x3 stride 2, uneven pads", 32, 64, 13, 3, {.strides = {2, 2}, .pads = {1, 0, 2, 1}}, relu},
@@ -102,9 +103,15 @@ std::vector<Case> cases() {
        [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId r) { return b.relu(b.add(r, y)); }, true},
       {"grouped 3x3 stride 2 + residual", 48, 48, 14, 3, {.groups = 6, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
        [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId r) { return b.relu(b.add(r, y)); }, true},
+      // The result transposed to NHWC by the library kernel (convnext's depthwise convs).
+      {"depthwise 7x7 transposed to NHWC", 96, 96, 28, 7, {.groups = 96, .pads = {3, 3, 3, 3}}, to_nhwc},
+      {"conv3x3 relu transposed to NHWC", 32, 48, 14, 3, same,
+       [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.transpose(b.relu(y), {0, 2, 3, 1}); }},
       // Left to the generated kernels:
       {"conv3x3 x*hard_sigmoid(x) with alpha 0.2 (no library equivalent)", 16, 24, 8, 3, same,
        [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.mul(y, b.hard_sigmoid(y)); }, false, false},
+      {"patchify 4x4 stride 4, 3->8, transposed to NHWC (reorders would dominate)", 3, 8, 32, 4,
+       {.strides = {4, 4}}, to_nhwc, false, false},
       {"depthwise 3x3 (generated is faster)", 32, 32, 12, 3, {.groups = 32, .pads = {1, 1, 1, 1}}, relu, false, false},
       {"1x1 conv, few channels (reorders would dominate)", 16, 16, 12, 1, {}, relu, false, false},
       {"conv3x3 + gelu (no library equivalent)", 16, 24, 8, 3, same,
@@ -179,6 +186,25 @@ TEST_CASE("runtime/library/3x3 stride-1 convs of whole blocks run Winograd in nC
     CAPTURE(text);
     CHECK((text.find("wino") != std::string::npos) == (winograd && winograd_shape(c)));
   }
+}
+
+TEST_CASE("runtime/library/a conv's transpose to NHWC is written by the conv's library kernel") {
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  if (!session || jit::library_provider_name().empty()) return;
+  for (const Case& c : cases()) {
+    if (!c.taken || c.name.find("NHWC") == std::string::npos) continue;
+    CAPTURE(c.name);
+    auto program = session->compile(make_graph(c), {});
+    REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+    CHECK((*program)->program().kernels.size() == 1);
+    CHECK((*program)->explain().find("result transposed to NHWC") != std::string::npos);
+  }
+  // Another permutation stays a transpose kernel of its own.
+  Case other = cases().front();
+  other.epilogue = [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.transpose(y, {0, 1, 3, 2}); };
+  auto program = session->compile(make_graph(other), {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  CHECK((*program)->program().kernels.size() == 2);
 }
 
 TEST_CASE("runtime/library/explain names the library and the kernels it runs") {
