@@ -67,61 +67,6 @@ bool to_nhwc(const ir::Graph& graph, const ir::Node& node) {
   return perm != node.attrs.end() && perm->second.is_ints() && perm->second.as_ints() == std::vector<int64_t>{0, 2, 3, 1};
 }
 
-// The plain or channel-blocked tag `md` is in, if any.
-std::optional<Tag> tag_of(const memory::desc& md) {
-  for (Tag tag : {Tag::nChw16c, Tag::nChw8c, Tag::nchw, Tag::nhwc})
-    if (md == memory::desc(md.dims(), memory::data_type::f32, tag)) return tag;
-  return std::nullopt;
-}
-
-// The input reorder into the conv's layout: from NCHW, one image in up to four slices that
-// run in parallel, each at least 256 KiB: slices of whole channel blocks into nChw16c or
-// nChw8c, of whole rows into NHWC (brgemm), each contiguous in the target; from the blocked
-// layout (a value kept so for the conv's neighbours), one slice. As one tile it
-// left the second thread idle: regnet_y_400mf, whose grouped convs reorder their inputs into
-// nChw8c, ran 3.91 ms at 2 threads with one slice and 3.74 with these (1 thread: the same).
-struct InputSlice {
-  Reorder reorder;
-  memory::desc from, to;
-  int64_t from_offset = 0, to_offset = 0;  // bytes
-};
-constexpr int64_t kMinSliceBytes = 256 << 10, kMaxSlices = 4;
-
-std::vector<InputSlice> input_slices(const memory::desc& from, const memory::desc& target) {
-  const memory::dims d = from.dims();
-  const std::optional<Tag> tag = tag_of(target);
-  const int64_t bytes = static_cast<int64_t>(from.get_size());
-  int64_t count = std::clamp<int64_t>(bytes / kMinSliceBytes, 1, kMaxSlices);
-  const int64_t block = tag == Tag::nChw16c ? 16 : tag == Tag::nChw8c ? 8 : 0;
-  const int64_t n = d[0], c = d[1], h = d[2], w = d[3];
-  if (n != 1 || (block == 0 && tag != Tag::nhwc) || tag_of(from) != Tag::nchw) count = 1;
-  if (block > 0) count = std::min(count, c / block);
-  if (tag == Tag::nhwc) count = std::min(count, h);
-  if (count <= 1) return {{make_reorder(from, target), from, target, 0, 0}};
-  std::vector<InputSlice> slices;
-  const auto f32 = memory::data_type::f32;
-  const int64_t units = block > 0 ? (c + block - 1) / block : h;
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t begin = i * units / count, end = (i + 1) * units / count;
-    InputSlice slice;
-    if (block > 0) {  // channels [begin, end) * block, the last cut at c
-      const int64_t first = begin * block, channels = std::min(end * block, c) - first;
-      slice.from = memory::desc({1, channels, h, w}, f32, Tag::nchw);
-      slice.to = memory::desc({1, channels, h, w}, f32, *tag);
-      slice.from_offset = slice.to_offset = first * h * w * static_cast<int64_t>(sizeof(float));
-    } else {  // rows [begin, end): strided in NCHW, contiguous in NHWC
-      const int64_t rows = end - begin;
-      slice.from = memory::desc({1, c, rows, w}, f32, memory::dims{c * h * w, h * w, w, 1});
-      slice.to = memory::desc({1, c, rows, w}, f32, Tag::nhwc);
-      slice.from_offset = begin * w * static_cast<int64_t>(sizeof(float));
-      slice.to_offset = begin * w * c * static_cast<int64_t>(sizeof(float));
-    }
-    slice.reorder = make_reorder(slice.from, slice.to);
-    slices.push_back(std::move(slice));
-  }
-  return slices;
-}
-
 // Tiles: phase 0 (absent when oneDNN reads the input as it is) reorders the input into
 // the blocked layout in scratch, once; phase 1 has one tile per chunk of output channels
 // (whole 16-channel blocks, as even as they go), each a call of its width's primitive on
@@ -131,39 +76,11 @@ std::vector<InputSlice> input_slices(const memory::desc& from, const memory::des
 // and nChw16c alike. A depthwise or grouped chunk reads only its groups' channels of the
 // input: chunks of whole groups, cut where both the input and the output channels are
 // whole blocks (slice_units()), so a slice is contiguous in NCHW and the blocked layouts.
-class DnnlConv final : public LibraryKernel {
+class DnnlConv final : public TwoPhaseConvKernel {
  public:
-  void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
-    OneOmpThread one_thread;
-    try {
-      dnnl::stream s(cpu_engine());
-      for (int64_t t = tile_begin; t < tile_end; ++t) {
-        if (t < input_tiles()) {
-          const InputSlice& slice = src_slices_[static_cast<size_t>(t)];
-          slice.reorder.run(s, slice.from, static_cast<std::byte*>(operands[x_index_]) + slice.from_offset, slice.to,
-                            scratch(operands) + slice.to_offset);
-        } else {
-          run_chunk(s, operands, chunks_[static_cast<size_t>(t - input_tiles())], t - input_tiles());
-        }
-      }
-      s.wait();
-    } catch (const dnnl::error& err) {
-      run_failed("convolution", err);
-    }
-  }
-  std::vector<int64_t> phase_tiles() const override {
-    const auto chunks = static_cast<int64_t>(chunks_.size());
-    if (input_tiles() == 0) return {chunks};
-    return {input_tiles(), chunks};
-  }
-  int64_t scratch_bytes() const override { return scratch_bytes_; }
   std::string describe() const override {
-    std::string text = library_provider_name() + " " + impl_;
-    if (chunks_.size() > 1) text += " x" + std::to_string(chunks_.size()) + " channel chunks";
-    std::string blocked;
-    if (src_blocked_) blocked += " input";
-    if (residual_blocked_) blocked += " residual";
-    if (out_blocked_) blocked += " output";
+    std::string text = describe_chunks(impl_, "channel");
+    const std::string blocked = kept_operands(src_blocked_, residual_blocked_, out_blocked_);
     if (!blocked.empty()) text += ", " + channel_blocking().name + blocked;
     if (transposed_out_) text += ", result transposed to NHWC";
     return text;
@@ -186,10 +103,6 @@ class DnnlConv final : public LibraryKernel {
     cost += result_cost(out_index_);
     if (residual_index_ >= 0) cost += result_cost(residual_index_);
     return cost < (grouped_ ? kGroupedReorderBudgetPerMac : kReorderBudgetPerMac);
-  }
-  bool reads_at_run(int32_t operand) const override {
-    const bool copied = operand == weights_index_ || operand == bias_index_;
-    return !copied || operand == x_index_ || operand == residual_index_;
   }
   void use_blocked(int32_t operand) override {
     src_blocked_ = src_blocked_ || operand == x_index_;
@@ -221,10 +134,7 @@ class DnnlConv final : public LibraryKernel {
     std::optional<memory> bias;
   };
 
-  int64_t input_tiles() const { return static_cast<int64_t>(src_slices_.size()); }
-  std::byte* scratch(void* const* operands) const {
-    return static_cast<std::byte*>(scratch_bytes_ > 0 ? operands[scratch_index_] : nullptr);
-  }
+  int64_t num_chunks() const override { return static_cast<int64_t>(chunks_.size()); }
   // Whether width w's result is in the layout of a value kept blocked or plain (NHWC when
   // transposed).
   bool result_in(const Width& w, bool blocked) const {
@@ -242,9 +152,9 @@ class DnnlConv final : public LibraryKernel {
 
   // Reorders and the scratch layout for the operands' layouts.
   void layout() {
-    src_slices_.clear();
+    input_slices_.clear();
     const memory::desc& src_as_kept = src_blocked_ ? blocked_full_src_ : user_src_;
-    if (full_src_md_ != src_as_kept) src_slices_ = input_slices(src_as_kept, full_src_md_);
+    if (full_src_md_ != src_as_kept) input_slices_ = input_slices(src_as_kept, full_src_md_);
     int64_t slot = 0;
     for (Width& w : widths_) {
       w.dst_reorder = {};
@@ -255,17 +165,16 @@ class DnnlConv final : public LibraryKernel {
       const int64_t result = dst_is_out(w) ? 0 : align64(static_cast<int64_t>(w.dst_md.get_size()));
       slot = std::max(slot, result + align64(static_cast<int64_t>(w.scratchpad_md.get_size())));
     }
-    chunk_offset_ = input_tiles() > 0 ? align64(static_cast<int64_t>(full_src_md_.get_size())) : 0;
-    chunk_stride_ = slot;
-    scratch_bytes_ = chunk_offset_ + static_cast<int64_t>(chunks_.size()) * chunk_stride_;
+    lay_out_scratch(input_tiles() > 0 ? static_cast<int64_t>(full_src_md_.get_size()) : 0, slot);
   }
 
-  void run_chunk(dnnl::stream& s, void* const* operands, const Chunk& chunk, int64_t index) const {
+  void run_chunk(dnnl::stream& s, void* const* operands, int64_t index) const override {
+    const Chunk& chunk = chunks_[static_cast<size_t>(index)];
     const Width& w = widths_[chunk.width];
     std::byte* scratch_base = scratch(operands);
     std::byte* src = (input_tiles() > 0 ? scratch_base : static_cast<std::byte*>(operands[x_index_])) +
                      (sliced_input_ ? chunk.first_channel / og_ * cg_ * src_plane_bytes_ : 0);
-    std::byte* slot = scratch_base + chunk_offset_ + index * chunk_stride_;
+    std::byte* slot = chunk_slot(operands, index);
     // This chunk's channels: one image, or the plain slice's start (a channel's first pixel
     // in the transposed result).
     const int64_t slice = chunk.first_channel * (transposed_out_ ? int64_t{sizeof(float)} : plane_bytes_);
@@ -299,8 +208,6 @@ class DnnlConv final : public LibraryKernel {
   memory::desc user_src_, blocked_full_src_, full_src_md_;
   std::vector<Width> widths_;
   std::vector<Chunk> chunks_;
-  std::vector<InputSlice> src_slices_;  // phase 0: the input into full_src_md_, in scratch
-  double input_cost_ = 0, output_cost_ = 0;  // a reorder's elements per multiply-add
   // The blocked layout (channel_blocking) in place of NCHW: one image, whole channel blocks
   // (no padding: the same bytes), and oneDNN's layout for that side in every width.
   bool src_blockable_ = false, dst_blockable_ = false;
@@ -312,11 +219,7 @@ class DnnlConv final : public LibraryKernel {
   bool sliced_input_ = false;  // each chunk reads its groups' input channels (depthwise, grouped)
   int64_t og_ = 1, cg_ = 1;    // output and input channels per group
   bool depthwise_ = false, src_blocked_ = false, out_blocked_ = false, residual_blocked_ = false;
-  int32_t x_index_ = -1, out_index_ = -1, residual_index_ = -1, scratch_index_ = -1;
-  int32_t weights_index_ = -1, bias_index_ = -1;  // copied into the chunks when taken
   int64_t plane_bytes_ = 0, src_plane_bytes_ = 0;  // one output / input channel of one image
-  // Scratch: [blocked input][chunk 0: result | oneDNN scratchpad][chunk 1: ...]
-  int64_t chunk_offset_ = 0, chunk_stride_ = 0, scratch_bytes_ = 0;
   std::string impl_;
 };
 
@@ -504,34 +407,20 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
     if (epilogue->residual != ir::kNoValue || last.inputs[0] != epilogue->result) return nullptr;
     epilogue->result = last.outputs[0];
   }
-  int outputs = 0;
-  for (const KernelOperand& o : group.operands) outputs += o.role == OperandRole::kOutput;
   auto k = std::make_unique<DnnlConv>();
+  if (!k->bind_conv(graph, group, *epilogue)) return nullptr;
   k->depthwise_ = depthwise;
   k->grouped_ = grouped;
   k->transposed_out_ = transposed;
   k->sliced_input_ = depthwise || (grouped && t > 1);
   k->og_ = c.og;
   k->cg_ = c.cg;
-  const double taps = static_cast<double>(c.kh * c.kw);
-  k->input_cost_ = static_cast<double>(c.sh * c.sw) / (static_cast<double>(c.og) * taps);
-  k->output_cost_ = 1.0 / (static_cast<double>(c.cg) * taps);
-  k->x_index_ = operand_index(group, node.inputs[0], OperandRole::kInput);
-  k->out_index_ = operand_index(group, epilogue->result, OperandRole::kOutput);
-  if (epilogue->residual != ir::kNoValue)
-    k->residual_index_ = operand_index(group, epilogue->residual, OperandRole::kInput);
-  if (outputs != 1 || k->x_index_ < 0 || k->out_index_ < 0 ||
-      (epilogue->residual != ir::kNoValue && k->residual_index_ < 0))
-    return nullptr;
   // A later chunk reads the input after an earlier one wrote its output: they must not
   // share bytes (the planner puts a conv's output in place over a dying input only when
   // the group has an elementwise input of its size: the residual, never the conv's x).
   if (epilogue->residual == node.inputs[0]) return nullptr;
   k->plane_bytes_ = c.oh * c.ow * static_cast<int64_t>(sizeof(float));
   k->src_plane_bytes_ = c.h * c.w * static_cast<int64_t>(sizeof(float));
-  k->scratch_index_ = scratch_operand_index(group);
-  k->weights_index_ = operand_index(group, node.inputs[1], OperandRole::kInput);
-  if (node.inputs.size() > 2) k->bias_index_ = operand_index(group, node.inputs[2], OperandRole::kInput);
 
   OneOmpThread one_thread;
   try {
@@ -647,6 +536,8 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
 
 std::unique_ptr<LibraryKernel> make_conv(const ir::Graph& graph, const KernelGroup& group,
                                          const ConstantBytes& constant_bytes) {
+  if (nhwc_graph(graph))
+    if (std::unique_ptr<LibraryKernel> k = make_nhwc_conv(graph, group, constant_bytes)) return k;
   return DnnlConv::make(graph, group, constant_bytes);
 }
 

@@ -2,6 +2,8 @@
 // (library_kernel.h): which kernel takes a group.
 #include "dnnl_util.h"
 
+#include "carve/jit/tiles.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -165,6 +167,109 @@ bool jit_implementation(const dnnl::primitive_desc_base& pd) {
   return impl.rfind("ref", 0) != 0 && impl.find("gemm") == std::string::npos;
 }
 
+std::optional<Tag> tag_of(const memory::desc& md) {
+  for (Tag tag : {Tag::nChw16c, Tag::nChw8c, Tag::nchw, Tag::nhwc})
+    if (md == memory::desc(md.dims(), memory::data_type::f32, tag)) return tag;
+  return std::nullopt;
+}
+
+namespace {
+constexpr int64_t kMinSliceBytes = 256 << 10, kMaxSlices = 4;
+}  // namespace
+
+std::vector<InputSlice> input_slices(const memory::desc& from, const memory::desc& target) {
+  const memory::dims d = from.dims();
+  const std::optional<Tag> tag = tag_of(target);
+  const int64_t bytes = static_cast<int64_t>(from.get_size());
+  int64_t count = std::clamp<int64_t>(bytes / kMinSliceBytes, 1, kMaxSlices);
+  const int64_t block = tag == Tag::nChw16c ? 16 : tag == Tag::nChw8c ? 8 : 0;
+  const int64_t n = d[0], c = d[1], h = d[2], w = d[3];
+  if (n != 1 || (block == 0 && tag != Tag::nhwc) || tag_of(from) != Tag::nchw) count = 1;
+  if (block > 0) count = std::min(count, c / block);
+  if (tag == Tag::nhwc) count = std::min(count, h);
+  if (count <= 1) return {{make_reorder(from, target), from, target, 0, 0}};
+  std::vector<InputSlice> slices;
+  const auto f32 = memory::data_type::f32;
+  const int64_t units = block > 0 ? (c + block - 1) / block : h;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t begin = i * units / count, end = (i + 1) * units / count;
+    InputSlice slice;
+    if (block > 0) {  // channels [begin, end) * block, the last cut at c
+      const int64_t first = begin * block, channels = std::min(end * block, c) - first;
+      slice.from = memory::desc({1, channels, h, w}, f32, Tag::nchw);
+      slice.to = memory::desc({1, channels, h, w}, f32, *tag);
+      slice.from_offset = slice.to_offset = first * h * w * static_cast<int64_t>(sizeof(float));
+    } else {  // rows [begin, end): strided in NCHW, contiguous in NHWC
+      const int64_t rows = end - begin;
+      slice.from = memory::desc({1, c, rows, w}, f32, memory::dims{c * h * w, h * w, w, 1});
+      slice.to = memory::desc({1, c, rows, w}, f32, Tag::nhwc);
+      slice.from_offset = begin * w * static_cast<int64_t>(sizeof(float));
+      slice.to_offset = begin * w * c * static_cast<int64_t>(sizeof(float));
+    }
+    slice.reorder = make_reorder(slice.from, slice.to);
+    slices.push_back(std::move(slice));
+  }
+  return slices;
+}
+
+void TwoPhaseConvKernel::run(void* const* operands, int64_t tile_begin, int64_t tile_end) const {
+  OneOmpThread one_thread;
+  try {
+    dnnl::stream s(cpu_engine());
+    for (int64_t t = tile_begin; t < tile_end; ++t) {
+      if (t < input_tiles()) {
+        const InputSlice& slice = input_slices_[static_cast<size_t>(t)];
+        slice.reorder.run(s, slice.from, static_cast<std::byte*>(operands[x_index_]) + slice.from_offset, slice.to,
+                          scratch(operands) + slice.to_offset);
+      } else {
+        run_chunk(s, operands, t - input_tiles());
+      }
+    }
+    s.wait();
+  } catch (const dnnl::error& err) {
+    run_failed("convolution", err);
+  }
+}
+
+bool TwoPhaseConvKernel::reads_at_run(int32_t operand) const {
+  const bool copied = operand == weights_index_ || operand == bias_index_;
+  return !copied || operand == x_index_ || operand == residual_index_;
+}
+
+bool TwoPhaseConvKernel::bind_conv(const ir::Graph& graph, const KernelGroup& group, const Epilogue& e) {
+  const ir::Node& node = graph.node(group.nodes.front());
+  int outputs = 0;
+  for (const KernelOperand& o : group.operands) outputs += o.role == OperandRole::kOutput;
+  x_index_ = operand_index(group, node.inputs[0], OperandRole::kInput);
+  out_index_ = operand_index(group, e.result, OperandRole::kOutput);
+  if (e.residual != ir::kNoValue) residual_index_ = operand_index(group, e.residual, OperandRole::kInput);
+  if (outputs != 1 || x_index_ < 0 || out_index_ < 0 || (e.residual != ir::kNoValue && residual_index_ < 0))
+    return false;
+  scratch_index_ = scratch_operand_index(group);
+  weights_index_ = operand_index(group, node.inputs[1], OperandRole::kInput);
+  if (node.inputs.size() > 2) bias_index_ = operand_index(group, node.inputs[2], OperandRole::kInput);
+  const tiling::ConvShape c = tiling::conv_shape(graph, node);
+  const double taps = static_cast<double>(c.kh * c.kw);
+  input_cost_ = static_cast<double>(c.sh * c.sw) / (static_cast<double>(c.og) * taps);
+  output_cost_ = 1.0 / (static_cast<double>(c.cg) * taps);
+  return true;
+}
+
+std::string TwoPhaseConvKernel::describe_chunks(const std::string& impl, const char* unit) const {
+  std::string text = library_provider_name() + " " + impl;
+  if (num_chunks() > 1) text += " x" + std::to_string(num_chunks()) + " " + unit + " chunks";
+  return text;
+}
+
+std::string TwoPhaseConvKernel::kept_operands(bool input, bool residual, bool output) {
+  return std::string(input ? " input" : "") + (residual ? " residual" : "") + (output ? " output" : "");
+}
+
+std::vector<int64_t> TwoPhaseConvKernel::phase_tiles() const {
+  if (input_tiles() == 0) return {num_chunks()};
+  return {input_tiles(), num_chunks()};
+}
+
 const ChannelBlocking& channel_blocking() {
   static const ChannelBlocking blocking = [] {
     OneOmpThread one_thread;
@@ -187,6 +292,10 @@ const ChannelBlocking& channel_blocking() {
   return blocking;
 }
 
+bool is_f32_one_image(const ir::TensorType& t) {
+  return t.dtype == ir::DType::kF32 && t.shape.rank() == 4 && t.shape[0] == 1;
+}
+
 bool is_f32_nchw_one_image(const ir::TensorType& t) {
   const ChannelBlocking& blocking = channel_blocking();
   return blocking.available && t.dtype == ir::DType::kF32 && t.shape.rank() == 4 && t.shape[0] == 1 &&
@@ -195,7 +304,7 @@ bool is_f32_nchw_one_image(const ir::TensorType& t) {
 
 std::string BlockedOnlyKernel::blocked_layout(int32_t operand) const {
   const bool blocked = std::find(blocked_operands_.begin(), blocked_operands_.end(), operand) != blocked_operands_.end();
-  return blocked ? channel_blocking().name : "";
+  return !blocked ? "" : layout_name_.empty() ? channel_blocking().name : layout_name_;
 }
 
 bool BlockedOnlyKernel::worth_it(const std::vector<int32_t>& blocked) const {
@@ -203,20 +312,30 @@ bool BlockedOnlyKernel::worth_it(const std::vector<int32_t>& blocked) const {
                      [&](int32_t o) { return std::find(blocked.begin(), blocked.end(), o) != blocked.end(); });
 }
 
-int64_t BlockedOnlyKernel::split_channels(int64_t c, int64_t elements, int64_t min_chunk) {
-  const int64_t blocks = c / channel_blocking().block;
-  tiles_ = 1;
+namespace {
+// Of `units` equal units, 4, 2 or 1 chunks of whole units, each of at least min_chunk of
+// `elements`.
+int64_t even_chunks(int64_t units, int64_t elements, int64_t min_chunk) {
   for (int64_t t : {4, 2})
-    if (blocks % t == 0 && elements / t >= min_chunk) {
-      tiles_ = t;
-      break;
-    }
+    if (units % t == 0 && elements / t >= min_chunk) return t;
+  return 1;
+}
+}  // namespace
+
+int64_t BlockedOnlyKernel::split_channels(int64_t c, int64_t elements, int64_t min_chunk) {
+  tiles_ = even_chunks(c / channel_blocking().block, elements, min_chunk);
   return c / tiles_;
 }
 
+int64_t BlockedOnlyKernel::split_rows(int64_t h, int64_t elements, int64_t min_chunk) {
+  tiles_ = even_chunks(h, elements, min_chunk);
+  return h / tiles_;
+}
+
 std::string BlockedOnlyKernel::describe_tiles(const std::string& what, const char* blocked) const {
-  return what + (tiles_ > 1 ? " x" + std::to_string(tiles_) + " channel chunks" : "") + ", " + channel_blocking().name +
-         " " + blocked;
+  const bool nhwc = !layout_name_.empty();
+  return what + (tiles_ > 1 ? " x" + std::to_string(tiles_) + (nhwc ? " row chunks" : " channel chunks") : "") + ", " +
+         (nhwc ? layout_name_ : channel_blocking().name) + " " + blocked;
 }
 
 void run_failed(const char* what, const dnnl::error& err) {

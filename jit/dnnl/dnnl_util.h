@@ -63,6 +63,22 @@ struct Reorder {
 };
 Reorder make_reorder(const memory::desc& from, const memory::desc& to);
 
+// The plain or channel-blocked tag `md` is in, if any.
+std::optional<Tag> tag_of(const memory::desc& md);
+
+// The input reorder into a conv's layout: from NCHW, one image in up to four slices that
+// run in parallel, each at least 256 KiB: slices of whole channel blocks into nChw16c or
+// nChw8c, of whole rows into NHWC, each contiguous in the target; from the blocked
+// layout (a value kept so for the conv's neighbours), one slice. As one tile it
+// left the second thread idle: regnet_y_400mf, whose grouped convs reorder their inputs into
+// nChw8c, ran 3.91 ms at 2 threads with one slice and 3.74 with these (1 thread: the same).
+struct InputSlice {
+  Reorder reorder;
+  memory::desc from, to;
+  int64_t from_offset = 0, to_offset = 0;  // bytes
+};
+std::vector<InputSlice> input_slices(const memory::desc& from, const memory::desc& target);
+
 // oneDNN's channel-blocked layout on this CPU: nChw16c where its blocked direct convolutions
 // are AVX-512 code, nChw8c where they are AVX2 (probed once, by asking for a 3x3 conv in
 // each). `available` is false when neither gets a JIT kernel: then every library kernel
@@ -104,6 +120,55 @@ bool jit_implementation(const dnnl::primitive_desc_base& pd);
 // An f32 [1, C, H, W] tensor of whole channel blocks (channel_blocking() available): one
 // the blocked-only kernels below can take.
 bool is_f32_nchw_one_image(const ir::TensorType& t);
+// An f32 [1, C, H, W] tensor, any C (NHWC holds every channel count).
+bool is_f32_one_image(const ir::TensorType& t);
+
+// A conv kernel's tiles: phase 0 (absent when oneDNN reads the input as it is) reorders
+// the input into scratch in `input_slices_`, phase 1 runs its chunks (run_chunk), each a
+// single-threaded oneDNN call of its own; a library failure stops carve.
+class TwoPhaseConvKernel : public LibraryKernel {
+ public:
+  void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override;
+  std::vector<int64_t> phase_tiles() const override;
+  int64_t scratch_bytes() const override { return scratch_bytes_; }
+  bool reads_at_run(int32_t operand) const override;  // not the weights or bias it copied
+
+ protected:
+  // Binds the operands of `group`, whose first node is the conv and whose epilogue `e`
+  // gives the result and residual, and the reorder costs of its shape; false where the
+  // group does not fit (another output, an operand missing).
+  bool bind_conv(const ir::Graph& graph, const KernelGroup& group, const Epilogue& e);
+  virtual int64_t num_chunks() const = 0;
+  virtual void run_chunk(dnnl::stream& s, void* const* operands, int64_t chunk) const = 0;
+  int64_t input_tiles() const { return static_cast<int64_t>(input_slices_.size()); }
+  std::byte* scratch(void* const* operands) const {
+    return static_cast<std::byte*>(scratch_bytes_ > 0 ? operands[scratch_index_] : nullptr);
+  }
+  // "oneDNN 2.6.3 <impl> x4 <unit> chunks".
+  std::string describe_chunks(const std::string& impl, const char* unit) const;
+  // " input residual output": those kept in the library's layout.
+  static std::string kept_operands(bool input, bool residual, bool output);
+  // Scratch: [the input as phase 0 writes it][chunk 0's slot][chunk 1's slot]..., a slot
+  // holding the chunk's result (where it is not written in place) and oneDNN's scratchpad.
+  void lay_out_scratch(int64_t input_bytes, int64_t slot_bytes) {
+    chunk_offset_ = align64(input_bytes);
+    chunk_stride_ = slot_bytes;
+    scratch_bytes_ = chunk_offset_ + num_chunks() * chunk_stride_;
+  }
+  std::byte* chunk_slot(void* const* operands, int64_t chunk) const {
+    return scratch(operands) + chunk_offset_ + chunk * chunk_stride_;
+  }
+
+  std::vector<InputSlice> input_slices_;  // phase 0: the input (operand x_index_) into scratch
+  int32_t x_index_ = -1, out_index_ = -1, residual_index_ = -1, scratch_index_ = -1;
+  int32_t weights_index_ = -1, bias_index_ = -1;  // copied when taken
+  // A reorder's elements per multiply-add: of the input (stride^2 / (O/groups * KH * KW)),
+  // and of the result or a residual (1 / (C/groups * KH * KW)).
+  double input_cost_ = 0, output_cost_ = 0;
+
+ private:
+  int64_t chunk_offset_ = 0, chunk_stride_ = 0, scratch_bytes_ = 0;
+};
 
 // A kernel whose `blocked_operands_` (its [1, C, H, W] ones) must all stay blocked: carve's
 // generated kernels, which read NCHW, are as fast as it without the reorders it would need.
@@ -132,16 +197,27 @@ class BlockedOnlyKernel : public LibraryKernel {
   // Cuts the c channels (whole blocks) into tiles_ = 4, 2 or 1 equal chunks of at least
   // min_chunk elements of `elements`, by the shape alone; the channels a chunk has.
   int64_t split_channels(int64_t c, int64_t elements, int64_t min_chunk);
+  // The same for h rows (NHWC): the rows a chunk has.
+  int64_t split_rows(int64_t h, int64_t elements, int64_t min_chunk);
   // "<what> x4 channel chunks, nChw8c <blocked>".
   std::string describe_tiles(const std::string& what, const char* blocked) const;
 
   std::vector<int32_t> blocked_operands_;
   int64_t tiles_ = 1;
+  std::string layout_name_;  // the layout kept: channel_blocking()'s when empty, or "nhwc"
 };
+
+// Whether library kernels keep values in NHWC between each other instead of the channel-
+// blocked layout: a graph with grouped convs whose groups are not whole 16-channel blocks,
+// on a CPU whose blocked layout is nChw16c (conv_nhwc.cpp).
+bool nhwc_graph(const ir::Graph& graph);
 
 // The kernels (nullptr: declined).
 std::unique_ptr<LibraryKernel> make_conv(const ir::Graph& graph, const KernelGroup& group,
                                          const ConstantBytes& constant_bytes);
+// A conv in NHWC (nhwc_graph), in chunks of output rows.
+std::unique_ptr<LibraryKernel> make_nhwc_conv(const ir::Graph& graph, const KernelGroup& group,
+                                              const ConstantBytes& constant_bytes);
 std::unique_ptr<LibraryKernel> make_matmul(const ir::Graph& graph, const KernelGroup& group,
                                            const ConstantBytes& constant_bytes);
 std::unique_ptr<LibraryKernel> make_global_average_pool(const ir::Graph& graph, const KernelGroup& group);

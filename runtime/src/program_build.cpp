@@ -593,7 +593,9 @@ std::vector<bool> blocked_values(const Program& p, const std::vector<jit::Kernel
     const ir::Node& concat = p.graph.node(c);
     const auto out = static_cast<size_t>(concat.outputs[0]);
     const std::string layout = written_blocked(static_cast<size_t>(concat.inputs.front()));
-    bool agree = !layout.empty() && !plain[out] && !readers[out].empty() && readers_agree(out, layout);
+    // Only the channel-blocked layout's blocks of channels are contiguous (not NHWC's).
+    bool agree = !layout.empty() && layout == jit::library_blocked_layout() && !plain[out] && !readers[out].empty() &&
+                 readers_agree(out, layout);
     for (ir::ValueId v : concat.inputs) agree = agree && written_blocked(static_cast<size_t>(v)) == layout;
     blocked[out] = agree;
     for (ir::ValueId v : concat.inputs) blocked[static_cast<size_t>(v)] = agree;

@@ -67,7 +67,7 @@ std::vector<Case> cases() {
   const ir::Conv2dOptions same{.pads = {1, 1, 1, 1}};
   auto relu = [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.relu(y); };
   auto to_nhwc = [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.transpose(y, {0, 2, 3, 1}); };
-  return {
+  std::vector<Case> list = {
       {"conv3x3 relu", 16, 32, 12, 3, same, relu},
       {"conv3x3 stride 2, uneven pads", 32, 64, 13, 3, {.strides = {2, 2}, .pads = {1, 0, 2, 1}}, relu},
       {"conv3x3 dilation 2", 16, 16, 14, 3, {.pads = {2, 2, 2, 2}, .dilations = {2, 2}}, relu},
@@ -117,6 +117,11 @@ std::vector<Case> cases() {
       {"conv3x3 + gelu (no library equivalent)", 16, 24, 8, 3, same,
        [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.gelu(y); }, false, false},
   };
+  // Groups of 3 channels: oneDNN has a JIT kernel for them in NHWC only, the layout kept
+  // beside 16-channel blocks (AVX-512); a reference one elsewhere (declined).
+  list.push_back({"grouped 3x3, 3 channels a group (a JIT kernel in nhwc only)", 12, 12, 10, 3, {.groups = 4, .pads = {1, 1, 1, 1}}, relu,
+                  false, jit::library_blocked_layout() == "nChw16c"});
+  return list;
 }
 
 // A conv oneDNN runs with its Winograd kernels where the layout is nChw16c.
@@ -282,6 +287,84 @@ TEST_CASE("runtime/library/squeeze-excite keeps the chain blocked: pool and chan
   const int64_t taken = check_chain(32, 96, false, true);
   if (taken < 0) return;
   CHECK(taken == expected_taken(7) + (jit::library_provider_name().empty() ? 0 : 2));
+}
+
+namespace {
+
+// A regnet block after a stem, x f32[1, c, h, h], groups of 8 channels:
+//   x0 = relu(conv3x3(x, c->c)); a = relu(conv1x1(x0, c->w));
+//   g = relu(grouped conv3x3(a, w->w, stride s));
+//   e = g * sigmoid(conv1x1(relu(conv1x1(global_average_pool(g), w->8)), 8->w));
+//   y = relu(conv1x1(e, w->w) + r), r = conv1x1(x0, c->w, stride s) with `proj`, else x;
+// with `tail`, the output is conv1x1(y, w->16): y is then read by a library conv.
+ir::Graph make_regnet_block(int64_t c, int64_t w, int64_t h, int64_t s, bool proj, bool tail) {
+  ir::GraphBuilder b("regnet block");
+  auto x = b.input("x", DType::kF32, {1, c, h, h});
+  uint32_t seed = 60;
+  auto conv = [&](ir::ValueId in, int64_t ci, int64_t co, int64_t k) { return random_conv(b, seed, in, ci, co, k); };
+  auto x0 = b.relu(conv(x, c, c, 3));
+  auto a = b.relu(conv(x0, c, w, 1));
+  auto gw = b.constant("gw", DType::kF32, {w, 8, 3, 3}, test::random_f32_bytes(w * 8 * 9, 70));
+  auto g = b.relu(b.conv2d(a, gw, std::nullopt, {.groups = w / 8, .strides = {s, s}, .pads = {1, 1, 1, 1}}));
+  auto squeezed = b.relu(conv(b.op1(ir::OpKind::kGlobalAvgPool, {g}), w, 8, 1));
+  auto e = b.mul(g, b.sigmoid(conv(squeezed, 8, w, 1)));
+  ir::ValueId r = x;
+  if (proj) {
+    auto pw = b.constant("pw", DType::kF32, {w, c, 1, 1}, test::random_f32_bytes(w * c, 71));
+    r = b.conv2d(x0, pw, std::nullopt, {.strides = {s, s}});
+  }
+  auto y = b.relu(b.add(conv(e, w, w, 1), r));
+  b.output(b.rename(tail ? conv(y, w, 16, 1) : y, "y"));
+  auto built = b.build();
+  REQUIRE_MESSAGE(built.ok(), built.status().to_string());
+  return std::move(*built);
+}
+
+// The lines of `explain` naming a library kernel that keeps `kept` in NHWC.
+int64_t nhwc_lines(const std::string& explain, const std::string& kept) {
+  int64_t count = 0;
+  for (size_t at = explain.find(", nhwc" + kept); at != std::string::npos; at = explain.find(", nhwc" + kept, at + 1))
+    ++count;
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("runtime/library/a regnet block keeps NHWC between its kernels") {
+  // Groups of 8 channels: oneDNN runs them in nChw8c only, beside 16-channel blocks on
+  // AVX-512, so there the library keeps NHWC between every kernel of the block. The block's
+  // residual x is a graph input (NCHW) and its result is read by the tail conv (NHWC): the
+  // residual's rows are reordered into each chunk's result.
+  const bool nhwc = !jit::library_provider_name().empty() && jit::library_blocked_layout() == "nChw16c";
+  ir::Graph g = make_regnet_block(80, 80, 14, 1, false, true);
+  const int64_t taken = check_run(g, tensor({1, 80, 14, 14}, test::random_f32_bytes(80 * 14 * 14, 4)), {}, true);
+  if (taken < 0 || !nhwc) return;
+  CHECK(taken == 9);  // six convs, the pool, the scale, and two one-pixel convs
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  auto program = session->compile(g, {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  const std::string explain = (*program)->explain();
+  CAPTURE(explain);
+  CHECK(nhwc_lines(explain, "") == 7);                // every kernel reading or writing [1, 80, 14, 14]
+  CHECK(nhwc_lines(explain, " input output") == 4);  // the 1x1 conv, the grouped conv, the scale, the last conv
+  CHECK(nhwc_lines(explain, " output") == 1);        // the stem
+  CHECK(explain.find("row chunks") != std::string::npos);
+}
+
+TEST_CASE("runtime/library/a strided regnet block of 13 groups keeps NHWC, its residual from a projection") {
+  // 104 channels are not whole 16-channel blocks; the projection's result (NHWC) is the
+  // residual of a conv whose result is a graph output (NCHW).
+  const bool nhwc = !jit::library_provider_name().empty() && jit::library_blocked_layout() == "nChw16c";
+  ir::Graph g = make_regnet_block(32, 104, 28, 2, true, false);
+  const int64_t taken = check_run(g, tensor({1, 32, 28, 28}, test::random_f32_bytes(32 * 28 * 28, 5)), {}, true);
+  if (taken < 0 || !nhwc) return;
+  CHECK(taken == 9);
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  auto program = session->compile(g, {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  const std::string explain = (*program)->explain();
+  CAPTURE(explain);
+  CHECK(nhwc_lines(explain, " input residual\n") == 1);
 }
 
 TEST_CASE("runtime/library/a conv in NHWC between blocked convs keeps its values blocked") {
