@@ -50,13 +50,15 @@ class LibraryKernel {
   virtual std::string describe() const = 0;
 
   // Layouts between library kernels. A value may be kept in a blocked layout of the same
-  // bytes (e.g. "nChw16c") instead of its plain row-major one when its producer and every
-  // reader are library kernels naming the same layout for it (the runtime decides, with
-  // the whole graph in view, and calls use_blocked on each before reading phase_tiles or
-  // scratch_bytes). Default: plain only.
+  // bytes (e.g. "nChw16c", or "nhwc") instead of its plain row-major one when its producer
+  // and every reader are library kernels naming the same layout for it (the runtime
+  // decides, with the whole graph in view, and calls use_blocked on each before reading
+  // phase_tiles or scratch_bytes). Default: plain only.
   virtual std::string blocked_layout(int32_t /*operand*/) const { return {}; }
   // Whether the kernel beats the generated one with exactly these operands kept blocked
-  // (the rest plain: layout reorders it must do): the runtime drops it otherwise.
+  // (the rest plain: layout reorders it must do): the runtime drops it otherwise. A kernel
+  // for a group the generated kernels cannot run (a conv and its transpose) is offered
+  // only when worth it with every operand plain and stays worth it with more kept.
   virtual bool worth_it(const std::vector<int32_t>& /*blocked_operands*/) const { return true; }
   virtual void use_blocked(int32_t /*operand*/) {}
   // Whether the kernel runs as fast with each operand in either layout (converting where an
