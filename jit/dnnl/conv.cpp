@@ -28,21 +28,6 @@
 namespace carve::jit::dnnl_kernels {
 namespace {
 
-// When oneDNN's conv beats carve's generated kernel, by measurement (docs/benchmarks.md,
-// "oneDNN convolutions", single layers at 1 thread): its kernels run at about the same
-// speed as carve's best or faster, but every reorder between NCHW and its blocked layout
-// costs. A reorder moves one element per element of its tensor: the input's C * H * W
-// against the conv's C * O/groups * KH * KW * OH * OW multiply-adds is stride^2 / (O/groups
-// * KH * KW) per multiply-add, the result's (and a residual's) 1 / (C/groups * KH * KW).
-// Worth it while the reorders it still needs stay under 0.015 per multiply-add: a 3x3
-// conv of 64 channels with both (0.0035) yes; a 1x1 conv 32->192 at 56x56 with both (0.036:
-// 0.63 ms vs 0.39 generated) no, but with its result kept blocked for the next library
-// conv (0.005) yes; a depthwise conv (1/9 a side) only with neither.
-constexpr double kReorderBudgetPerMac = 0.015;
-// Grouped convs (regnet's 8-channel groups) are another matter: carve's implicit GEMM per
-// group has 8 output rows and runs at 15-19 GFLOP/s against oneDNN's ~90 (nChw8c), so
-// both reorders (1/72 a multiply-add each for 3x3, 8 channels a group) pay for themselves.
-constexpr double kGroupedReorderBudgetPerMac = 0.1;
 // A stem on an image (a dense conv with a window over at most four channels) summing at most
 // 27 products per output (3x3 over RGB) is worth any reorder on AVX-512 when its result is
 // whole channel blocks: carve's implicit GEMM runs so short a sum at a third of oneDNN's

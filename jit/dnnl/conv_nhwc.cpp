@@ -8,12 +8,13 @@
 // nChw16c; grouped 3x3, 26 groups of 8, 0.052 against 0.048 in nChw8c).
 //
 // Tiles: phase 0 (absent when the input is kept NHWC) reorders the input from NCHW into
-// NHWC in scratch, in slices of rows; phase 1 has one tile per chunk of output rows (from the shape alone), each a call of its
-// rows' primitive (the first and last chunks pad where the middle ones read the rows
-// around them) on its rows of the input, writing its rows of the result. A residual add is
-// a `sum` post-op over the residual's rows copied (or reordered) into the result first; the
-// planner never puts a conv's result over its residual (graph_problem.h), whose rows are
-// other bytes in the other layout.
+// NHWC in scratch, in slices of rows; phase 1 has one tile per chunk of output rows (from
+// the shape alone), each a call of its rows' primitive (the first and last chunks pad where
+// the middle ones read the rows around them) on its rows of the input, writing its rows of
+// the result. A residual add is a `sum` post-op over the residual's rows copied (or, from
+// NCHW, reordered) into the chunk's result first. The planner never puts a conv's result
+// over its residual (graph_problem.h), so a chunk's write never reaches rows of the
+// residual that another chunk reads, in either layout.
 #include <algorithm>
 #include <cstring>
 #include <dnnl.hpp>
@@ -28,9 +29,6 @@ namespace carve::jit::dnnl_kernels {
 namespace {
 
 constexpr const char* kNhwc = "nhwc";
-// Reorder budgets as for the blocked kernels (conv.cpp): a dense conv's reorders to and
-// from NCHW under 0.015 of an element per multiply-add, a grouped one's under 0.1.
-constexpr double kReorderBudgetPerMac = 0.015, kGroupedReorderBudgetPerMac = 0.1;
 
 bool is_nhwc_conv_node(const ir::Graph& graph, const ir::Node& node) {
   if (node.op != ir::OpKind::kConv2d) return false;

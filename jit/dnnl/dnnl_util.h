@@ -123,6 +123,22 @@ bool is_f32_nchw_one_image(const ir::TensorType& t);
 // An f32 [1, C, H, W] tensor, any C (NHWC holds every channel count).
 bool is_f32_one_image(const ir::TensorType& t);
 
+// When oneDNN's conv beats carve's generated kernel, by measurement (docs/benchmarks.md,
+// "oneDNN convolutions", single layers at 1 thread): its kernels run at about the same
+// speed as carve's best or faster, but every reorder between NCHW and its blocked layout
+// costs. A reorder moves one element per element of its tensor: the input's C * H * W
+// against the conv's C * O/groups * KH * KW * OH * OW multiply-adds is stride^2 / (O/groups
+// * KH * KW) per multiply-add, the result's (and a residual's) 1 / (C/groups * KH * KW).
+// Worth it while the reorders it still needs stay under 0.015 per multiply-add: a 3x3
+// conv of 64 channels with both (0.0035) yes; a 1x1 conv 32->192 at 56x56 with both (0.036:
+// 0.63 ms vs 0.39 generated) no, but with its result kept blocked for the next library
+// conv (0.005) yes; a depthwise conv (1/9 a side) only with neither.
+inline constexpr double kReorderBudgetPerMac = 0.015;
+// Grouped convs (regnet's 8-channel groups) are another matter: carve's implicit GEMM per
+// group has 8 output rows and runs at 15-19 GFLOP/s against oneDNN's ~90 (nChw8c), so
+// both reorders (1/72 a multiply-add each for 3x3, 8 channels a group) pay for themselves.
+inline constexpr double kGroupedReorderBudgetPerMac = 0.1;
+
 // A conv kernel's tiles: phase 0 (absent when oneDNN reads the input as it is) reorders
 // the input into scratch in `input_slices_`, phase 1 runs its chunks (run_chunk), each a
 // single-threaded oneDNN call of its own; a library failure stops carve.

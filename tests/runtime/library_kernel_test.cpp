@@ -367,6 +367,33 @@ TEST_CASE("runtime/library/a strided regnet block of 13 groups keeps NHWC, its r
   CHECK(nhwc_lines(explain, " input residual\n") == 1);
 }
 
+TEST_CASE("runtime/library/NHWC row chunks pad, dilate and stride as the reference does") {
+  // An 8-channel grouped conv makes the graph keep NHWC (AVX-512); the convs after it run
+  // in chunks of output rows, each chunk's rows and pads cut from the whole conv's:
+  // dilation 2, then stride 2 with uneven pads.
+  ir::GraphBuilder b("nhwc rows");
+  auto x = b.input("x", DType::kF32, {1, 32, 24, 24});
+  auto w = [&](const char* name, int64_t cg, int64_t k, uint32_t seed) {
+    return b.constant(name, DType::kF32, {32, cg, k, k}, test::random_f32_bytes(32 * cg * k * k, seed));
+  };
+  auto g = b.relu(b.conv2d(x, w("g", 8, 3, 80), std::nullopt, {.groups = 4, .pads = {1, 1, 1, 1}}));
+  auto d = b.relu(b.conv2d(g, w("d", 32, 3, 81), std::nullopt, {.pads = {2, 2, 2, 2}, .dilations = {2, 2}}));
+  auto y = b.conv2d(d, w("s", 32, 5, 82), std::nullopt, {.strides = {2, 2}, .pads = {1, 0, 2, 1}});
+  b.output(b.rename(b.relu(y), "y"));
+  auto graph = b.build();
+  REQUIRE_MESSAGE(graph.ok(), graph.status().to_string());
+  const int64_t taken = check_run(*graph, tensor({1, 32, 24, 24}, test::random_f32_bytes(32 * 24 * 24, 6)), {}, true);
+  if (taken < 0 || jit::library_provider_name().empty() || jit::library_blocked_layout() != "nChw16c") return;
+  CHECK(taken == 3);
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  auto program = session->compile(*graph, {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  const std::string explain = (*program)->explain();
+  CAPTURE(explain);
+  CHECK(explain.find("x4 row chunks, nhwc input output") != std::string::npos);  // the dilated conv
+  CHECK(explain.find("x2 row chunks, nhwc input") != std::string::npos);         // the strided one
+}
+
 TEST_CASE("runtime/library/a conv in NHWC between blocked convs keeps its values blocked") {
   // x f32[1, 64, 28, 28]: a = relu(conv3x3(x, 64->32)); r = conv5x5(a, 32->128);
   // c = relu(conv5x5(a, 32->128) + r); y = relu(conv1x1(c, 128->64)). On AVX-512 the 32->128
