@@ -28,15 +28,6 @@
 namespace carve::jit::dnnl_kernels {
 namespace {
 
-// A stem on an image (a dense conv with a window over at most four channels) summing at most
-// 27 products per output (3x3 over RGB) is worth any reorder on AVX-512 when its result is
-// whole channel blocks: carve's implicit GEMM runs so short a sum at a third of oneDNN's
-// speed there (mnasnet1_0's 3 -> 32 stem 0.385 ms generated against ORT's 0.138; oneDNN
-// with its result reordered to NCHW about 0.2). Medians at 1 thread: mobilenet_v3_small
-// 1.14 -> 0.96 ms, mobilenet_v3_large 3.94 -> 3.69, mnasnet1_0 4.40 -> 4.24,
-// regnet_y_400mf 6.82 -> 6.59, mobilenet_v2 4.08 -> 4.02, efficientnet_b0 7.42 -> 7.33;
-// inception_v3 within noise. shufflenet_v2_x1_0's 3 -> 24 (not whole blocks) lost 25 % so.
-constexpr int64_t kStemChannels = 4, kStemProducts = 27;
 // A conv whose result is transposed to NHWC costs one reorder of its result whichever runs
 // it (the transpose's pass, or the library's reorder into the transposed tensor), so only
 // its input reorder counts, against a larger budget: convnext_tiny's 7x7 depthwise convs
@@ -199,7 +190,7 @@ class DnnlConv final : public TwoPhaseConvKernel {
   bool plain_result_ = false;  // every width writes dense NCHW of one image: the output's slice
   bool blocked_result_ = false;  // every width writes the blocked layout
   bool grouped_ = false;  // groups > 1, not depthwise
-  bool stem_ = false;     // worth it in any layout (kStemChannels)
+  bool stem_ = false;     // worth it in any layout (image_stem)
   bool transposed_out_ = false;  // the result is the NHWC transpose of the conv's (to_nhwc)
   bool sliced_input_ = false;  // each chunk reads its groups' input channels (depthwise, grouped)
   int64_t og_ = 1, cg_ = 1;    // output and input channels per group
@@ -228,12 +219,9 @@ bool winograd_first(const tiling::ConvShape& c) {
          c.dh == 1 && c.dw == 1 && c.c % 16 == 0 && c.o % 16 == 0;
 }
 
-// Output-channel chunks: up to 8, each of at least ~10 us of work (1M multiply-adds; 100K
-// for a depthwise conv, which runs about ten times fewer per second; 500K for a grouped one:
-// regnet_y_400mf's 8-channel groups at 7x7 ran 1.55M in about 50 us), min_chunk_channels()
-// and one `unit` of channels (slice_units: a block of 16, oneDNN's, or whole groups), an
-// even count where it can be (two threads share the chunks evenly) -- from the shape
-// alone, never the thread count. Narrow outputs (MobileNet's 16-32-channel project convs)
+// Output-channel chunks (work_chunks): up to 8, each of at least min_chunk_macs() of work,
+// min_chunk_channels() and one `unit` of channels (slice_units: a block of 16, oneDNN's, or
+// whole groups), an even count where it can be (two threads share the chunks evenly). Narrow outputs (MobileNet's 16-32-channel project convs)
 // still split in two at `unit`: as one chunk they left the second thread idle (mobilenet_v2
 // at 2 threads: 2.7 of 11.4 ms in single-tile launches). Measured on AVX2 against 32-channel
 // chunks without these two rules: mobilenet_v2 at 2 threads 5.9-7.8 ms against 7.4-8.3,
@@ -248,15 +236,8 @@ bool winograd_first(const tiling::ConvShape& c) {
 constexpr int64_t kConvertingChunkMacs = 2'500'000;
 
 int64_t chunk_count(const tiling::ConvShape& c, int64_t unit) {
-  const bool depthwise = c.groups > 1 && c.cg == 1 && c.og == 1;
-  const int64_t min_macs = depthwise ? 100'000 : c.groups > 1 ? 500'000 : 1'000'000;
   const int64_t macs = c.n * c.o * c.cg * c.kh * c.kw * c.oh * c.ow;
-  auto count = [&](int64_t width) -> int64_t {
-    const int64_t blocks = (c.o + width - 1) / width;
-    for (int64_t t : {8, 6, 4, 2})
-      if (t <= blocks && macs / t >= min_macs) return t;
-    return 1;
-  };
+  auto count = [&](int64_t width) { return work_chunks(macs, (c.o + width - 1) / width, min_chunk_macs(c)); };
   const int64_t block = channel_blocking().block;
   if (c.groups == 1 && (c.o % block != 0 || c.c % block != 0)) return macs >= 2 * kConvertingChunkMacs ? 2 : 1;
   const int64_t t = count(std::max(unit, min_chunk_channels()));
@@ -283,13 +264,6 @@ std::vector<int64_t> slice_units(const tiling::ConvShape& c) {
     }
   }
   return units;
-}
-
-// The weights of a chunk of `channels` output channels: grouped (goihw) when groups > 1.
-memory::dims conv_weight_dims(const tiling::ConvShape& c, bool depthwise, int64_t channels) {
-  if (depthwise) return {channels, 1, 1, c.kh, c.kw};
-  if (c.groups > 1) return {channels / c.og, c.og, c.cg, c.kh, c.kw};
-  return {channels, c.c, c.kh, c.kw};
 }
 
 // Whether oneDNN's own pick (its brgemm kernel on NHWC, on AVX-512) goes first: a dense
@@ -510,8 +484,7 @@ std::unique_ptr<DnnlConv> DnnlConv::make_chunked(const ir::Graph& graph, const K
     k->blocked_result_ = k->blocked_result_ && blocked_dst;
   }
   if (transposed) k->dst_blockable_ = k->plain_result_ = false;  // the result is NHWC
-  k->stem_ = blocking.block == 16 && c.groups == 1 && c.c <= kStemChannels && c.kh * c.kw > 1 &&
-             c.c * c.kh * c.kw <= kStemProducts && k->dst_blockable_ && k->blocked_result_;
+  k->stem_ = blocking.block == 16 && image_stem(c) && k->dst_blockable_ && k->blocked_result_;
   k->impl_ = first.impl;
   k->layout();
   return k;

@@ -37,15 +37,6 @@ bool is_nhwc_conv_node(const ir::Graph& graph, const ir::Node& node) {
   return graph.value(node.inputs[0]).type.shape.rank() == 4;
 }
 
-// Output rows per chunk: up to 8 chunks (an even count where it can be), each of at least
-// `min_macs` multiply-adds, at most one a row.
-int64_t row_chunks(const tiling::ConvShape& c, int64_t min_macs) {
-  const int64_t macs = c.o * c.cg * c.kh * c.kw * c.oh * c.ow;
-  for (int64_t t : {8, 6, 4, 2})
-    if (t <= c.oh && macs / t >= min_macs) return t;
-  return 1;
-}
-
 class NhwcConv final : public TwoPhaseConvKernel {
  public:
   static std::unique_ptr<LibraryKernel> make(const ir::Graph& graph, const KernelGroup& group,
@@ -171,15 +162,13 @@ std::unique_ptr<LibraryKernel> NhwcConv::make(const ir::Graph& graph, const Kern
   k->oh_ = c.oh;
   k->ow_ = c.ow;
   k->grouped_ = c.groups > 1 && !depthwise;
-  k->stem_ = c.groups == 1 && c.c <= 4 && c.kh * c.kw > 1 && c.c * c.kh * c.kw <= 27;
+  k->stem_ = image_stem(c);
   const auto f32 = memory::data_type::f32;
   k->user_src_ = memory::desc({1, c.c, c.h, c.w}, f32, Tag::nchw);
   k->full_src_ = memory::desc({1, c.c, c.h, c.w}, f32, Tag::nhwc);
-  const memory::dims wdims = depthwise      ? memory::dims{c.o, 1, 1, c.kh, c.kw}
-                             : c.groups > 1 ? memory::dims{c.groups, c.og, c.cg, c.kh, c.kw}
-                                            : memory::dims{c.o, c.c, c.kh, c.kw};
-  const int64_t min_macs = depthwise ? 100'000 : c.groups > 1 ? 500'000 : 1'000'000;
-  const int64_t t = row_chunks(c, min_macs);
+  const memory::dims wdims = conv_weight_dims(c, depthwise, c.o);
+  // Chunks of output rows, at most one a row.
+  const int64_t t = work_chunks(c.o * c.cg * c.kh * c.kw * c.oh * c.ow, c.oh, min_chunk_macs(c));
   const int64_t window = (c.kh - 1) * c.dh;  // rows past a window's first
   OneOmpThread one_thread;
   try {

@@ -2,8 +2,6 @@
 // (library_kernel.h): which kernel takes a group.
 #include "dnnl_util.h"
 
-#include "carve/jit/tiles.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -165,6 +163,27 @@ std::optional<Epilogue> map_epilogue(const ir::Graph& graph, const KernelGroup& 
 bool jit_implementation(const dnnl::primitive_desc_base& pd) {
   const std::string impl = pd.impl_info_str();
   return impl.rfind("ref", 0) != 0 && impl.find("gemm") == std::string::npos;
+}
+
+int64_t work_chunks(int64_t macs, int64_t units, int64_t min_macs) {
+  for (int64_t t : {8, 6, 4, 2})
+    if (t <= units && macs / t >= min_macs) return t;
+  return 1;
+}
+
+int64_t min_chunk_macs(const tiling::ConvShape& c) {
+  const bool depthwise = c.groups > 1 && c.cg == 1 && c.og == 1;
+  return depthwise ? 100'000 : c.groups > 1 ? 500'000 : 1'000'000;
+}
+
+memory::dims conv_weight_dims(const tiling::ConvShape& c, bool depthwise, int64_t channels) {
+  if (depthwise) return {channels, 1, 1, c.kh, c.kw};
+  if (c.groups > 1) return {channels / c.og, c.og, c.cg, c.kh, c.kw};
+  return {channels, c.c, c.kh, c.kw};
+}
+
+bool image_stem(const tiling::ConvShape& c) {
+  return c.groups == 1 && c.c <= 4 && c.kh * c.kw > 1 && c.c * c.kh * c.kw <= 27;
 }
 
 std::optional<Tag> tag_of(const memory::desc& md) {

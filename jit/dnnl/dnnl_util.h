@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "carve/jit/library_kernel.h"
+#include "carve/jit/tiles.h"
 
 namespace carve::jit::dnnl_kernels {
 
@@ -138,6 +139,25 @@ inline constexpr double kReorderBudgetPerMac = 0.015;
 // group has 8 output rows and runs at 15-19 GFLOP/s against oneDNN's ~90 (nChw8c), so
 // both reorders (1/72 a multiply-add each for 3x3, 8 channels a group) pay for themselves.
 inline constexpr double kGroupedReorderBudgetPerMac = 0.1;
+
+// Chunks of a kernel's work: up to 8 (an even count where it can be), at most `units`,
+// each of at least `min_macs` multiply-adds; from the shape alone, never the thread count.
+int64_t work_chunks(int64_t macs, int64_t units, int64_t min_macs);
+// The least work a conv's chunk has (~10 us): 1M multiply-adds; 100K for a depthwise conv,
+// which runs about ten times fewer per second; 500K for a grouped one (regnet_y_400mf's
+// 8-channel groups at 7x7 ran 1.55M in about 50 us).
+int64_t min_chunk_macs(const tiling::ConvShape& c);
+// The weights of a chunk of `channels` output channels: grouped (goihw) when groups > 1.
+memory::dims conv_weight_dims(const tiling::ConvShape& c, bool depthwise, int64_t channels);
+// A stem on an image (a dense conv with a window over at most four channels) summing at most
+// 27 products per output (3x3 over RGB): carve's implicit GEMM runs so short a sum at a
+// third of oneDNN's speed on AVX-512 (mnasnet1_0's 3 -> 32 stem 0.385 ms generated against
+// ORT's 0.138; oneDNN with its result reordered to NCHW about 0.2), so it is worth any
+// reorder there when its result stays in the library's layout. Medians at 1 thread:
+// mobilenet_v3_small 1.14 -> 0.96 ms, mobilenet_v3_large 3.94 -> 3.69, mnasnet1_0 4.40 ->
+// 4.24, regnet_y_400mf 6.82 -> 6.59, mobilenet_v2 4.08 -> 4.02, efficientnet_b0 7.42 ->
+// 7.33; inception_v3 within noise. shufflenet_v2_x1_0's 3 -> 24 (not whole blocks) lost 25 %.
+bool image_stem(const tiling::ConvShape& c);
 
 // A conv kernel's tiles: phase 0 (absent when oneDNN reads the input as it is) reorders
 // the input into scratch in `input_slices_`, phase 1 runs its chunks (run_chunk), each a

@@ -34,7 +34,9 @@ namespace {
 // (m <= kGemvMaxRows), and small products LLVM compiles in a few milliseconds.
 constexpr int64_t kMinRows = 16;
 constexpr int64_t kMinMacs = 1 << 18;
-// Columns (rows) a chunk is a multiple of, and the least work a chunk has (~10 us).
+// Columns (rows) a chunk is a multiple of, and the least work a chunk has (~10 us; chunks
+// from the shape alone, work_chunks). Measured at one thread: 8 chunks of 64x256x768 cost
+// 7 % over one call, 4 of 64x256x256 12 %.
 constexpr int64_t kColumnUnit = 16;
 constexpr int64_t kRowUnit = 16;
 constexpr int64_t kMinChunkMacs = 1'000'000;
@@ -49,14 +51,6 @@ constexpr int64_t kMinChunkMacs = 1'000'000;
 // ms, row chunks 1.05, one call 1.28.
 bool row_chunks(int64_t rows, int64_t n) { return rows >= n; }
 
-// Chunks: up to 8, an even count where it can be, each of at least kMinChunkMacs: the
-// shape alone decides. Measured at one thread: 8 chunks of 64x256x768 cost 7 % over one
-// call, 4 of 64x256x256 12 %.
-int64_t chunk_count(int64_t macs, int64_t units) {
-  for (int64_t t : {8, 6, 4, 2})
-    if (t <= units && macs / t >= kMinChunkMacs) return t;
-  return 1;
-}
 
 bool library_matmul(const dnnl::primitive_desc_base& pd) {
   return std::string(pd.impl_info_str()).find("ref") == std::string::npos;
@@ -220,7 +214,7 @@ std::unique_ptr<LibraryKernel> DnnlMatmul::make(const ir::Graph& graph, const Ke
     km.by_rows_ = row_chunks(rows, n);
     const int64_t unit = km.by_rows_ ? kRowUnit : kColumnUnit, extent = km.by_rows_ ? rows : n;
     const int64_t units = (extent + unit - 1) / unit;
-    const int64_t t = chunk_count(rows * k * n, units);
+    const int64_t t = work_chunks(rows * k * n, units, kMinChunkMacs);
     for (int64_t i = 0; i < t; ++i) {
       Chunk chunk;
       chunk.first = i * units / t * unit;
