@@ -4,8 +4,11 @@
 // regnet_y_400mf 22, mobilenet_v3_small 16, each one LLVM compile (about 25 ms) before the
 // first result, for a few thousand multiply-adds at run time.
 //
-// y[o] = act(bias[o] + sum_i w[o][i] x[i]), summed in f32 over i in order (one tile: the
-// bytes do not depend on the thread count), the activation in double as the reference's.
+// y[o] = act(bias[o] + sum_i w[o][i] x[i]), summed in f32 over i in order, the activation in
+// double as the reference's. Tiles: chunks of output channels (from the shape alone, each a
+// whole number of 64-byte lines of y), so the bytes do not depend on the tiles or the thread
+// count. The wide ones stream their weights from memory (mobilenet_v3_large's 960 -> 240:
+// 0.9 MB, 27 us as one tile); at 2 threads a chunk per thread streams at twice the rate.
 // Epilogue nodes taken, each reading the chain's current value: relu, sigmoid, silu, tanh,
 // hard_sigmoid, clip, and x * act(x) (a mul of an activation's input and result: swish,
 // hard-swish). One image of one pixel has the same bytes in NCHW and in the blocked
@@ -14,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "dnnl_util.h"
 
@@ -23,6 +27,9 @@ namespace {
 // Above this many multiply-adds (a classifier as a conv) oneDNN's conv, cut into chunks that
 // run in parallel, takes it.
 constexpr int64_t kMaxMacs = int64_t{1} << 20;
+// The fewest multiply-adds a tile has (about 5 us: a task costs 1-2), and the output
+// channels a tile's count is a multiple of (one 64-byte line of y: no two tiles write one).
+constexpr int64_t kMinTileMacs = 48 << 10, kTileChannels = 16;
 
 struct Activation {
   ir::OpKind op = ir::OpKind::kRelu;
@@ -115,27 +122,50 @@ class PixelConv final : public LibraryKernel {
     if (k->x_ < 0 || k->w_ < 0 || k->y_ < 0 || (bias && k->bias_operand_ < 0)) return nullptr;
     k->ci_ = ci;
     k->co_ = co;
-    // w transposed to [ci][co]: the loop over outputs reads a row at a time.
+    k->tiles_ = work_chunks(ci * co, (co + kTileChannels - 1) / kTileChannels, kMinTileMacs);
+    // w transposed to [ci][tile's channels], tile after tile: a tile streams its weights
+    // as one run and its loop over outputs reads a row at a time.
     k->wt_.resize(static_cast<size_t>(ci * co));
-    for (int64_t o = 0; o < co; ++o)
-      for (int64_t i = 0; i < ci; ++i) k->wt_[static_cast<size_t>(i * co + o)] = w[o * ci + i];
+    for (int64_t t = 0; t < k->tiles_; ++t) {
+      const auto [begin, end] = k->tile_channels(t);
+      for (int64_t o = begin; o < end; ++o)
+        for (int64_t i = 0; i < ci; ++i) k->wt_[static_cast<size_t>(ci * begin + i * (end - begin) + o - begin)] = w[o * ci + i];
+    }
     k->bias_.assign(static_cast<size_t>(co), 0.f);
     if (bias) std::copy_n(bias, co, k->bias_.begin());
     return k;
   }
 
   void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
-    if (tile_begin >= tile_end) return;
+    for (int64_t t = tile_begin; t < tile_end; ++t) run_tile(operands, t);
+  }
+  std::vector<int64_t> phase_tiles() const override { return {tiles_}; }
+  int64_t scratch_bytes() const override { return 0; }
+  std::string describe() const override {
+    return "carve one-pixel conv " + std::to_string(ci_) + "->" + std::to_string(co_) +
+           (tiles_ > 1 ? " x" + std::to_string(tiles_) + " channel chunks" : "");
+  }
+  bool reads_at_run(int32_t operand) const override { return operand != w_ && operand != bias_operand_; }
+
+ private:
+  // Output channels [begin, end) of tile t: from line t * lines / tiles_ of kTileChannels.
+  std::pair<int64_t, int64_t> tile_channels(int64_t t) const {
+    const int64_t lines = (co_ + kTileChannels - 1) / kTileChannels;
+    return {t * lines / tiles_ * kTileChannels, std::min(co_, (t + 1) * lines / tiles_ * kTileChannels)};
+  }
+  void run_tile(void* const* operands, int64_t t) const {
+    const auto [begin, end] = tile_channels(t);
     const auto* x = static_cast<const float*>(operands[x_]);
     auto* y = static_cast<float*>(operands[y_]);
     // y holds the sums (a conv's result never shares its input's bytes).
-    std::copy(bias_.begin(), bias_.end(), y);
+    std::copy(bias_.begin() + begin, bias_.begin() + end, y + begin);
+    const float* tile_weights = wt_.data() + ci_ * begin;
     for (int64_t i = 0; i < ci_; ++i) {
       const float xi = x[i];
-      const float* row = wt_.data() + i * co_;
-      for (int64_t o = 0; o < co_; ++o) y[o] += row[o] * xi;
+      const float* row = tile_weights + i * (end - begin);
+      for (int64_t o = begin; o < end; ++o) y[o] += row[o - begin] * xi;
     }
-    for (int64_t o = 0; o < co_; ++o) {
+    for (int64_t o = begin; o < end; ++o) {
       float before = y[o];
       for (const Activation& act : acts_) {
         if (act.op == ir::OpKind::kMul) {
@@ -147,14 +177,8 @@ class PixelConv final : public LibraryKernel {
       }
     }
   }
-  std::vector<int64_t> phase_tiles() const override { return {1}; }
-  int64_t scratch_bytes() const override { return 0; }
-  std::string describe() const override { return "carve one-pixel conv " + std::to_string(ci_) + "->" + std::to_string(co_); }
-  bool reads_at_run(int32_t operand) const override { return operand != w_ && operand != bias_operand_; }
-
- private:
   int32_t x_ = -1, w_ = -1, bias_operand_ = -1, y_ = -1;
-  int64_t ci_ = 0, co_ = 0;
+  int64_t ci_ = 0, co_ = 0, tiles_ = 1;
   std::vector<float> wt_, bias_;
   std::vector<Activation> acts_;
 };

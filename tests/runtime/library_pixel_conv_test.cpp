@@ -1,7 +1,7 @@
 // carve's one-pixel 1x1 conv (jit/dnnl/pixel_conv.cpp): squeeze-excite's two small convs
-// with their activations. Checked: which groups it takes (named in explain), results within
-// the reference's tolerance, the same bytes sequentially and at 1 and 2 threads, and the
-// generated kernels within it too. Without oneDNN (CARVE_WITH_DNNL=OFF) every group is
+// with their activations. Checked: which groups it takes (named in explain, with its chunks of
+// output channels), results within the reference's tolerance, the same bytes sequentially and
+// at 1 and 2 threads, and the generated kernels within it too. Without oneDNN (CARVE_WITH_DNNL=OFF) every group is
 // generated.
 #include <doctest/doctest.h>
 
@@ -32,6 +32,7 @@ struct SeCase {
   int64_t groups = 1;
   int64_t c = 32, mid = 8;
   bool taken = true;  // both convs, by the one-pixel conv
+  int64_t chunks = 1;  // of output channels, in each conv
 };
 
 // x f32[1, c, 5, 5]: y = x * excite_act(conv1x1(squeeze_act(conv1x1(gap(x), c->mid)), mid->c)).
@@ -69,6 +70,10 @@ std::vector<SeCase> se_cases() {
       {"silu, clip", [](B& b, V v) { return b.silu(v); }, [](B& b, V v) { return b.clip(v, -0.25, 0.5); }},
       {"no activation, no bias", [](B&, V v) { return v; }, sigmoid, false},
       {"wide: 1152 -> 48", relu, sigmoid, true, 1, 1152, 48},
+      // Wide enough to stream their weights in chunks: 4 of 60 or 240 channels
+      // (mobilenet_v3_large); 2 of 48 + 56 and 496 + 504 (not whole 16-channel lines).
+      {"chunked: 960 -> 240 (mobilenet_v3_large)", relu, hard_sigmoid, true, 1, 960, 240, true, 4},
+      {"chunked, uneven: 1000 -> 104", relu, sigmoid, true, 1, 1000, 104, true, 2},
       // Left to the others: a grouped squeeze conv (the excite conv is still taken).
       {"grouped squeeze", relu, sigmoid, true, 2, 32, 8, false},
   };
@@ -91,8 +96,9 @@ TEST_CASE("runtime/library/squeeze-excite convs of one pixel: taken, within the 
     auto program = session->compile(g, {});
     REQUIRE_MESSAGE(program.ok(), program.status().to_string());
     const std::string text = (*program)->explain();
-    const std::string squeeze = "carve one-pixel conv " + std::to_string(c.c) + "->" + std::to_string(c.mid);
-    const std::string excite = "carve one-pixel conv " + std::to_string(c.mid) + "->" + std::to_string(c.c);
+    const std::string chunks = c.chunks > 1 ? " x" + std::to_string(c.chunks) + " channel chunks\n" : "\n";
+    const std::string squeeze = "carve one-pixel conv " + std::to_string(c.c) + "->" + std::to_string(c.mid) + chunks;
+    const std::string excite = "carve one-pixel conv " + std::to_string(c.mid) + "->" + std::to_string(c.c) + chunks;
     CHECK((text.find(squeeze) != std::string::npos) == c.taken);
     CHECK(text.find(excite) != std::string::npos);
   }
