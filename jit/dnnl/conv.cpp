@@ -229,11 +229,16 @@ bool winograd_first(const tiling::ConvShape& c) {
 // smaller calls), within the noise elsewhere.
 // A dense conv whose channels are not whole blocks keeps no value blocked: each chunk
 // reorders its result, and each call and reorder costs a few microseconds. So at most two
-// chunks, of at least 2.5M multiply-adds each: regnet_y_400mf's 440 -> 440 1x1 convs at 7x7
+// chunks, of at least 1.25M multiply-adds each: regnet_y_400mf's 440 -> 440 1x1 convs at 7x7
 // (9.5M) ran 130 us as one chunk, 150-170 as six (150 as two) at 1 thread; at 2 threads
-// regnet_y_400mf 3.91 ms with six against 3.74 with two. shufflenet_v2_x1_0's 232 -> 232 at
-// 7x7 (2.6M) ran 34 us as one chunk and 41 as two.
-constexpr int64_t kConvertingChunkMacs = 2'500'000;
+// regnet_y_400mf 3.91 ms with six against 3.74 with two. With 2.5M a chunk, the convs of
+// 2.5M-5M ran on one thread at 2 threads: mobilenet_v3_large's 80 -> 200 and 80 -> 184 1x1
+// convs at 14x14 (2.9M-3.1M) 38-46 us, 21-27 as two chunks; shufflenet_v2_x1_0's 116 -> 116
+// and 232 -> 232 29-31 us, 18-19 as two. Summed launches (each the fastest of 5 processes),
+// 1.25M against 2.5M: at 2 threads mobilenet_v3_large 1.79 ms against 1.89, shufflenet_v2_x1_0
+// 1.10 against 1.17, efficientnet_b0 level; at 1 thread each two-chunk conv 0-2 us slower
+// (mobilenet_v3_large level, shufflenet_v2_x1_0 +1 %).
+constexpr int64_t kConvertingChunkMacs = 1'250'000;
 
 int64_t chunk_count(const tiling::ConvShape& c, int64_t unit) {
   const int64_t macs = c.n * c.o * c.cg * c.kh * c.kw * c.oh * c.ow;

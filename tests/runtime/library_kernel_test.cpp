@@ -94,6 +94,11 @@ std::vector<Case> cases() {
        relu},
       // Channels not whole blocks: two chunks sharing one input layout.
       {"1x1 conv, 200 channels, in two chunks", 200, 200, 12, 1, {}, relu},
+      // From 2.5M multiply-adds (mobilenet_v3_large's 80 -> 200 1x1 at 14x14: 3.1M) as well:
+      // 3.0M here. Below, one chunk: 0.86M.
+      {"conv3x3 24->72 hard-swish, in two chunks", 24, 72, 14, 3, same,
+       [](ir::GraphBuilder& b, ir::ValueId y, ir::ValueId) { return b.mul(y, b.hard_sigmoid(y, 1.0 / 6, 0.5)); }},
+      {"conv3x3 24->40, channels not whole blocks, one chunk", 24, 40, 10, 3, same, relu},
       // brgemm's NHWC on AVX-512 (28x28, 64 outputs, not Winograd's 3x3), the input
       // reordered in slices of rows.
       {"conv5x5 192->64 at 28x28, input in row slices", 192, 64, 28, 5, {.pads = {2, 2, 2, 2}}, relu},
@@ -176,6 +181,21 @@ TEST_CASE("runtime/library/conv groups write the same bytes at any thread count"
     const std::vector<uint8_t> bytes = run(*one, g, in, sequential).bytes;
     CHECK(run(*one, g, in, {}).bytes == bytes);
     CHECK(run(*two, g, in, {}).bytes == bytes);
+  }
+}
+
+TEST_CASE("runtime/library/a conv whose channels are not whole blocks runs in two chunks from 2.5M multiply-adds") {
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  if (!session || jit::library_blocked_layout() != "nChw16c") return;
+  for (const Case& c : cases()) {
+    if (!c.taken || c.conv.groups != 1 || (c.c % 16 == 0 && c.o % 16 == 0)) continue;
+    CAPTURE(c.name);
+    auto program = session->compile(make_graph(c), {});
+    REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+    const std::string text = (*program)->explain();
+    CAPTURE(text);
+    const int64_t oh = out_size(c), macs = c.o * c.c * c.k * c.k * oh * oh;
+    CHECK((text.find("x2 channel chunks") != std::string::npos) == (macs >= 2'500'000));
   }
 }
 
