@@ -331,24 +331,15 @@ bool BlockedOnlyKernel::worth_it(const std::vector<int32_t>& blocked) const {
                      [&](int32_t o) { return std::find(blocked.begin(), blocked.end(), o) != blocked.end(); });
 }
 
-namespace {
-// Of `units` equal units, 4, 2 or 1 chunks of whole units, each of at least min_chunk of
-// `elements`.
-int64_t even_chunks(int64_t units, int64_t elements, int64_t min_chunk) {
-  for (int64_t t : {4, 2})
-    if (units % t == 0 && elements / t >= min_chunk) return t;
-  return 1;
-}
-}  // namespace
-
-int64_t BlockedOnlyKernel::split_channels(int64_t c, int64_t elements, int64_t min_chunk) {
-  tiles_ = even_chunks(c / channel_blocking().block, elements, min_chunk);
-  return c / tiles_;
-}
-
-int64_t BlockedOnlyKernel::split_rows(int64_t h, int64_t elements, int64_t min_chunk) {
-  tiles_ = even_chunks(h, elements, min_chunk);
-  return h / tiles_;
+void BlockedOnlyKernel::split_units(int64_t units, int64_t elements, int64_t min_chunk) {
+  units_ = units;
+  tiles_ = 1;
+  for (int64_t t : {4, 2}) {
+    if (t <= units && elements / t >= min_chunk) {
+      tiles_ = t;
+      break;
+    }
+  }
 }
 
 std::string BlockedOnlyKernel::describe_tiles(const std::string& what, const char* blocked) const {

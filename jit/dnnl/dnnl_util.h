@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "carve/jit/library_kernel.h"
@@ -230,16 +231,23 @@ class BlockedOnlyKernel : public LibraryKernel {
       run_failed(what, err);
     }
   }
-  // Cuts the c channels (whole blocks) into tiles_ = 4, 2 or 1 equal chunks of at least
-  // min_chunk elements of `elements`, by the shape alone; the channels a chunk has.
-  int64_t split_channels(int64_t c, int64_t elements, int64_t min_chunk);
-  // The same for h rows (NHWC): the rows a chunk has.
-  int64_t split_rows(int64_t h, int64_t elements, int64_t min_chunk);
+  // Cuts `units` (channel blocks, or rows in NHWC) into tiles_ = 4, 2 or 1 chunks of whole
+  // units, as even as they go (sizes q and q + 1: effnet's 9 blocks of 144 channels run as
+  // 5 + 4, where equal chunks left them one tile), each of at least min_chunk of `elements`,
+  // by the shape alone.
+  void split_units(int64_t units, int64_t elements, int64_t min_chunk);
+  // Chunk t's first unit and its count of them.
+  std::pair<int64_t, int64_t> chunk_units(int64_t t) const {
+    const int64_t first = t * units_ / tiles_;
+    return {first, (t + 1) * units_ / tiles_ - first};
+  }
+  // The fewest units a chunk has (the others have one more).
+  int64_t min_chunk_units() const { return units_ / tiles_; }
   // "<what> x4 channel chunks, nChw8c <blocked>".
   std::string describe_tiles(const std::string& what, const char* blocked) const;
 
   std::vector<int32_t> blocked_operands_;
-  int64_t tiles_ = 1;
+  int64_t tiles_ = 1, units_ = 1;
   std::string layout_name_;  // the layout kept: channel_blocking()'s when empty, or "nhwc"
 };
 

@@ -193,18 +193,17 @@ class Pool final : public BlockedOnlyKernel {
     if (k->x_ < 0 || k->y_ < 0) return nullptr;
     k->blocked_operands_ = {k->x_, k->y_};
     const int64_t c = in.shape[1];
-    k->chunk_blocks_ = k->split_channels(c, c * k->win_.oh * k->win_.ow, 16384) / block;
+    k->split_units(c / block, c * k->win_.oh * k->win_.ow, 16384);
     return k;
   }
 
   void run(void* const* operands, int64_t tile_begin, int64_t tile_end) const override {
     // Chunk t: its channel blocks of x and of the result, one contiguous slice each.
-    const int64_t src_chunk = chunk_blocks_ * block_ * win_.h * win_.w;
-    const int64_t dst_chunk = chunk_blocks_ * block_ * win_.oh * win_.ow;
     for (int64_t t = tile_begin; t < tile_end; ++t) {
-      const float* x = static_cast<const float*>(operands[x_]) + t * src_chunk;
-      float* y = static_cast<float*>(operands[y_]) + t * dst_chunk;
-      fn_(x, y, chunk_blocks_, win_, include_pad_);
+      const auto [first, blocks] = chunk_units(t);
+      const float* x = static_cast<const float*>(operands[x_]) + first * block_ * win_.h * win_.w;
+      float* y = static_cast<float*>(operands[y_]) + first * block_ * win_.oh * win_.ow;
+      fn_(x, y, blocks, win_, include_pad_);
     }
   }
   std::string describe() const override {
@@ -214,7 +213,7 @@ class Pool final : public BlockedOnlyKernel {
  private:
   Window win_;
   bool max_ = true, include_pad_ = false;
-  int64_t block_ = 8, chunk_blocks_ = 1;
+  int64_t block_ = 8;
   PoolFn fn_ = nullptr;
   int32_t x_ = -1, y_ = -1;
 };

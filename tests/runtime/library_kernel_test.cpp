@@ -250,15 +250,15 @@ TEST_CASE("runtime/library/explain names the library and the kernels it runs") {
 
 namespace {
 
-// A MobileNet-style chain, x f32[1, c, 20, 20]:
+// A MobileNet-style chain, x f32[1, c, h, h] (h 20 unless given):
 //   a = relu(conv3x3(x, c->c)); b = clip(conv1x1(a, c->mid)); d = clip(dwconv3x3(b));
 //   e = conv1x1(d, mid->c) + a; y = relu(conv3x3(e, c->c))
 // With `d_out`, d is a graph output as well (read outside the library kernels); with `se`,
 // d is scaled by squeeze-excite before the project conv: d * sigmoid(conv1x1(relu(
 // conv1x1(global_average_pool(d), mid->8)), 8->mid)).
-ir::Graph make_chain(int64_t c, int64_t mid, bool d_out, bool se = false) {
+ir::Graph make_chain(int64_t c, int64_t mid, bool d_out, bool se = false, int64_t h = 20) {
   ir::GraphBuilder b("chain");
-  auto x = b.input("x", DType::kF32, {1, c, 20, 20});
+  auto x = b.input("x", DType::kF32, {1, c, h, h});
   uint32_t seed = 20;
   auto conv = [&](ir::ValueId in, int64_t ci, int64_t co, int64_t k, int64_t groups) {
     return random_conv(b, seed, in, ci, co, k, true, groups);
@@ -279,8 +279,8 @@ ir::Graph make_chain(int64_t c, int64_t mid, bool d_out, bool se = false) {
 }
 
 // Runs the chain with and without library kernels (check_run); the library kernels' count.
-int64_t check_chain(int64_t c, int64_t mid, bool d_out, bool se = false) {
-  return check_run(make_chain(c, mid, d_out, se), tensor({1, c, 20, 20}, test::random_f32_bytes(c * 400, 3)), {},
+int64_t check_chain(int64_t c, int64_t mid, bool d_out, bool se = false, int64_t h = 20) {
+  return check_run(make_chain(c, mid, d_out, se, h), tensor({1, c, h, h}, test::random_f32_bytes(c * h * h, 3)), {},
                    true);
 }
 
@@ -307,6 +307,28 @@ TEST_CASE("runtime/library/squeeze-excite keeps the chain blocked: pool and chan
   const int64_t taken = check_chain(32, 96, false, true);
   if (taken < 0) return;
   CHECK(taken == expected_taken(7) + (jit::library_provider_name().empty() ? 0 : 2));
+}
+
+TEST_CASE("runtime/library/squeeze-excite's pool and scale run in chunks of channel blocks, uneven ones too") {
+  // 144 channels at 48x48 (efficientnet_b0's 56x56 stage, smaller): 9 blocks of 16, in
+  // chunks of 4 and 5 (in nChw8c 18 blocks, in two of 9).
+  const int64_t taken = check_chain(32, 144, false, true, 48);
+  if (taken < 0) return;
+  CHECK(taken == expected_taken(7) + (jit::library_provider_name().empty() ? 0 : 2));
+  if (jit::library_blocked_layout().empty()) return;
+  auto session = runtime::testing::cpu_session_or_skip(1);
+  auto program = session->compile(make_chain(32, 144, false, true, 48), {});
+  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+  const std::string text = (*program)->explain();
+  CAPTURE(text);
+  // The pool's launch line, then the scale's ("  global_avg_pool_N: ...", "  mul_N: ...").
+  for (const char* kernel : {"\n  global_avg_pool_", "\n  mul_"}) {
+    CAPTURE(kernel);
+    const size_t at = text.find(kernel);
+    REQUIRE(at != std::string::npos);
+    const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+    CHECK(line.find(" x2 channel chunks, " + jit::library_blocked_layout()) != std::string::npos);
+  }
 }
 
 namespace {
