@@ -69,9 +69,9 @@ Reorder make_reorder(const memory::desc& from, const memory::desc& to);
 std::optional<Tag> tag_of(const memory::desc& md);
 
 // The input reorder into a conv's layout: from NCHW, one image in up to four slices that
-// run in parallel, each at least 256 KiB: slices of whole channel blocks into nChw16c or
-// nChw8c, of whole rows into NHWC, each contiguous in the target; from the blocked
-// layout (a value kept so for the conv's neighbours), one slice. As one tile it
+// run in parallel, each at least 128 KiB: slices of whole channel blocks (the last may be
+// partial) into nChw16c or nChw8c, of whole rows into NHWC, each contiguous in the target;
+// from the blocked layout (a value kept so for the conv's neighbours), one slice. As one tile it
 // left the second thread idle: regnet_y_400mf, whose grouped convs reorder their inputs into
 // nChw8c, ran 3.91 ms at 2 threads with one slice and 3.74 with these (1 thread: the same).
 struct InputSlice {

@@ -482,6 +482,9 @@ TEST_CASE("runtime/library/channel counts that are not whole blocks stay NCHW be
   const int64_t taken = check_chain(24, 144, false);
   if (taken < 0) return;
   CHECK(taken == expected_taken(5));
+  // At 56x56 the expand conv reorders its 24-channel input in two slices, the second a
+  // partial block (channels 16-23, padded in nChw16c).
+  CHECK(check_chain(24, 144, false, false, 56) == expected_taken(5));
 }
 
 namespace {
