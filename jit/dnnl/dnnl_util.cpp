@@ -334,11 +334,11 @@ bool BlockedOnlyKernel::worth_it(const std::vector<int32_t>& blocked) const {
                      [&](int32_t o) { return std::find(blocked.begin(), blocked.end(), o) != blocked.end(); });
 }
 
-void BlockedOnlyKernel::split_units(int64_t units, int64_t elements, int64_t min_chunk) {
+void BlockedOnlyKernel::split_units(int64_t units, int64_t elements, int64_t min_chunk, bool equal) {
   units_ = units;
   tiles_ = 1;
   for (int64_t t : {4, 2}) {
-    if (t <= units && elements / t >= min_chunk) {
+    if (t <= units && (!equal || units % t == 0) && elements / t >= min_chunk) {
       tiles_ = t;
       break;
     }

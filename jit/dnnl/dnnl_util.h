@@ -232,10 +232,9 @@ class BlockedOnlyKernel : public LibraryKernel {
     }
   }
   // Cuts `units` (channel blocks, or rows in NHWC) into tiles_ = 4, 2 or 1 chunks of whole
-  // units, as even as they go (sizes q and q + 1: effnet's 9 blocks of 144 channels run as
-  // 5 + 4, where equal chunks left them one tile), each of at least min_chunk of `elements`,
-  // by the shape alone.
-  void split_units(int64_t units, int64_t elements, int64_t min_chunk);
+  // units, each of at least min_chunk of `elements`, by the shape alone: equal ones where
+  // `equal`, else as even as they go (sizes q and q + 1).
+  void split_units(int64_t units, int64_t elements, int64_t min_chunk, bool equal);
   // Chunk t's first unit and its count of them.
   std::pair<int64_t, int64_t> chunk_units(int64_t t) const {
     const int64_t first = t * units_ / tiles_;

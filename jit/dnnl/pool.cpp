@@ -193,7 +193,7 @@ class Pool final : public BlockedOnlyKernel {
     if (k->x_ < 0 || k->y_ < 0) return nullptr;
     k->blocked_operands_ = {k->x_, k->y_};
     const int64_t c = in.shape[1];
-    k->split_units(c / block, c * k->win_.oh * k->win_.ow, 16384);
+    k->split_units(c / block, c * k->win_.oh * k->win_.ow, 16384, /*equal=*/true);
     return k;
   }
 

@@ -9,12 +9,17 @@
 // generated kernels, which read NCHW, are as fast and need no reorder (worth_it). In a graph
 // whose library kernels keep NHWC instead (nhwc_graph: regnet's squeeze-excite sits between
 // two of its convs) both run on NHWC, of any channel count, the scale in chunks of rows.
-// Tiles: chunks of whole channel blocks (split_units), each its own call, of at least
-// kMinChunkElements; in NHWC the pool is one (a channel's pixels are strided there), the
-// scale chunks of rows. Each channel's average and product do not depend on the chunk it
-// is in. A call costs 1-2 us: efficientnet_b0's 240 x 28 x 28 scale ran 7.2 us as one call,
-// 10.2 as two of 94K elements, at 1 thread; at 2 threads its 144 x 56 x 56 scale ran 18.4 us
-// as one, 13.2 as chunks.
+// Tiles: chunks of whole channel blocks (split_units), each its own call; in NHWC the pool
+// is one (a channel's pixels are strided there), the scale chunks of rows. Each channel's
+// average and product do not depend on the chunk it is in.
+//  - The pool: chunks as even as they go, of at least 128K elements (a call costs 1-2 us).
+//    efficientnet_b0's pools at 2 threads: 144 x 56 x 56 (9 blocks, one tile in equal
+//    chunks) 18.6 -> 12.4 us as 5 + 4 blocks, 32 x 112 x 112 18.7 -> 9.5, 96 x 56 x 56 13.2
+//    -> 8.9; at 1 thread 0-2 us slower.
+//  - The scale: equal chunks, of at least 64K elements, as before. Its time at 2 threads
+//    depends on which core holds what it reads, just written by the conv before it:
+//    efficientnet_b0's 144 x 56 x 56 scale took 18-33 us as one call, 25-28 as two uneven
+//    chunks at once, so no uneven split measured faster.
 #include <optional>
 #include <vector>
 
@@ -23,7 +28,7 @@
 namespace carve::jit::dnnl_kernels {
 namespace {
 
-constexpr int64_t kMinChunkElements = 128 << 10;
+constexpr int64_t kMinPoolChunk = 128 << 10, kMinScaleChunk = 64 << 10;
 
 class GlobalAveragePool final : public BlockedOnlyKernel {
  public:
@@ -44,7 +49,7 @@ class GlobalAveragePool final : public BlockedOnlyKernel {
     k->plane_ = h * w;
     if (!nhwc) {
       k->block_ = channel_blocking().block;
-      k->split_units(c / k->block_, c * h * w, kMinChunkElements);
+      k->split_units(c / k->block_, c * h * w, kMinPoolChunk, /*equal=*/false);
     }
     OneOmpThread one_thread;
     try {
@@ -118,7 +123,7 @@ class ChannelScale final : public BlockedOnlyKernel {
     // Units: channel blocks of h rows, or in NHWC rows of all c channels.
     const int64_t block = nhwc ? 0 : channel_blocking().block;
     if (nhwc) k->layout_name_ = "nhwc";
-    k->split_units(nhwc ? h : c / block, c * h * w, kMinChunkElements);
+    k->split_units(nhwc ? h : c / block, c * h * w, kMinScaleChunk, /*equal=*/true);
     k->unit_bytes_ = (nhwc ? c * w : block * h * w) * static_cast<int64_t>(sizeof(float));
     k->unit_channels_ = block;
     const Tag tag = nhwc ? Tag::nhwc : channel_blocking().tag;
