@@ -221,8 +221,8 @@ bool winograd_first(const tiling::ConvShape& c) {
 
 // Output-channel chunks (work_chunks): up to 8, each of at least min_chunk_macs() of work,
 // min_chunk_channels() and one `unit` of channels (slice_units: a block of 16, oneDNN's, or
-// whole groups), an even count where it can be (two threads share the chunks evenly). Narrow outputs (MobileNet's 16-32-channel project convs)
-// still split in two at `unit`: as one chunk they left the second thread idle (mobilenet_v2
+// whole groups), an even count where it can be (two threads share the chunks evenly).
+// Narrow outputs (MobileNet's 16-32-channel project convs) still split in two at `unit`: as one chunk they left the second thread idle (mobilenet_v2
 // at 2 threads: 2.7 of 11.4 ms in single-tile launches). Measured on AVX2 against 32-channel
 // chunks without these two rules: mobilenet_v2 at 2 threads 5.9-7.8 ms against 7.4-8.3,
 // efficientnet_b0 11.8 against 13.0; at 1 thread 3-8 % slower on mobilenet_v3_small (more,

@@ -51,7 +51,6 @@ constexpr int64_t kMinChunkMacs = 1'000'000;
 // ms, row chunks 1.05, one call 1.28.
 bool row_chunks(int64_t rows, int64_t n) { return rows >= n; }
 
-
 bool library_matmul(const dnnl::primitive_desc_base& pd) {
   return std::string(pd.impl_info_str()).find("ref") == std::string::npos;
 }

@@ -127,20 +127,18 @@ class ChannelScale final : public BlockedOnlyKernel {
     k->unit_bytes_ = (nhwc ? c * w : block * h * w) * static_cast<int64_t>(sizeof(float));
     k->unit_channels_ = block;
     const Tag tag = nhwc ? Tag::nhwc : channel_blocking().tag;
+    // Every chunk has the same units (equal chunks).
+    const int64_t units = k->min_chunk_units();
+    const int64_t channels = nhwc ? c : units * block, rows = nhwc ? units : h;
     OneOmpThread one_thread;
     try {
-      for (int64_t units = k->min_chunk_units(); units <= k->min_chunk_units() + 1; ++units) {
-        const int64_t channels = nhwc ? c : units * block, rows = nhwc ? units : h;
-        Chunk chunk{memory::desc({1, channels, rows, w}, memory::data_type::f32, tag),
-                    memory::desc({1, channels, 1, 1}, memory::data_type::f32, tag), {}};  // s: NCHW bytes
-        dnnl::binary::desc desc(algorithm::binary_mul, chunk.x, chunk.s, chunk.x);
-        dnnl::binary::primitive_desc pd(desc, cpu_engine());
-        if (pd.scratchpad_desc().get_size() != 0 || !jit_implementation(pd)) return nullptr;
-        chunk.mul = dnnl::binary(pd);
-        k->impl_ = pd.impl_info_str();
-        k->chunks_.push_back(std::move(chunk));
-        if (k->units_ % k->tiles_ == 0) break;  // one size
-      }
+      k->x_md_ = memory::desc({1, channels, rows, w}, memory::data_type::f32, tag);
+      k->s_md_ = memory::desc({1, channels, 1, 1}, memory::data_type::f32, tag);  // = NCHW bytes
+      dnnl::binary::desc desc(algorithm::binary_mul, k->x_md_, k->s_md_, k->x_md_);
+      dnnl::binary::primitive_desc pd(desc, cpu_engine());
+      if (pd.scratchpad_desc().get_size() != 0 || !jit_implementation(pd)) return nullptr;
+      k->mul_ = dnnl::binary(pd);
+      k->impl_ = pd.impl_info_str();
     } catch (const dnnl::error&) {
       return nullptr;
     }
@@ -152,24 +150,20 @@ class ChannelScale final : public BlockedOnlyKernel {
       // Chunk t: its channels of x and of the result (one contiguous slice each in the
       // blocked layout), and of s; in NHWC its rows, and all of s. In place (y over x) each
       // chunk reads only what it writes.
-      const auto [first, units] = chunk_units(t);
-      const Chunk& chunk = chunks_[static_cast<size_t>(units - min_chunk_units())];
-      memory x = bound_memory(chunk.x, static_cast<std::byte*>(operands[x_]) + first * unit_bytes_, 0);
-      memory scale = bound_memory(chunk.s, static_cast<float*>(operands[s_]) + first * unit_channels_, 1);
-      memory y = bound_memory(chunk.x, static_cast<std::byte*>(operands[y_]) + first * unit_bytes_, 2);
-      chunk.mul.execute(s, {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, scale}, {DNNL_ARG_DST, y}});
+      const int64_t first = chunk_units(t).first;
+      memory x = bound_memory(x_md_, static_cast<std::byte*>(operands[x_]) + first * unit_bytes_, 0);
+      memory scale = bound_memory(s_md_, static_cast<float*>(operands[s_]) + first * unit_channels_, 1);
+      memory y = bound_memory(x_md_, static_cast<std::byte*>(operands[y_]) + first * unit_bytes_, 2);
+      mul_.execute(s, {{DNNL_ARG_SRC_0, x}, {DNNL_ARG_SRC_1, scale}, {DNNL_ARG_DST, y}});
     });
   }
   std::string describe() const override { return describe_tiles(library_provider_name() + " " + impl_, "input output"); }
 
  private:
-  struct Chunk {  // of a count of units
-    memory::desc x, s;
-    dnnl::binary mul;
-  };
   int32_t x_ = -1, s_ = -1, y_ = -1;
   int64_t unit_bytes_ = 0, unit_channels_ = 0;  // of x; of s (0 in NHWC: all of s each chunk)
-  std::vector<Chunk> chunks_;  // by count of units from min_chunk_units()
+  memory::desc x_md_, s_md_;  // a chunk's
+  dnnl::binary mul_;
   std::string impl_;
 };
 
